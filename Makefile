@@ -1,0 +1,45 @@
+# TemporalStore: `make run` serves, `make test` checks everything.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
+
+.PHONY: run test lint typecheck pytest compat redis-server install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/temporalstore serve
+
+# Debian's redis-server is the reference for the differential tests.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools; }
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) redis-server
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+compat: $(STAMP) redis-server
+	$(BIN)/pytest -q tests/test_differential.py -p no:randomly
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,114 @@
+"""From a parsed request to a reply: lookup, arity, auth gate, MULTI queueing,
+subscribe context, the call, and the commit that gives it a version."""
+
+from __future__ import annotations
+
+from commands.errors import (
+    NOAUTH,
+    NOT_IN_MULTI,
+    SUBSCRIBE_CONTEXT,
+    UNKNOWN_COMMAND,
+    UNKNOWN_SUBCOMMAND,
+    WRONG_ARITY,
+    CommandError,
+)
+from commands.registry import COMMANDS, Command, Flag
+from commands.replies import QUEUED, ErrorReply, Reply
+from commands.session import Session
+
+
+def _clean(text: bytes) -> bytes:
+    """Redis replaces newlines in error texts so the reply stays one line."""
+    return text.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def unknown_command_error(argv: list[bytes]) -> bytes:
+    args = b""
+    for a in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += b"'" + a[: 128 - len(args)] + b"' "
+    return _clean(
+        UNKNOWN_COMMAND.encode().replace(b"{}", argv[0][:128], 1).replace(b"{}", args, 1)
+    )
+
+
+def lookup(argv: list[bytes]) -> Command | bytes:
+    """The command for a request, or the error text that rejects it."""
+    name = argv[0]
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        cmd = COMMANDS.get(name.lower())
+        if cmd is None:
+            return unknown_command_error(argv)
+    if cmd.subcommands is not None and len(argv) >= 2:
+        sub = cmd.subcommands.get(argv[1].lower())
+        if sub is None:
+            return _clean(
+                UNKNOWN_SUBCOMMAND.encode()
+                .replace(b"{}", argv[1][:128], 1)
+                .replace(b"{}", cmd.name.upper().encode(), 1)
+            )
+        cmd = sub
+    arity = cmd.arity
+    n = len(argv)
+    if (arity > 0 and n != arity) or n < -arity:
+        return WRONG_ARITY.format(cmd.name).encode()
+    return cmd
+
+
+class Dispatcher:
+    """Executes requests for sessions. One per server."""
+
+    def execute(self, s: Session, argv: list[bytes]) -> Reply:
+        cmd = lookup(argv)
+        if type(cmd) is bytes:
+            return self.reject(s, cmd)
+        assert isinstance(cmd, Command)
+        if not s.authenticated and not cmd.flags & Flag.NO_AUTH:
+            return self.reject(s, NOAUTH.encode())
+        if s.multi is not None and not cmd.is_tx_control:
+            if cmd.flags & Flag.NO_MULTI:
+                return self.reject(s, NOT_IN_MULTI.encode())
+            s.multi.append((cmd, argv))
+            return QUEUED
+        if s.resp == 2 and (s.channels or s.patterns) and not cmd.flags & Flag.SUBSCRIBE_OK:
+            return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode())
+        return self.call(s, cmd, argv)
+
+    def reject(self, s: Session, text: bytes) -> ErrorReply:
+        if s.multi is not None:
+            s.multi_error = True
+        s.server.stats.error_replies += 1
+        return ErrorReply(text)
+
+    def call(self, s: Session, cmd: Command, argv: list[bytes]) -> Reply:
+        store = s.store
+        store.cmd = cmd.name
+        s.server.stats.commands_processed += 1
+        mark = len(store.pending)
+        try:
+            assert cmd.handler is not None
+            reply = cmd.handler(s, argv)
+        except CommandError as e:
+            if len(store.pending) > mark:
+                # Handlers validate before they write; this is a safety net.
+                _rollback_to(s, mark)
+            s.server.stats.error_replies += 1
+            reply = ErrorReply(e.text)
+        if store.pending and not s.in_exec:
+            store.commit(s.meta)
+        return reply
+
+
+def _rollback_to(s: Session, mark: int) -> None:
+    store = s.store
+    tail = store.pending[mark:]
+    del store.pending[mark:]
+    saved = store.pending
+    store.pending = tail
+    store.rollback_pending()
+    store.pending = saved
+
+
+DISPATCHER = Dispatcher()

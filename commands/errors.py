@@ -1,0 +1,79 @@
+"""Every error text we reply with, as Redis 7 words it (without the leading '-')."""
+
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    """Raised by a handler: the reply is this error; the connection carries on."""
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text.encode() if isinstance(text, str) else text
+        super().__init__(self.text)
+
+
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+SYNTAX = "ERR syntax error"
+NOT_INTEGER = "ERR value is not an integer or out of range"
+NOT_FLOAT = "ERR value is not a valid float"
+OVERFLOW = "ERR increment or decrement would overflow"
+INCR_NAN_OR_INF = "ERR increment would produce NaN or Infinity"
+NO_SUCH_KEY = "ERR no such key"
+INDEX_OUT_OF_RANGE = "ERR index out of range"
+DB_INDEX_OUT_OF_RANGE = "ERR DB index is out of range"
+INVALID_DB_INDEX = "ERR invalid DB index"
+SAME_OBJECT = "ERR source and destination objects are the same"
+INVALID_EXPIRE = "ERR invalid expire time in '{}' command"
+NOT_POSITIVE = "ERR value is out of range, must be positive"
+STRING_TOO_LONG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+OFFSET_OUT_OF_RANGE = "ERR offset is out of range"
+TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
+TIMEOUT_NEGATIVE = "ERR timeout is negative"
+MIN_MAX_NOT_FLOAT = "ERR min or max is not a float"
+MIN_MAX_NOT_STRING = "ERR min or max not valid string range item"
+HASH_VALUE_NOT_INTEGER = "ERR hash value is not an integer"
+HASH_VALUE_NOT_FLOAT = "ERR hash value is not a float"
+NOT_VALID_FLOAT_SCORE = "ERR value is not a valid float"
+SCORE_NAN = "ERR resulting score is not a number (NaN)"
+WEIGHT_NOT_FLOAT = "ERR weight value is not a float"
+INVALID_CURSOR = "ERR invalid cursor"
+NOAUTH = "NOAUTH Authentication required."
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+AUTH_NOT_SET = (
+    "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?"
+)
+UNKNOWN_COMMAND = "ERR unknown command '{}', with args beginning with: {}"
+UNKNOWN_SUBCOMMAND = "ERR unknown subcommand '{}'. Try {} HELP."
+WRONG_ARITY = "ERR wrong number of arguments for '{}' command"
+MULTI_NESTED = "ERR MULTI calls can not be nested"
+EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
+DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
+WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
+NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+SUBSCRIBE_CONTEXT = (
+    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+    "are allowed in this context"
+)
+PROTOCOL_INVALID_MULTIBULK = "ERR Protocol error: invalid multibulk length"
+PROTOCOL_INVALID_BULK = "ERR Protocol error: invalid bulk length"
+PROTOCOL_EXPECTED_DOLLAR = "ERR Protocol error: expected '$', got '{}'"
+PROTOCOL_UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
+PROTOCOL_BIG_INLINE = "ERR Protocol error: too big inline request"
+PROTOCOL_BIG_MBULK_COUNT = "ERR Protocol error: too big mbulk count string"
+PROTOCOL_BIG_BULK_COUNT = "ERR Protocol error: too big bulk count string"
+PROTOCOL_UNAUTH_MBULK = "ERR Protocol error: unauthenticated multibulk length"
+PROTOCOL_UNAUTH_BULK = "ERR Protocol error: unauthenticated bulk length"
+NOPROTO = "NOPROTO unsupported protocol version"
+LOADING = "LOADING Redis is loading the dataset in memory"
+READONLY_VIEW = "READONLY You can't write against a historical view"
+MAX_CLIENTS = "ERR max number of clients reached"
+NO_SUCH_CLIENT = "ERR No such client"
+CLIENT_NAME_SPACES = "ERR Client names cannot contain spaces, newlines or special characters."
+UNSUPPORTED_CONFIG = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
+BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
+XADD_ID_SMALL = (
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+)
+XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
+STREAM_ID_INVALID = "ERR Invalid stream ID specified as stream command argument"

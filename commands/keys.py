@@ -1,0 +1,1 @@
+"""The keys command family (being written)."""

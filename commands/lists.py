@@ -1,0 +1,1 @@
+"""The lists command family (being written)."""

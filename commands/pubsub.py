@@ -1,0 +1,1 @@
+"""The pubsub command family (being written)."""

@@ -1,0 +1,137 @@
+"""The command table and the decorator that fills it.
+
+Each handler is declared with Redis' arity convention (n: exactly n arguments
+including the name; -n: at least n), flags, and key positions (first, last, step;
+last -1 means the last argument). Container commands (CLIENT, CONFIG, ...) hold
+their subcommands, named `container|sub` as Redis does.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from commands.replies import Reply
+    from commands.session import Session
+
+Handler = Callable[["Session", list[bytes]], "Reply"]
+
+
+class Flag(enum.Flag):
+    WRITE = enum.auto()
+    READONLY = enum.auto()
+    DENYOOM = enum.auto()
+    ADMIN = enum.auto()
+    PUBSUB = enum.auto()
+    NOSCRIPT = enum.auto()
+    BLOCKING = enum.auto()
+    LOADING = enum.auto()  # allowed while loading
+    STALE = enum.auto()
+    SKIP_MONITOR = enum.auto()
+    SKIP_SLOWLOG = enum.auto()
+    FAST = enum.auto()
+    NO_AUTH = enum.auto()  # allowed before authentication
+    NO_MULTI = enum.auto()  # refused inside MULTI
+    ALLOW_BUSY = enum.auto()
+    MAY_REPLICATE = enum.auto()
+    SENTINEL = enum.auto()
+    ONLY_SENTINEL = enum.auto()
+    NO_MANDATORY_KEYS = enum.auto()
+    NO_ASYNC_LOADING = enum.auto()
+    MODULE = enum.auto()
+    # Our own: runs even inside MULTI instead of being queued.
+    TX_CONTROL = enum.auto()
+    # Our own: allowed in RESP2 subscribe context.
+    SUBSCRIBE_OK = enum.auto()
+
+
+@dataclass(slots=True)
+class Command:
+    name: str  # full name as Redis spells it in errors: "get", "client|kill"
+    handler: Handler | None
+    arity: int
+    flags: Flag
+    first_key: int = 0
+    last_key: int = 0
+    step: int = 0
+    subcommands: dict[bytes, Command] | None = None
+    is_write: bool = False
+    is_tx_control: bool = False
+
+    def keys(self, argv: list[bytes]) -> list[bytes]:
+        """The key arguments of a call, by the declared positions."""
+        if not self.first_key:
+            return []
+        last = self.last_key if self.last_key >= 0 else len(argv) + self.last_key
+        return argv[self.first_key : last + 1 : self.step or 1]
+
+
+COMMANDS: dict[bytes, Command] = {}
+
+
+def _lookup_table(name: str) -> tuple[dict[bytes, Command], bytes]:
+    container, _, sub = name.partition("|")
+    if not sub:
+        return COMMANDS, container.encode()
+    parent = COMMANDS.get(container.encode())
+    if parent is None:
+        raise KeyError(f"container {container!r} must be declared before {name!r}")
+    assert parent.subcommands is not None
+    return parent.subcommands, sub.encode()
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: Flag = Flag(0),
+    first_key: int = 0,
+    last_key: int = 0,
+    step: int = 0,
+) -> Callable[[Handler], Handler]:
+    """Declare a command (or `container|sub` subcommand) and its handler."""
+
+    def deco(fn: Handler) -> Handler:
+        table, short = _lookup_table(name)
+        cmd = Command(
+            name=name,
+            handler=fn,
+            arity=arity,
+            flags=flags,
+            first_key=first_key,
+            last_key=last_key,
+            step=step,
+            is_write=bool(flags & Flag.WRITE),
+            is_tx_control=bool(flags & Flag.TX_CONTROL),
+        )
+        table[short] = cmd
+        if table is COMMANDS:
+            table[short.upper()] = cmd
+        return fn
+
+    return deco
+
+
+def container(name: str, arity: int = -2, flags: Flag = Flag(0)) -> None:
+    """Declare a command that only dispatches to subcommands (CLIENT, CONFIG, ...)."""
+    cmd = Command(name=name, handler=None, arity=arity, flags=flags, subcommands={})
+    COMMANDS[name.encode()] = cmd
+    COMMANDS[name.upper().encode()] = cmd
+
+
+def unique_commands() -> list[Command]:
+    seen: dict[str, Command] = {}
+    for c in COMMANDS.values():
+        seen[c.name] = c
+    return sorted(seen.values(), key=lambda c: c.name)
+
+
+@dataclass
+class CommandStats:
+    calls: int = 0
+    usec: int = 0
+    rejected: int = 0
+    failed: int = 0
+    extra: dict[str, int] = field(default_factory=dict)

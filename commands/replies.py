@@ -1,0 +1,81 @@
+"""What a handler returns, independent of the wire protocol.
+
+`bytes` is a bulk string, `int` an integer, `None` a null, `float` a double,
+`list`/`tuple` an array, `dict` a map, `set` a set, and the classes below the
+rest. `proxy.resp` encodes them as RESP2 or RESP3 for the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Simple(bytes):
+    """A simple string (+OK)."""
+
+    __slots__ = ()
+
+
+class ErrorReply(bytes):
+    """An error as a value (inside an EXEC reply, or returned directly)."""
+
+    __slots__ = ()
+
+
+class Verbatim(bytes):
+    """A verbatim string (RESP3 `=`); a bulk string in RESP2."""
+
+    __slots__ = ()
+
+
+class Push(list[Any]):
+    """An out-of-band push (RESP3 `>`); an array in RESP2."""
+
+    __slots__ = ()
+
+
+class _NullArray:
+    """RESP2's null array (*-1); RESP3's null."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+OK = Simple(b"OK")
+QUEUED = Simple(b"QUEUED")
+PONG = Simple(b"PONG")
+
+Reply = Any
+
+
+@dataclass
+class Blocked:
+    """A blocking command found nothing: wait for a commit to one of `keys`
+    (database, key) or until `timeout` seconds pass (0 = forever), then run the
+    command again; on timeout reply `on_timeout`."""
+
+    keys: list[tuple[int, bytes]]
+    timeout: float
+    on_timeout: Reply = NULL_ARRAY
+    # A blocking read can also be woken by a specific condition (XREAD's `$`).
+    retry_argv: list[bytes] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CloseAfterReply:
+    """Send `reply`, then close the connection (QUIT)."""
+
+    reply: Reply
+
+
+@dataclass
+class Deferred:
+    """The reply comes later: `start` is called with a callback taking the reply."""
+
+    start: Callable[[Callable[[Reply], None]], None]

@@ -1,0 +1,1 @@
+"""The sets command family (being written)."""

@@ -1,0 +1,1 @@
+"""The transactions command family (being written)."""

@@ -1,0 +1,1 @@
+"""The zsets command family (being written)."""

@@ -1,0 +1,432 @@
+"""The asyncio listener and one `Connection` per client.
+
+Reading: hiredis parses every buffered multibulk request at once; inline requests
+and malformed input go through the exact `RequestParser`. Writing: every reply of
+a batch is encoded into one buffer and written once. When the socket's write
+buffer passes its high-water mark the connection stops reading until it drains,
+so a client that does not read its replies cannot make us buffer without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections import deque
+from typing import Any, cast
+
+import hiredis
+
+from commands.dispatch import DISPATCHER
+from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
+from commands.session import ServerState, Session
+from proxy.resp import ProtocolError, RequestParser, check_incomplete, encode
+
+log = logging.getLogger("temporalstore")
+
+# Pub/sub clients are cut off past this much unread output (Redis: 32mb hard).
+PUBSUB_OUTPUT_LIMIT = 32 * 1024 * 1024
+# A client that stops reading while we still owe it replies: hard cap.
+OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
+QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
+CHECK_SMALL = 65536
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.reader = hiredis.Reader()
+        self.exact: RequestParser | None = None  # in use while not on the fast path
+        self.chunk_start_clean = True  # the current hiredis input began on a frame boundary
+        self.since_boundary = bytearray()
+        self.backlog: deque[list[bytes]] = deque()
+        self.waiting = False  # blocked or deferred: later requests wait
+        self.closing = False
+        self.paused = False
+        self.session: Session | None = None
+        self.block_state: dict[str, Any] | None = None
+
+    # -- asyncio callbacks -------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        state = self.server.state
+        self.session = Session(
+            state,
+            addr=_fmt_addr(peer),
+            laddr=_fmt_addr(sock),
+            push=self.push,
+            close=self.kill,
+        )
+        state.clients[self.session.id] = self.session
+        state.stats.connections_received += 1
+        self.server.connections.add(self)
+        self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.server.connections.discard(self)
+        s = self.session
+        if s is not None:
+            self.server.state.clients.pop(s.id, None)
+            self._cancel_block()
+            from commands.cleanup import session_closed
+
+            session_closed(s)
+
+    def pause_writing(self) -> None:
+        if self.transport is not None and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+        if self.transport is not None and self.transport.get_write_buffer_size() > OUTPUT_HARD_LIMIT:
+            self.transport.abort()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and self.paused:
+            self.paused = False
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        s = self.session
+        assert s is not None
+        s.server.stats.net_input_bytes += len(data)
+        if self.closing:
+            return
+        requests, error = self._parse(data)
+        if self.waiting:
+            self.backlog.extend(requests)
+            if error is not None:
+                self.backlog.append([b"\x00protocol-error", error.text])
+            return
+        self._run(requests, error)
+
+    # -- parsing -----------------------------------------------------------------
+
+    def _parse(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
+        s = self.session
+        assert s is not None
+        if self.exact is None and self.chunk_start_clean and data[:1] != b"*":
+            self.exact = RequestParser()
+        if self.exact is not None:
+            p = self.exact
+            p.authed = s.authenticated
+            p.feed(data)
+            out = p.parse()
+            if p.pending_error is None and len(p) == 0:
+                self.exact = None  # back to the fast path on a clean boundary
+                self.chunk_start_clean = True
+            elif len(p) > QUERY_BUFFER_LIMIT:
+                return out, ProtocolError("ERR Protocol error: query buffer limit")
+            return out, p.pending_error
+        reader = self.reader
+        was_clean = self.chunk_start_clean
+        if was_clean:
+            self.since_boundary = bytearray(data)
+        elif len(self.since_boundary) < CHECK_SMALL:
+            self.since_boundary += data
+        else:
+            self.since_boundary = bytearray()
+        reader.feed(data)
+        out: list[list[bytes]] = []
+        try:
+            while True:
+                req = reader.gets()
+                if req is False:
+                    break
+                if type(req) is not list or not all(type(a) is bytes for a in req):
+                    raise hiredis.ProtocolError("non-bulk element")
+                if req:
+                    out.append(req)
+        except hiredis.ProtocolError:
+            return out, self._diagnose(len(out))
+        if reader.has_data():
+            self.chunk_start_clean = False
+            if was_clean and len(self.since_boundary) <= CHECK_SMALL and not out:
+                err = check_incomplete(bytes(self.since_boundary), s.authenticated)
+                if err is not None:
+                    return out, err
+            if reader.len() > QUERY_BUFFER_LIMIT:
+                return out, ProtocolError("ERR Protocol error: query buffer limit")
+        else:
+            self.chunk_start_clean = True
+        return out, None
+
+    def _diagnose(self, taken: int) -> ProtocolError:
+        """hiredis refused the input: find Redis' exact words for what is wrong."""
+        if self.since_boundary:
+            p = RequestParser()
+            s = self.session
+            assert s is not None
+            p.authed = s.authenticated
+            p.feed(bytes(self.since_boundary))
+            p.parse()
+            if p.pending_error is not None:
+                return p.pending_error
+        return ProtocolError("ERR Protocol error: invalid multibulk length")
+
+    # -- executing ---------------------------------------------------------------
+
+    def _run(self, requests: list[list[bytes]] | deque[list[bytes]], error: ProtocolError | None) -> None:
+        s = self.session
+        transport = self.transport
+        assert s is not None and transport is not None
+        out: list[bytes] = []
+        execute = DISPATCHER.execute
+        it = iter(requests) if not isinstance(requests, deque) else None
+        while True:
+            if it is not None:
+                argv = next(it, None)
+            else:
+                argv = requests.popleft() if requests else None  # type: ignore[union-attr]
+            if argv is None:
+                break
+            if argv[0] == b"\x00protocol-error":
+                error = ProtocolError(argv[1].decode())
+                break
+            s.last_cmd = argv[0]
+            reply = execute(s, argv)
+            t = type(reply)
+            if t is Blocked or t is Deferred or t is CloseAfterReply:
+                if t is CloseAfterReply:
+                    assert isinstance(reply, CloseAfterReply)
+                    encode(reply.reply, s.resp, out)
+                    self._write(out)
+                    self._close_after_write()
+                    return
+                rest = list(it) if it is not None else list(requests)
+                self.backlog.extend(rest)
+                self._write(out)
+                if t is Blocked:
+                    assert isinstance(reply, Blocked)
+                    self._block(argv, reply)
+                else:
+                    assert isinstance(reply, Deferred)
+                    self._defer(reply)
+                return
+            encode(reply, s.resp, out)
+            if s.killed:
+                break
+        if error is not None:
+            encode(ErrorReply(error.text), s.resp, out)
+            self._write(out)
+            self._close_after_write()
+            return
+        self._write(out)
+        if s.killed:
+            self._close_after_write()
+
+    def _write(self, out: list[bytes]) -> None:
+        if out and self.transport is not None and not self.transport.is_closing():
+            data = b"".join(out) if len(out) > 1 else out[0]
+            assert self.session is not None
+            self.session.server.stats.net_output_bytes += len(data)
+            self.transport.write(data)
+
+    def _close_after_write(self) -> None:
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _resume(self) -> None:
+        """Continue with requests that arrived while we were blocked."""
+        self.waiting = False
+        if self.backlog and not self.closing:
+            backlog = self.backlog
+            self.backlog = deque()
+            self._run(backlog, None)
+
+    # -- blocking commands -----------------------------------------------------------
+
+    def _block(self, argv: list[bytes], b: Blocked) -> None:
+        s = self.session
+        assert s is not None
+        self.waiting = True
+        s.blocked = True
+        loop = asyncio.get_running_loop()
+        st: dict[str, Any] = {"argv": b.retry_argv or argv, "blocked": b, "timer": None}
+        self.block_state = st
+        if b.timeout > 0:
+            st["timer"] = loop.call_later(b.timeout, self._block_timeout)
+        self._observe(b)
+
+    def _observe(self, b: Blocked) -> None:
+        s = self.session
+        assert s is not None and self.block_state is not None
+        self.block_state["keys"] = list(b.keys)
+        for dbi, key in b.keys:
+            s.store.observe(dbi, key, self._key_touched)
+
+    def _unobserve(self) -> None:
+        st = self.block_state
+        s = self.session
+        if st is None or s is None:
+            return
+        for dbi, key in st.get("keys", ()):
+            s.store.unobserve(dbi, key, self._key_touched)
+        st["keys"] = []
+
+    def _key_touched(self, dbi: int, key: bytes) -> None:
+        st = self.block_state
+        if st is None or st.get("scheduled"):
+            return
+        st["scheduled"] = True
+        asyncio.get_running_loop().call_soon(self._retry_block)
+
+    def _retry_block(self) -> None:
+        st = self.block_state
+        s = self.session
+        if st is None or s is None or self.closing:
+            return
+        st["scheduled"] = False
+        self._unobserve()
+        reply = DISPATCHER.execute(s, st["argv"])
+        if type(reply) is Blocked:
+            assert isinstance(reply, Blocked)
+            if reply.retry_argv:
+                st["argv"] = reply.retry_argv
+            self._observe(reply)
+            return
+        self._finish_block(reply)
+
+    def _block_timeout(self) -> None:
+        st = self.block_state
+        if st is None:
+            return
+        self._unobserve()
+        self._finish_block(st["blocked"].on_timeout)
+
+    def _finish_block(self, reply: Reply) -> None:
+        st = self.block_state
+        s = self.session
+        assert s is not None
+        if st is not None and st.get("timer") is not None:
+            st["timer"].cancel()
+        self.block_state = None
+        s.blocked = False
+        out: list[bytes] = []
+        encode(reply, s.resp, out)
+        self._write(out)
+        self._resume()
+
+    def _cancel_block(self) -> None:
+        st = self.block_state
+        if st is not None:
+            self._unobserve()
+            if st.get("timer") is not None:
+                st["timer"].cancel()
+            self.block_state = None
+
+    def unblock(self, reply: Reply) -> None:
+        """CLIENT UNBLOCK: end the wait now with `reply`."""
+        if self.block_state is not None:
+            self._unobserve()
+            self._finish_block(reply)
+
+    def _defer(self, d: Deferred) -> None:
+        self.waiting = True
+
+        def done(reply: Reply) -> None:
+            if self.closing:
+                return
+            s = self.session
+            assert s is not None
+            out: list[bytes] = []
+            encode(reply, s.resp, out)
+            self._write(out)
+            self._resume()
+
+        d.start(done)
+
+    # -- out of band ---------------------------------------------------------------
+
+    def push(self, reply: Reply) -> None:
+        """A pub/sub message: written at once, cut off past the pub/sub limit."""
+        t = self.transport
+        s = self.session
+        if t is None or s is None or t.is_closing():
+            return
+        out: list[bytes] = []
+        encode(reply, s.resp, out)
+        self._write(out)
+        if t.get_write_buffer_size() > PUBSUB_OUTPUT_LIMIT:
+            t.abort()
+
+    def kill(self) -> None:
+        """Close this connection (CLIENT KILL, shutdown)."""
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _fmt_addr(a: Any) -> str:
+    if isinstance(a, tuple) and len(a) >= 2:
+        host = a[0]
+        return f"[{host}]:{a[1]}" if ":" in str(host) else f"{host}:{a[1]}"
+    return str(a or "")
+
+
+class Server:
+    """Listens, tracks connections, runs active expiry, shuts down gracefully."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.connections: set[Connection] = set()
+        self.servers: list[asyncio.base_events.Server] = []
+        self.stopping: asyncio.Event | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        loop = asyncio.get_running_loop()
+        self.stopping = asyncio.Event()
+        srv = await loop.create_server(lambda: Connection(self), host, port, reuse_address=True, backlog=511)
+        self.servers.append(srv)
+        self.port = srv.sockets[0].getsockname()[1]
+        self.state.config.port = self.port
+        self.state.shutdown_requested = self.request_shutdown
+        task = loop.create_task(self._cron())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return self.port
+
+    def request_shutdown(self) -> None:
+        if self.stopping is not None:
+            self.stopping.set()
+
+    async def _cron(self) -> None:
+        """Active expiry, ten times a second (Redis' hz 10)."""
+        store = self.state.store
+        while True:
+            await asyncio.sleep(0.1)
+            self.state.stats.expired_keys += store.active_expire()
+
+    async def serve_until_stopped(self) -> None:
+        assert self.stopping is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self.request_shutdown)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self.stopping.wait()
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop accepting, close every connection after its pending replies, stop tasks."""
+        for srv in self.servers:
+            srv.close()
+        for conn in list(self.connections):
+            conn.kill()
+        for srv in self.servers:
+            await srv.wait_closed()
+        for task in list(self.tasks):
+            task.cancel()
+        for task in list(self.tasks):
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        log.info("shut down")

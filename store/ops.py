@@ -1,0 +1,314 @@
+"""The effects that change the keyspace, and their inverses.
+
+A command handler decides what to change and expresses it as ops: small tuples
+whose first element names the effect. `apply_op` is the only code that mutates a
+database; it returns the ops that undo what it did, which the version chain keeps
+so that any retained version can be rebuilt from the latest value. Update records
+carry the same ops, so replay applies exactly what the live server applied.
+
+Every op is deterministic: times are absolute, random choices are already made,
+and values that enter the keyspace are copied so a record never aliases a live
+object.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from store.values import (
+    HASH_MAX_LISTPACK_ENTRIES,
+    HASH_MAX_LISTPACK_VALUE,
+    SET_MAX_INTSET_ENTRIES,
+    HashSet,
+    HashTable,
+    ZSet,
+    copy_value,
+    is_int_member,
+)
+
+if TYPE_CHECKING:
+    from store.keyspace import Database
+
+Op = tuple[Any, ...]
+Undo = tuple[Op, ...]
+
+KEEP_TTL = -1  # ("set", value, KEEP_TTL) leaves the key's expiry as it was
+
+# Op names.
+SET = "set"  # (SET, value, ttl): ttl is an absolute ms time, None (persist) or KEEP_TTL
+RESTORE = "restore"  # (RESTORE, value | None, expire_ms | None): exact prior state
+DEL = "del"  # (DEL,)
+EXPIRE = "expire"  # (EXPIRE, at_ms | None)
+HSET = "hset"  # (HSET, ((field, value), ...))
+HDEL = "hdel"  # (HDEL, (field, ...))
+LPUSH = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
+RPUSH = "rpush"  # (RPUSH, (item, ...))
+LPOP = "lpop"  # (LPOP, count)
+RPOP = "rpop"  # (RPOP, count)
+LSET = "lset"  # (LSET, index, value)
+SADD = "sadd"  # (SADD, (member, ...))
+SREM = "srem"  # (SREM, (member, ...))
+ZADD = "zadd"  # (ZADD, ((member, score), ...))
+ZREM = "zrem"  # (ZREM, (member, ...))
+
+ApplyFn = Callable[["Database", bytes, Op], Undo]
+APPLY: dict[str, ApplyFn] = {}
+
+
+def register(name: str) -> Callable[[ApplyFn], ApplyFn]:
+    """Add an op to the table (value families outside this module use it too)."""
+
+    def deco(fn: ApplyFn) -> ApplyFn:
+        APPLY[name] = fn
+        return fn
+
+    return deco
+
+
+def apply_op(db: Database, key: bytes, op: Op) -> Undo:
+    return APPLY[op[0]](db, key, op)
+
+
+def _prior(db: Database, key: bytes) -> Op:
+    return (RESTORE, db.data.get(key), db.expires.get(key))
+
+
+def _set_expiry(db: Database, key: bytes, at: int | None) -> None:
+    if at is None:
+        db.expires.pop(key, None)
+    else:
+        db.expires[key] = at
+        db.schedule_expiry(key, at)
+
+
+def _drop(db: Database, key: bytes) -> None:
+    del db.data[key]
+    if db.expires:
+        db.expires.pop(key, None)
+
+
+@register(SET)
+def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
+    data = db.data
+    expires = db.expires
+    old = data.get(key)
+    oldexp = expires.get(key) if expires else None
+    value = op[1]
+    data[key] = value if type(value) is bytes else copy_value(value)
+    ttl = op[2]
+    if ttl is None:
+        if oldexp is not None:
+            del expires[key]
+    elif ttl != KEEP_TTL:
+        expires[key] = ttl
+        db.schedule_expiry(key, ttl)
+    return ((RESTORE, old, oldexp),)
+
+
+@register(RESTORE)
+def _apply_restore(db: Database, key: bytes, op: Op) -> Undo:
+    undo = (_prior(db, key),)
+    value = op[1]
+    if value is None:
+        if key in db.data:
+            _drop(db, key)
+    else:
+        db.data[key] = copy_value(value)
+        _set_expiry(db, key, op[2])
+    return undo
+
+
+@register(DEL)
+def _apply_del(db: Database, key: bytes, op: Op) -> Undo:
+    undo = (_prior(db, key),)
+    if key in db.data:
+        _drop(db, key)
+    return undo
+
+
+@register(EXPIRE)
+def _apply_expire(db: Database, key: bytes, op: Op) -> Undo:
+    undo: Undo = ((EXPIRE, db.expires.get(key)),)
+    _set_expiry(db, key, op[1])
+    return undo
+
+
+def _emptied(db: Database, key: bytes, oldexp: int | None, undo: list[Op]) -> Undo:
+    """A collection became empty: Redis deletes the key; the undo re-arms its TTL."""
+    _drop(db, key)
+    if oldexp is not None:
+        undo.append((EXPIRE, oldexp))
+    return tuple(undo)
+
+
+@register(HSET)
+def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
+    pairs = op[1]
+    h = db.data.get(key)
+    if h is None:
+        h = {}
+        db.data[key] = h
+        undo: Undo = ((RESTORE, None, None),)
+    else:
+        olds = tuple((f, h[f]) for f, _ in pairs if f in h)
+        news = tuple(f for f, _ in pairs if f not in h)
+        u: list[Op] = []
+        if news:
+            u.append((HDEL, news))
+        if olds:
+            u.append((HSET, olds))
+        undo = tuple(u)
+    for f, v in pairs:
+        h[f] = v
+    if type(h) is dict and (
+        len(h) > HASH_MAX_LISTPACK_ENTRIES
+        or any(len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE for f, v in pairs)
+    ):
+        db.data[key] = HashTable(h)
+    return undo
+
+
+@register(HDEL)
+def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
+    h = db.data[key]
+    removed = tuple((f, h.pop(f)) for f in op[1] if f in h)
+    undo: list[Op] = [(HSET, removed)] if removed else []
+    if not h:
+        # Re-create with the same encoding it had.
+        undo = [(RESTORE, type(h)(removed), db.expires.get(key))]
+        _drop(db, key)
+    return tuple(undo)
+
+
+def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
+    lst = db.data.get(key)
+    items = op[1]
+    if lst is None:
+        lst = deque()
+        db.data[key] = lst
+        undo: Undo = ((RESTORE, None, None),)
+    else:
+        undo = ((LPOP if left else RPOP, len(items)),)
+    if left:
+        lst.extendleft(items)
+    else:
+        lst.extend(items)
+    return undo
+
+
+@register(LPUSH)
+def _apply_lpush(db: Database, key: bytes, op: Op) -> Undo:
+    return _push(db, key, op, True)
+
+
+@register(RPUSH)
+def _apply_rpush(db: Database, key: bytes, op: Op) -> Undo:
+    return _push(db, key, op, False)
+
+
+def _pop(db: Database, key: bytes, op: Op, left: bool) -> Undo:
+    lst: deque[bytes] = db.data[key]
+    n = min(op[1], len(lst))
+    pop = lst.popleft if left else lst.pop
+    popped = [pop() for _ in range(n)]
+    popped.reverse()
+    undo: list[Op] = [(LPUSH if left else RPUSH, tuple(popped))]
+    if not lst:
+        return _emptied(db, key, db.expires.get(key), undo)
+    return tuple(undo)
+
+
+@register(LPOP)
+def _apply_lpop(db: Database, key: bytes, op: Op) -> Undo:
+    return _pop(db, key, op, True)
+
+
+@register(RPOP)
+def _apply_rpop(db: Database, key: bytes, op: Op) -> Undo:
+    return _pop(db, key, op, False)
+
+
+@register(LSET)
+def _apply_lset(db: Database, key: bytes, op: Op) -> Undo:
+    lst = db.data[key]
+    i = op[1]
+    old = lst[i]
+    lst[i] = op[2]
+    return ((LSET, i, old),)
+
+
+@register(SADD)
+def _apply_sadd(db: Database, key: bytes, op: Op) -> Undo:
+    s = db.data.get(key)
+    members = op[1]
+    if s is None:
+        s = set()
+        db.data[key] = s
+        undo: Undo = ((RESTORE, None, None),)
+    else:
+        added = tuple(m for m in members if m not in s)
+        undo = ((SREM, added),) if added else ()
+    s.update(members)
+    if type(s) is set and (
+        len(s) > SET_MAX_INTSET_ENTRIES or not all(is_int_member(m) for m in members)
+    ):
+        db.data[key] = HashSet(s)
+    return undo
+
+
+@register(SREM)
+def _apply_srem(db: Database, key: bytes, op: Op) -> Undo:
+    s = db.data[key]
+    removed = tuple(m for m in op[1] if m in s)
+    s.difference_update(removed)
+    if not s:
+        undo = [(RESTORE, type(s)(removed), db.expires.get(key))]
+        _drop(db, key)
+        return tuple(undo)
+    return ((SADD, removed),) if removed else ()
+
+
+@register(ZADD)
+def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
+    z = db.data.get(key)
+    if z is None:
+        z = ZSet()
+        db.data[key] = z
+        for m, sc in op[1]:
+            z.add(m, sc)
+        return ((RESTORE, None, None),)
+    olds: list[tuple[bytes, float]] = []
+    news: list[bytes] = []
+    for m, sc in op[1]:
+        old = z.add(m, sc)
+        if old is None:
+            news.append(m)
+        else:
+            olds.append((m, old))
+    u: list[Op] = []
+    if news:
+        u.append((ZREM, tuple(news)))
+    if olds:
+        u.append((ZADD, tuple(olds)))
+    return tuple(u)
+
+
+@register(ZREM)
+def _apply_zrem(db: Database, key: bytes, op: Op) -> Undo:
+    z: ZSet = db.data[key]
+    removed = []
+    for m in op[1]:
+        old = z.remove(m)
+        if old is not None:
+            removed.append((m, old))
+    if not z:
+        prior = ZSet()
+        for m, sc in removed:
+            prior.add(m, sc)
+        prior.big = z.big
+        undo = ((RESTORE, prior, db.expires.get(key)),)
+        _drop(db, key)
+        return undo
+    return ((ZADD, tuple(removed)),) if removed else ()

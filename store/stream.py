@@ -1,0 +1,1 @@
+"""The stream value type and its ops (being written)."""

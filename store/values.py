@@ -1,0 +1,142 @@
+"""Value types held in the keyspace and their Redis type names.
+
+Strings are `bytes` (or `bytearray` once APPEND/SETRANGE made them "raw"), hashes
+are `dict` (`HashTable` once converted past the listpack limits), lists `deque`,
+sets `set` (`HashSet` once past the intset limits), sorted sets `ZSet`, streams
+`Stream` (see `store.stream`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from sortedcontainers import SortedList
+
+# Redis 7.0 defaults for the compact encodings.
+HASH_MAX_LISTPACK_ENTRIES = 128
+HASH_MAX_LISTPACK_VALUE = 64
+SET_MAX_INTSET_ENTRIES = 512
+ZSET_MAX_LISTPACK_ENTRIES = 128
+ZSET_MAX_LISTPACK_VALUE = 64
+
+
+class HashTable(dict[bytes, bytes]):
+    """A hash that has outgrown the listpack encoding (Redis never converts back)."""
+
+    __slots__ = ()
+
+
+class HashSet(set[bytes]):
+    """A set that has outgrown the intset encoding (Redis never converts back)."""
+
+    __slots__ = ()
+
+
+class ZSet:
+    """A sorted set: member -> score, plus (score, member) kept in order."""
+
+    __slots__ = ("big", "order", "scores")
+
+    def __init__(self) -> None:
+        self.scores: dict[bytes, float] = {}
+        self.order: SortedList = SortedList()
+        self.big = False  # skiplist encoding once past the listpack limits
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __iter__(self) -> Iterator[tuple[float, bytes]]:
+        return iter(self.order)
+
+    def add(self, member: bytes, score: float) -> float | None:
+        """Set a member's score; return its previous score or None if new."""
+        old = self.scores.get(member)
+        if old is not None:
+            if old == score:
+                return old
+            self.order.remove((old, member))
+        self.scores[member] = score
+        self.order.add((score, member))
+        if not self.big and (
+            len(self.scores) > ZSET_MAX_LISTPACK_ENTRIES or len(member) > ZSET_MAX_LISTPACK_VALUE
+        ):
+            self.big = True
+        return old
+
+    def remove(self, member: bytes) -> float | None:
+        old = self.scores.pop(member, None)
+        if old is not None:
+            self.order.remove((old, member))
+        return old
+
+    def copy(self) -> ZSet:
+        z = ZSet()
+        z.scores = dict(self.scores)
+        z.order = SortedList(self.order)
+        z.big = self.big
+        return z
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ZSet) and other.scores == self.scores
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def new_hash(pairs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """A hash of the right encoding for its contents."""
+    if len(pairs) > HASH_MAX_LISTPACK_ENTRIES or any(
+        len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE
+        for f, v in pairs.items()
+    ):
+        return HashTable(pairs)
+    return pairs
+
+
+def is_int_member(m: bytes) -> bool:
+    """True when Redis would store the member in an intset."""
+    if not m or len(m) > 20:
+        return False
+    try:
+        n = int(m)
+    except ValueError:
+        return False
+    return str(n).encode() == m and -(2**63) <= n < 2**63
+
+
+def new_set(members: set[bytes]) -> set[bytes]:
+    """A set of the right encoding for its contents."""
+    if len(members) > SET_MAX_INTSET_ENTRIES or not all(is_int_member(m) for m in members):
+        return HashSet(members)
+    return members
+
+
+STRING_TYPES = (bytes, bytearray)
+
+TYPE_NAMES: dict[type, bytes] = {
+    bytes: b"string",
+    bytearray: b"string",
+    dict: b"hash",
+    HashTable: b"hash",
+    deque: b"list",
+    set: b"set",
+    HashSet: b"set",
+    ZSet: b"zset",
+}
+
+
+def type_name(value: Any) -> bytes:
+    return TYPE_NAMES[type(value)]
+
+
+def copy_value(value: Any) -> Any:
+    """A deep-enough copy: collections are copied, strings are immutable or copied."""
+    t = type(value)
+    if t is bytes:
+        return value
+    if t is bytearray:
+        return bytearray(value)
+    if t is deque:
+        return deque(value)
+    return value.copy()

@@ -1,0 +1,214 @@
+"""Fixtures: a real redis-server and a TemporalStore server, each started on a free
+port for the session, and a differential helper that sends the same command to
+both and compares the raw reply bytes, in RESP2 and RESP3."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.resp_client import RawClient, canonical, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen[bytes]
+    port: int
+    workdir: Path
+    log_lines: list[str] = field(default_factory=list)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_redis(extra: list[str] | None = None) -> ServerProcess:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server is not installed: run `make test`, which installs it")
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="redis-ref-"))
+    cmd = [
+        exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no",
+        "--protected-mode", "no", "--logfile", "",
+    ] + (extra or [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port, proc)
+    return ServerProcess(proc, port, workdir)
+
+
+def start_temporalstore(extra: list[str] | None = None, env: dict[str, str] | None = None,
+                        workdir: Path | None = None) -> ServerProcess:
+    """Start `temporalstore serve --port 0` and read the port from its log line."""
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="ts-"))
+    cmd = [
+        sys.executable, "-m", "proxy.cli", "serve", "--port", "0",
+        "--storage", f"file://{workdir}/data",
+    ] + (extra or [])
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=full_env)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 30
+    port = None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline().decode(errors="replace")
+        if not line:
+            if proc.poll() is not None:
+                raise RuntimeError("temporalstore exited:\n" + "".join(lines))
+            continue
+        lines.append(line)
+        m = re.search(r"listening on [^ ]+:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+            break
+    if port is None:
+        proc.kill()
+        raise RuntimeError("temporalstore did not start:\n" + "".join(lines))
+    # Keep draining stderr so the server never blocks on a full pipe.
+    import threading
+
+    def drain() -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            lines.append(raw.decode(errors="replace"))
+
+    threading.Thread(target=drain, daemon=True).start()
+    wait_port(port, proc)
+    return ServerProcess(proc, port, workdir, lines)
+
+
+@pytest.fixture(scope="session")
+def redis_ref() -> Iterator[ServerProcess]:
+    p = start_redis()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="session")
+def ts_server() -> Iterator[ServerProcess]:
+    p = start_temporalstore()
+    yield p
+    p.stop()
+
+
+class Differ:
+    """Sends each command to both servers over raw sockets and compares replies."""
+
+    def __init__(self, ref_port: int, ours_port: int, resp: int) -> None:
+        self.resp = resp
+        self.ref = RawClient(ref_port)
+        self.ours = RawClient(ours_port)
+        self.cases = 0
+        for c in (self.ref, self.ours):
+            c.call("FLUSHALL")
+            if resp == 3:
+                c.call("HELLO", "3")
+
+    def close(self) -> None:
+        self.ref.close()
+        self.ours.close()
+
+    def both(self, *args: Any) -> tuple[bytes, bytes]:
+        return self.ref.call(*args), self.ours.call(*args)
+
+    def check(self, *args: Any, unordered: int = 0,
+              normalize: Callable[[bytes], Any] | None = None) -> bytes:
+        """Assert identical replies; `unordered=n` sorts n levels of aggregates first."""
+        ref, ours = self.both(*args)
+        self.cases += 1
+        if normalize is not None:
+            assert normalize(ours) == normalize(ref), (args, ref, ours)
+        elif unordered:
+            assert canonical(parse(ours), unordered) == canonical(parse(ref), unordered), (
+                args, ref, ours)
+        else:
+            assert ours == ref, f"{args!r} (RESP{self.resp})\nredis: {ref!r}\nours:  {ours!r}"
+        return ref
+
+    def run(self, script: str) -> None:
+        """One command per line, words split like redis-cli; `~` prefix = unordered."""
+        import shlex
+
+        for line in script.strip().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            unordered = 0
+            if line.startswith("~"):
+                unordered = 2
+                line = line[1:].strip()
+            self.check(*shlex.split(line), unordered=unordered)
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def diff(request: pytest.FixtureRequest, redis_ref: ServerProcess,
+         ts_server: ServerProcess) -> Iterator[Differ]:
+    d = Differ(redis_ref.port, ts_server.port, request.param)
+    yield d
+    request.config.stash.setdefault(CASES_KEY, [0])[0] += d.cases  # type: ignore[arg-type]
+    d.close()
+
+
+CASES_KEY = pytest.StashKey[list[int]]()
+FAILED_KEY = pytest.StashKey[list[int]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[CASES_KEY] = [0]
+    config.stash[FAILED_KEY] = [0]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    pass
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    cases = config.stash.get(CASES_KEY, [0])[0]
+    failed = len(terminalreporter.stats.get("failed", []))
+    if cases:
+        terminalreporter.write_line(
+            f"differential: {cases} command cases identical to redis-server "
+            f"({failed} failing tests)"
+        )
