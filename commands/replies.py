@@ -36,6 +36,12 @@ class Push(list[Any]):
     __slots__ = ()
 
 
+class Frames(list[Any]):
+    """Several replies to one command, written back to back (SUBSCRIBE a b c)."""
+
+    __slots__ = ()
+
+
 class _NullArray:
     """RESP2's null array (*-1); RESP3's null."""
 

@@ -22,7 +22,7 @@ from commands.errors import (
     PROTOCOL_UNBALANCED_QUOTES,
 )
 from commands.parsing import format_double, string2ll
-from commands.replies import NULL_ARRAY, ErrorReply, Push, Simple, Verbatim
+from commands.replies import NULL_ARRAY, ErrorReply, Frames, Push, Simple, Verbatim
 
 INLINE_MAX = 64 * 1024
 PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
@@ -267,6 +267,9 @@ def encode(r: Any, resp: int, out: list[bytes]) -> None:
             out.append(b"=%d\r\ntxt:%b\r\n" % (len(r) + 4, r))
     elif t is Push:
         out.append((b"*%d\r\n" if resp == 2 else b">%d\r\n") % len(r))
+        for x in r:
+            encode(x, resp, out)
+    elif t is Frames:
         for x in r:
             encode(x, resp, out)
     elif t is bytearray or t is memoryview:
