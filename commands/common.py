@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from commands.errors import WRONGTYPE, CommandError
 from commands.session import Session
@@ -26,7 +26,7 @@ def get_string(s: Session, key: bytes) -> bytes | None:
         return None
     t = type(v)
     if t is bytes:
-        return v  # type: ignore[no-any-return]
+        return cast(bytes, v)
     if t is bytearray:
         return bytes(v)
     raise wrongtype()
@@ -42,7 +42,7 @@ def get_hash(s: Session, key: bytes) -> dict[bytes, bytes] | None:
 def get_list(s: Session, key: bytes) -> deque[bytes] | None:
     v = s.db.get(key)
     if v is None or type(v) is deque:
-        return v  # type: ignore[no-any-return]
+        return v
     raise wrongtype()
 
 
@@ -89,7 +89,9 @@ def _glob_regex(pattern: bytes, nocase: bool) -> re.Pattern[bytes]:
                 if pattern[i : i + 1] == b"\\" and i + 1 < n:
                     i += 1
                     items += re.escape(pattern[i : i + 1])
-                elif i + 2 < n and pattern[i + 1 : i + 2] == b"-" and pattern[i + 2 : i + 3] != b"]":
+                elif (
+                    i + 2 < n and pattern[i + 1 : i + 2] == b"-" and pattern[i + 2 : i + 3] != b"]"
+                ):
                     a, b = pattern[i], pattern[i + 2]
                     if a > b:
                         a, b = b, a

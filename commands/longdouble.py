@@ -18,6 +18,7 @@ _HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[
 _INF = re.compile(r"[+-]?(?:inf|infinity)", re.IGNORECASE)
 
 INF = "inf"
+ZERO = Fraction(0)
 
 
 def _round(x: Fraction) -> Fraction | str:

@@ -48,6 +48,9 @@ class Flag(enum.Flag):
     SUBSCRIBE_OK = enum.auto()
 
 
+NO_FLAGS = Flag(0)
+
+
 @dataclass(slots=True)
 class Command:
     name: str  # full name as Redis spells it in errors: "get", "client|kill"
@@ -86,7 +89,7 @@ def _lookup_table(name: str) -> tuple[dict[bytes, Command], bytes]:
 def command(
     name: str,
     arity: int,
-    flags: Flag = Flag(0),
+    flags: Flag = NO_FLAGS,
     first_key: int = 0,
     last_key: int = 0,
     step: int = 0,
@@ -114,7 +117,7 @@ def command(
     return deco
 
 
-def container(name: str, arity: int = -2, flags: Flag = Flag(0)) -> None:
+def container(name: str, arity: int = -2, flags: Flag = NO_FLAGS) -> None:
     """Declare a command that only dispatches to subcommands (CLIENT, CONFIG, ...)."""
     cmd = Command(name=name, handler=None, arity=arity, flags=flags, subcommands={})
     COMMANDS[name.encode()] = cmd

@@ -263,7 +263,7 @@ def cmd_decrby(s: Session, argv: list[bytes]) -> Reply:
 
 def incr_float_text(current: bytes | None, incr: bytes, value_error: str = NOT_FLOAT) -> bytes:
     """current + incr as Redis' long double arithmetic prints it (shared with HINCRBYFLOAT)."""
-    value = longdouble.parse(current) if current is not None else 0
+    value = longdouble.parse(current) if current is not None else longdouble.ZERO
     if value is None:
         raise CommandError(value_error)
     by = longdouble.parse(incr)
@@ -354,6 +354,6 @@ def string_encoding(v: bytes | bytearray) -> bytes:
     """OBJECT ENCODING of a string value."""
     if type(v) is bytearray:
         return b"raw"
-    if len(v) <= 20 and string2ll(v) is not None:
+    if len(v) <= 20 and string2ll(bytes(v)) is not None:
         return b"int"
     return b"embstr" if len(v) <= 44 else b"raw"

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import commands.families  # noqa: F401  (registers every command)
 from commands.session import Config, ServerState
@@ -88,15 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(level, int):
         print(f"temporalstore: unknown --log-level {config.log_level!r}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
+    )
+    loop_runner: Any = asyncio.run
     try:
         import uvloop
 
-        runner = uvloop.run
+        loop_runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-        runner = asyncio.run
+        pass
     try:
-        runner(serve(config))
+        loop_runner(serve(config))
     except OSError as e:
         log.error("cannot serve: %s", e)
         return 1

@@ -10,6 +10,7 @@ so a client that does not read its replies cannot make us buffer without bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections import deque
@@ -18,6 +19,7 @@ from typing import Any, cast
 import hiredis
 
 from commands.dispatch import DISPATCHER
+from commands.errors import PROTOCOL_INVALID_MULTIBULK
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
 from commands.session import ServerState, Session
 from proxy.resp import ProtocolError, RequestParser, check_incomplete, encode
@@ -30,6 +32,20 @@ PUBSUB_OUTPUT_LIMIT = 32 * 1024 * 1024
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
 QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 CHECK_SMALL = 65536
+DIAGNOSE_LIMIT = 1024 * 1024
+QUERY_BUFFER_ERROR = "ERR Protocol error: query buffer limit"
+
+
+def _encode_frame(frame: list[bytes]) -> bytes:
+    return b"*%d\r\n" % len(frame) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in frame)
+
+
+def _ends_with_frame(data: bytes, frame: list[bytes]) -> bool:
+    """Does the input chunk end exactly where `frame`'s canonical encoding ends?"""
+    enc = _encode_frame(frame)
+    if len(enc) <= len(data):
+        return data.endswith(enc)
+    return enc.endswith(data)
 
 
 class Connection(asyncio.Protocol):
@@ -38,8 +54,11 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.reader = hiredis.Reader()
         self.exact: RequestParser | None = None  # in use while not on the fast path
-        self.chunk_start_clean = True  # the current hiredis input began on a frame boundary
-        self.since_boundary = bytearray()
+        self.partial = False  # hiredis holds part of a request
+        self.since: list[bytes] = []  # input since the last request boundary
+        self.since_len = 0
+        self.frames_since = 0
+        self.partial_head: bytes | None = None  # start of the incomplete request
         self.backlog: deque[list[bytes]] = deque()
         self.waiting = False  # blocked or deferred: later requests wait
         self.closing = False
@@ -81,7 +100,10 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.paused:
             self.paused = True
             self.transport.pause_reading()
-        if self.transport is not None and self.transport.get_write_buffer_size() > OUTPUT_HARD_LIMIT:
+        if (
+            self.transport is not None
+            and self.transport.get_write_buffer_size() > OUTPUT_HARD_LIMIT
+        ):
             self.transport.abort()
 
     def resume_writing(self) -> None:
@@ -108,27 +130,29 @@ class Connection(asyncio.Protocol):
     def _parse(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
         s = self.session
         assert s is not None
-        if self.exact is None and self.chunk_start_clean and data[:1] != b"*":
+        if self.exact is None and not self.partial and data[:1] != b"*":
             self.exact = RequestParser()
         if self.exact is not None:
             p = self.exact
             p.authed = s.authenticated
             p.feed(data)
-            out = p.parse()
+            taken = p.parse()
             if p.pending_error is None and len(p) == 0:
                 self.exact = None  # back to the fast path on a clean boundary
-                self.chunk_start_clean = True
             elif len(p) > QUERY_BUFFER_LIMIT:
-                return out, ProtocolError("ERR Protocol error: query buffer limit")
-            return out, p.pending_error
-        reader = self.reader
-        was_clean = self.chunk_start_clean
-        if was_clean:
-            self.since_boundary = bytearray(data)
-        elif len(self.since_boundary) < CHECK_SMALL:
-            self.since_boundary += data
+                return taken, ProtocolError(QUERY_BUFFER_ERROR)
+            return taken, p.pending_error
+        was_partial = self.partial
+        if not was_partial:
+            self.since = [data]
+            self.since_len = len(data)
+            self.frames_since = 0
+        elif self.since_len < DIAGNOSE_LIMIT:
+            self.since.append(data)
+            self.since_len += len(data)
         else:
-            self.since_boundary = bytearray()
+            self.since = []  # too far from the last boundary to diagnose exactly
+        reader = self.reader
         reader.feed(data)
         out: list[list[bytes]] = []
         try:
@@ -136,40 +160,79 @@ class Connection(asyncio.Protocol):
                 req = reader.gets()
                 if req is False:
                     break
+                if not req:  # *0 and *-1 are empty requests, skipped as Redis does
+                    continue
                 if type(req) is not list or not all(type(a) is bytes for a in req):
-                    raise hiredis.ProtocolError("non-bulk element")
-                if req:
-                    out.append(req)
+                    raise hiredis.ProtocolError("not an array of bulk strings")
+                out.append(req)
         except hiredis.ProtocolError:
-            return out, self._diagnose(len(out))
+            extra, err = self._diagnose(self.frames_since + len(out))
+            return out + extra, err
+        before = self.frames_since
+        self.frames_since += len(out)
         if reader.has_data():
-            self.chunk_start_clean = False
-            if was_clean and len(self.since_boundary) <= CHECK_SMALL and not out:
-                err = check_incomplete(bytes(self.since_boundary), s.authenticated)
+            self.partial = True
+        elif out and _ends_with_frame(data, out[-1]):
+            self.partial = False
+        elif self.since:
+            # Either hiredis holds part of a request, or it accepted something Redis
+            # would not (a non-canonical encoding): let the exact parser decide.
+            p = RequestParser()
+            p.authed = s.authenticated
+            p.feed(b"".join(self.since))
+            valid = len(p.parse())
+            if p.pending_error is not None:
+                return out[: max(0, valid - before)], p.pending_error
+            self.partial = len(p) > 0
+        else:
+            self.partial = True
+        if self.partial:
+            # Redis rejects a bad multibulk count or bulk length (or an endless header)
+            # before the rest of the request arrives; hiredis would wait for it. Check
+            # the start of the incomplete request while it is small.
+            head = self.partial_head
+            if out:
+                enc = _encode_frame(out[-1])
+                i = data.rfind(enc)
+                head = data[i + len(enc) :] if i >= 0 else None
+            elif not was_partial:
+                head = data
+            elif head is not None:
+                head += data
+            if head is not None and len(head) > 2 * CHECK_SMALL + 2:
+                head = None
+            self.partial_head = head
+            if head:
+                err = check_incomplete(head, s.authenticated)
                 if err is not None:
                     return out, err
             if reader.len() > QUERY_BUFFER_LIMIT:
-                return out, ProtocolError("ERR Protocol error: query buffer limit")
-        else:
-            self.chunk_start_clean = True
+                return out, ProtocolError(QUERY_BUFFER_ERROR)
         return out, None
 
-    def _diagnose(self, taken: int) -> ProtocolError:
-        """hiredis refused the input: find Redis' exact words for what is wrong."""
-        if self.since_boundary:
-            p = RequestParser()
-            s = self.session
-            assert s is not None
-            p.authed = s.authenticated
-            p.feed(bytes(self.since_boundary))
-            p.parse()
-            if p.pending_error is not None:
-                return p.pending_error
-        return ProtocolError("ERR Protocol error: invalid multibulk length")
+    def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
+        """hiredis refused the input. Re-read it from the last request boundary with
+        the exact parser: it finds inline requests hiredis cannot read (and carries on
+        with the rest), or Redis' exact words for what is wrong."""
+        s = self.session
+        assert s is not None
+        self.reader = hiredis.Reader()
+        self.partial = False
+        if not self.since:
+            return [], ProtocolError(PROTOCOL_INVALID_MULTIBULK)
+        p = RequestParser()
+        p.authed = s.authenticated
+        p.feed(b"".join(self.since))
+        valid = p.parse()
+        if p.pending_error is None and len(p):
+            self.exact = p  # finish the incomplete request on the exact path
+        return valid[taken:], p.pending_error
 
     # -- executing ---------------------------------------------------------------
 
-    def _run(self, requests: list[list[bytes]] | deque[list[bytes]], error: ProtocolError | None) -> None:
+    def _run(
+        self, requests: list[list[bytes]] | deque[list[bytes]], error: ProtocolError | None
+    ) -> None:
         s = self.session
         transport = self.transport
         assert s is not None and transport is not None
@@ -382,7 +445,9 @@ class Server:
     async def start(self, host: str, port: int) -> int:
         loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
-        srv = await loop.create_server(lambda: Connection(self), host, port, reuse_address=True, backlog=511)
+        srv = await loop.create_server(
+            lambda: Connection(self), host, port, reuse_address=True, backlog=511
+        )
         self.servers.append(srv)
         self.port = srv.sockets[0].getsockname()[1]
         self.state.config.port = self.port
@@ -407,10 +472,8 @@ class Server:
         assert self.stopping is not None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_shutdown)
-            except (NotImplementedError, RuntimeError):
-                pass
         await self.stopping.wait()
         await self.close()
 
@@ -425,8 +488,6 @@ class Server:
         for task in list(self.tasks):
             task.cancel()
         for task in list(self.tasks):
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
         log.info("shut down")

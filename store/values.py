@@ -15,7 +15,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 # Redis 7.0 defaults for the compact encodings.
-HASH_MAX_LISTPACK_ENTRIES = 128
+HASH_MAX_LISTPACK_ENTRIES = 512
 HASH_MAX_LISTPACK_VALUE = 64
 SET_MAX_INTSET_ENTRIES = 512
 ZSET_MAX_LISTPACK_ENTRIES = 128

@@ -58,6 +58,9 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def start_redis(extra: list[str] | None = None) -> ServerProcess:
@@ -67,27 +70,49 @@ def start_redis(extra: list[str] | None = None) -> ServerProcess:
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="redis-ref-"))
     cmd = [
-        exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-        "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no",
-        "--protected-mode", "no", "--logfile", "",
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(workdir),
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "no",
+        "--logfile",
+        "",
     ] + (extra or [])
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port, proc)
     return ServerProcess(proc, port, workdir)
 
 
-def start_temporalstore(extra: list[str] | None = None, env: dict[str, str] | None = None,
-                        workdir: Path | None = None) -> ServerProcess:
+def start_temporalstore(
+    extra: list[str] | None = None, env: dict[str, str] | None = None, workdir: Path | None = None
+) -> ServerProcess:
     """Start `temporalstore serve --port 0` and read the port from its log line."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ts-"))
     cmd = [
-        sys.executable, "-m", "proxy.cli", "serve", "--port", "0",
-        "--storage", f"file://{workdir}/data",
+        sys.executable,
+        "-m",
+        "proxy.cli",
+        "serve",
+        "--port",
+        "0",
+        "--storage",
+        f"file://{workdir}/data",
     ] + (extra or [])
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=full_env)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env
+    )
     assert proc.stderr is not None
     lines: list[str] = []
     deadline = time.monotonic() + 30
@@ -153,8 +178,9 @@ class Differ:
     def both(self, *args: Any) -> tuple[bytes, bytes]:
         return self.ref.call(*args), self.ours.call(*args)
 
-    def check(self, *args: Any, unordered: int = 0,
-              normalize: Callable[[bytes], Any] | None = None) -> bytes:
+    def check(
+        self, *args: Any, unordered: int = 0, normalize: Callable[[bytes], Any] | None = None
+    ) -> bytes:
         """Assert identical replies; `unordered=n` sorts n levels of aggregates first."""
         ref, ours = self.both(*args)
         self.cases += 1
@@ -162,7 +188,10 @@ class Differ:
             assert normalize(ours) == normalize(ref), (args, ref, ours)
         elif unordered:
             assert canonical(parse(ours), unordered) == canonical(parse(ref), unordered), (
-                args, ref, ours)
+                args,
+                ref,
+                ours,
+            )
         else:
             assert ours == ref, f"{args!r} (RESP{self.resp})\nredis: {ref!r}\nours:  {ours!r}"
         return ref
@@ -183,8 +212,9 @@ class Differ:
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def diff(request: pytest.FixtureRequest, redis_ref: ServerProcess,
-         ts_server: ServerProcess) -> Iterator[Differ]:
+def diff(
+    request: pytest.FixtureRequest, redis_ref: ServerProcess, ts_server: ServerProcess
+) -> Iterator[Differ]:
     d = Differ(redis_ref.port, ts_server.port, request.param)
     yield d
     request.config.stash.setdefault(CASES_KEY, [0])[0] += d.cases  # type: ignore[arg-type]

@@ -1,0 +1,199 @@
+"""Raw-socket protocol tests: inline commands, pipelining, partial frames and
+protocol errors, each compared byte for byte with redis-server."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from tests.conftest import ServerProcess
+from tests.resp_client import RawClient, encode_command
+
+
+def exchange(
+    port: int, chunks: list[bytes], pause: float = 0.0, expect: int = 0, wait: float = 0.3
+) -> tuple[bytes, bool]:
+    """Send `chunks` (pausing between them), then read until the server closes the
+    connection, or `expect` bytes have come and `wait` more seconds pass quietly
+    (a loaded machine gets up to 10 s for the expected bytes).
+    Returns (bytes received, closed?)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        for c in chunks:
+            sock.sendall(c)
+            if pause:
+                time.sleep(pause)
+        got = b""
+        deadline = time.monotonic() + 10
+        while True:
+            quiet = wait if len(got) >= expect else max(0.05, deadline - time.monotonic())
+            sock.settimeout(quiet)
+            try:
+                part = sock.recv(1 << 20)
+            except TimeoutError:
+                return got, False
+            except ConnectionResetError:
+                return got, True
+            if not part:
+                return got, True
+            got += part
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def both(redis_ref: ServerProcess, ts_server: ServerProcess) -> tuple[int, int]:
+    for port in (redis_ref.port, ts_server.port):
+        c = RawClient(port)
+        c.call("FLUSHALL")
+        c.close()
+    return redis_ref.port, ts_server.port
+
+
+def same(both: tuple[int, int], chunks: list[bytes], pause: float = 0.0) -> bytes:
+    ref = exchange(both[0], chunks, pause=pause)
+    ours = exchange(both[1], chunks, pause=pause, expect=len(ref[0]))
+    assert ours == ref, f"redis: {ref!r}\nours:  {ours!r}"
+    return ref[0]
+
+
+INLINE_CASES = [
+    b"PING\r\n",
+    b"PING\n",
+    b"ECHO hello\r\n",
+    b'ECHO "hello world"\r\n',
+    b"ECHO 'it''s'\r\n",
+    b"ECHO 'a\\'b'\r\n",
+    b'ECHO "tab\\there\\x41\\n"\r\n',
+    b"SET k v\r\nGET k\r\n",
+    b"   \r\n\r\nPING\r\n",
+    b"set  k   'a b'  \r\nget k\r\n",
+    b"GET\r\n",
+    b"NOSUCH a b\r\n",
+]
+
+
+@pytest.mark.parametrize("data", INLINE_CASES, ids=lambda d: repr(d)[:40])
+def test_inline(both: tuple[int, int], data: bytes) -> None:
+    same(both, [data])
+
+
+ERROR_CASES = [
+    b'ECHO "unbalanced\r\n',
+    b"ECHO 'unbalanced\r\n",
+    b'ECHO "a"b\r\n',
+    b"*abc\r\n",
+    b"*3000000000\r\n",
+    b"*1\r\n:5\r\n",
+    b"*1\r\n*1\r\n",
+    b"*1\r\n$-5\r\n",
+    b"*1\r\n$abc\r\n",
+    b"*1\r\n$600000000\r\n",
+    b"*2\r\n$4\r\nECHO\r\n+hi\r\n",
+    b"*1\r\n$4\r\nPING\r\n*x\r\n",
+    b"*1\r\n$4\r\nPING\r\nPING\r\n*1\r\n:1\r\n",
+    b"*1\r\n" + b"1" * 70000,
+    b"*1\r\n$4\r\nPING\r\n" + b"*" + b"1" * 70000,
+    b"P" * 70000,
+]
+
+
+@pytest.mark.parametrize("data", ERROR_CASES, ids=lambda d: repr(d)[:40])
+def test_protocol_errors_close_like_redis(both: tuple[int, int], data: bytes) -> None:
+    got = same(both, [data])
+    assert b"-ERR Protocol error" in got
+
+
+def test_empty_and_negative_multibulk_are_ignored(both: tuple[int, int]) -> None:
+    same(both, [b"*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n"])
+
+
+def test_pipelining_keeps_order(both: tuple[int, int]) -> None:
+    cmds = []
+    for i in range(300):
+        cmds.append(encode_command("SET", f"k{i}", f"v{i}"))
+        cmds.append(encode_command("GET", f"k{i}"))
+        cmds.append(encode_command("INCR", "counter"))
+    cmds.append(encode_command("GET", "nosuch", "extra"))
+    got = same(both, [b"".join(cmds)])
+    assert got.count(b"+OK\r\n") == 300
+
+
+def test_partial_frames_byte_by_byte(both: tuple[int, int]) -> None:
+    data = encode_command("SET", "key", "a value with spaces") + encode_command("GET", "key")
+    data += b"ECHO inline\r\n" + encode_command("STRLEN", "key")
+    same(both, [bytes([b]) for b in data], pause=0.002)
+
+
+def test_frames_split_across_reads(both: tuple[int, int]) -> None:
+    data = b"".join(encode_command("APPEND", "s", "x" * i) for i in range(1, 60))
+    chunks = [data[i : i + 7] for i in range(0, len(data), 7)]
+    same(both, chunks, pause=0.0005)
+
+
+def test_multibulk_then_inline_in_one_packet(both: tuple[int, int]) -> None:
+    same(both, [encode_command("SET", "a", "1") + b"GET a\r\n" + encode_command("GET", "a")])
+
+
+def test_large_value_roundtrip(ts_server: ServerProcess) -> None:
+    c = RawClient(ts_server.port)
+    value = bytes(range(256)) * (40 * 1024)  # 10 MiB, every byte value
+    assert c.call("SET", "big", value) == b"+OK\r\n"
+    assert c.call("GET", "big") == b"$%d\r\n%b\r\n" % (len(value), value)
+    assert c.call("STRLEN", "big") == b":%d\r\n" % len(value)
+    c.call("DEL", "big")
+    c.close()
+
+
+def test_unknown_command_and_arity_texts(both: tuple[int, int]) -> None:
+    long_arg = "x" * 300
+    same(
+        both,
+        [
+            encode_command("FOO")
+            + encode_command("foo", "a", "b\r\nc")
+            + encode_command("FOO", long_arg, long_arg)
+            + encode_command("GET")
+            + encode_command("get", "a", "b")
+            + encode_command("ClIeNt")
+            + encode_command("client", "nosuch")
+        ],
+    )
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_client_that_never_reads_cannot_exhaust_memory(ts_server: ServerProcess) -> None:
+    """A client pipelines requests for ~2 GiB of replies without reading: the server
+    stops reading from it instead of buffering, and keeps serving others."""
+    setup = RawClient(ts_server.port)
+    setup.call("SET", "blob", "x" * (100 * 1024))
+    before = _rss_kb(ts_server.proc.pid)
+    flood = socket.create_connection(("127.0.0.1", ts_server.port))
+    flood.setblocking(False)
+    request = encode_command("GET", "blob") * 1000
+    sent = 0
+    deadline = time.monotonic() + 5
+    while sent < 20_000 and time.monotonic() < deadline:
+        try:
+            flood.send(request)
+            sent += 1000
+        except BlockingIOError:
+            time.sleep(0.01)
+    time.sleep(0.5)
+    grown_mb = (_rss_kb(ts_server.proc.pid) - before) / 1024
+    other = RawClient(ts_server.port)
+    assert other.call("PING") == b"+PONG\r\n"
+    other.close()
+    flood.close()
+    setup.call("DEL", "blob")
+    setup.close()
+    assert grown_mb < 300, f"server grew {grown_mb:.0f} MiB for a client that never reads"
