@@ -8,13 +8,15 @@ MULTI/EXEC block) that changed nothing commits nothing.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from store.ops import Op, Undo, apply_op
+from store.ops import DEL, RESTORE, Op, Undo, apply_op
+from store.values import copy_value
 
 
 def now_ms() -> int:
@@ -45,6 +47,20 @@ class VersionEntry(NamedTuple):
     cmd: str
     undo: Undo
     meta: WriteMeta | None
+
+    @property
+    def created(self) -> bool:
+        """This version brought the key into existence (nothing older to read)."""
+        return len(self.undo) == 1 and self.undo[0][0] == RESTORE and self.undo[0][1] is None
+
+
+class PrunedError(Exception):
+    """A version that retention has removed."""
+
+    def __init__(self, lsn: int, key: bytes) -> None:
+        self.lsn = lsn
+        self.key = key
+        super().__init__(f"PRUNED version {lsn} of {key!r} is no longer retained")
 
 
 class RecordSink(Protocol):
@@ -88,10 +104,13 @@ class HistoryPolicy:
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
-    __slots__ = ("chains", "data", "expires", "heap", "index")
+    __slots__ = ("chains", "data", "expires", "heap", "index", "on_expire")
 
-    def __init__(self, index: int) -> None:
+    def __init__(
+        self, index: int, on_expire: Callable[[Database, bytes], None] | None = None
+    ) -> None:
         self.index = index
+        self.on_expire = on_expire
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
         self.chains: dict[bytes, list[VersionEntry]] = {}
@@ -125,10 +144,13 @@ class Database:
         return self.expires.get(key)
 
     def expire_now(self, key: bytes) -> None:
-        """Expiry removes the value but creates no version: records carry absolute
-        expiry times, so history and replay know when the key stopped existing."""
-        self.data.pop(key, None)
-        self.expires.pop(key, None)
+        """Remove a key whose time has come. Inside a store this is a versioned
+        deletion (as Redis propagates a DEL), so history shows when it expired."""
+        if self.on_expire is not None:
+            self.on_expire(self, key)
+        else:
+            self.data.pop(key, None)
+            self.expires.pop(key, None)
 
     def schedule_expiry(self, key: bytes, at: int) -> None:
         heapq.heappush(self.heap, (at, key))
@@ -161,7 +183,8 @@ class Store:
         history: HistoryPolicy | None = None,
         sink: RecordSink | None = None,
     ) -> None:
-        self.dbs = [Database(i) for i in range(databases)]
+        self.dbs = [Database(i, self._expired) for i in range(databases)]
+        self.expired_keys = 0
         self.history = history or HistoryPolicy()
         self.sink: RecordSink = sink or CountingSink()
         self.lsn = 0
@@ -243,10 +266,8 @@ class Store:
     def unobserve(self, dbi: int, key: bytes, cb: TouchCallback) -> None:
         cbs = self.observers.get((dbi, key))
         if cbs is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 cbs.remove(cb)
-            except ValueError:
-                pass
             if not cbs:
                 del self.observers[(dbi, key)]
 
@@ -271,5 +292,37 @@ class Store:
             setattr(da, attr, vb)
             setattr(db_, attr, va)
 
+    def _expired(self, db: Database, key: bytes) -> None:
+        saved = self.cmd
+        self.cmd = "expired"
+        self.apply(db, key, (DEL,))
+        self.cmd = saved
+        self.expired_keys += 1
+
     def active_expire(self) -> int:
-        return sum(db.active_expire() for db in self.dbs if db.heap)
+        """Remove keys whose time has come (Redis' active expiry); commits them."""
+        n = sum(db.active_expire() for db in self.dbs if db.heap)
+        if n:
+            self.commit()
+        return n
+
+    def value_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]:
+        """The key's (value, expire_ms) just after `lsn`, rebuilt from the latest value
+        by undoing newer versions. Raises PrunedError if history no longer reaches it."""
+        db = self.dbs[dbi]
+        scratch = Database(-1)
+        cur = db.data.get(key)
+        if cur is not None:
+            scratch.data[key] = copy_value(cur)
+            exp = db.expires.get(key)
+            if exp is not None:
+                scratch.expires[key] = exp
+        chain = db.chains.get(key, ())
+        i = len(chain) - 1
+        while i >= 0 and chain[i].lsn > lsn:
+            for u in chain[i].undo:
+                apply_op(scratch, key, u)
+            i -= 1
+        if i < 0 and chain and chain[0].lsn > lsn and not chain[0].created:
+            raise PrunedError(lsn, key)
+        return scratch.data.get(key), scratch.expires.get(key)

@@ -164,7 +164,9 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
         h[f] = v
     if type(h) is dict and (
         len(h) > HASH_MAX_LISTPACK_ENTRIES
-        or any(len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE for f, v in pairs)
+        or any(
+            len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE for f, v in pairs
+        )
     ):
         db.data[key] = HashTable(h)
     return undo

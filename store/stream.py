@@ -1,1 +1,499 @@
-"""The stream value type and its ops (being written)."""
+"""The stream value type and its ops.
+
+A `Stream` keeps its live entries in a dict (ID -> (ID as reply bytes, flat
+field/value tuple)) and, alongside, the layout Redis would give them: a list of
+`Node`s standing for the radix tree's listpacks. Each node knows its master ID
+and fields, every ID appended to it (deleted ones stay as tombstones, as in
+Redis), its live/deleted counts and its exact listpack size in bytes. The layout
+decides when XADD opens a new node (stream-node-max-entries 100,
+stream-node-max-bytes 4096) and what approximate trimming (`~`) may remove: only
+whole nodes, exactly as Redis does. Ordered reads walk the nodes.
+
+Ops (each apply returns the ops that undo it):
+    ("xadd", id, fields)          append one entry (the ID is already resolved)
+    ("xdel", ids)                 delete these existing entries, in this order
+    ("xtrim", nodes, marked)      drop the first `nodes` nodes, then mark the first
+                                  `marked` live entries of the new head deleted
+    ("xunadd", id, meta, nbytes)  undo of xadd on an existing stream
+    ("xundel", meta, steps)       undo of xdel
+    ("xuntrim", meta, nodes, head, entries)  undo of xtrim
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from store.ops import RESTORE, Op, Undo, register
+from store.values import TYPE_NAMES
+
+if TYPE_CHECKING:
+    from store.keyspace import Database
+
+StreamID = tuple[int, int]
+Fields = tuple[bytes, ...]  # field, value, field, value, ...
+Entry = tuple[bytes, Fields]  # (b"ms-seq", fields): exactly an XRANGE reply item
+Meta = tuple[StreamID, StreamID, StreamID, int]  # last, first, max deleted, entries added
+NodeState = tuple[StreamID, Fields, tuple[StreamID, ...], int, int, int]
+
+U64 = (1 << 64) - 1
+MIN_ID: StreamID = (0, 0)
+MAX_ID: StreamID = (U64, U64)
+
+# Redis 7.0 defaults.
+NODE_MAX_BYTES = 4096  # stream-node-max-bytes
+NODE_MAX_ENTRIES = 100  # stream-node-max-entries
+LISTPACK_MAX_SIZE = 1 << 30
+
+XADD = "xadd"
+XDEL = "xdel"
+XTRIM = "xtrim"
+XUNADD = "xunadd"
+XUNDEL = "xundel"
+XUNTRIM = "xuntrim"
+
+
+def format_id(sid: StreamID) -> bytes:
+    return b"%d-%d" % sid
+
+
+def incr_id(sid: StreamID) -> StreamID | None:
+    """The next ID, or None past the last possible one."""
+    ms, seq = sid
+    if seq < U64:
+        return (ms, seq + 1)
+    return (ms + 1, 0) if ms < U64 else None
+
+
+def decr_id(sid: StreamID) -> StreamID | None:
+    ms, seq = sid
+    if seq:
+        return (ms, seq - 1)
+    return (ms - 1, U64) if ms else None
+
+
+# -- listpack sizes (what a node weighs, to split nodes where Redis does) ----------
+
+_LP_INT = re.compile(rb"-?[1-9][0-9]{0,19}|0")
+
+
+def _int_bytes(v: int) -> int:
+    """Bytes of an integer element: encoding plus its 1-byte back length."""
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+def _backlen(n: int) -> int:
+    if n <= 127:
+        return 1
+    if n < 16383:
+        return 2
+    if n < 2097151:
+        return 3
+    return 4 if n < 268435455 else 5
+
+
+def _str_bytes(b: bytes) -> int:
+    """Bytes of a string element; listpacks store integer-looking strings as integers."""
+    n = len(b)
+    if n < 21 and _LP_INT.fullmatch(b) is not None:
+        v = int(b)
+        if -(1 << 63) <= v < (1 << 63):
+            return _int_bytes(v)
+    enc = 1 + n if n < 64 else (2 + n if n < 4096 else 5 + n)
+    return enc + _backlen(enc)
+
+
+def _delta(a: int, b: int) -> int:
+    """a - b as the int64 Redis stores (unsigned difference reinterpreted)."""
+    d = (a - b) & U64
+    return d - (1 << 64) if d >> 63 else d
+
+
+def _entry_bytes(sid: StreamID, master: StreamID, fv: Fields, same: bool) -> int:
+    n = len(fv) >> 1
+    size = 2 + _int_bytes(_delta(sid[0], master[0])) + _int_bytes(_delta(sid[1], master[1]))
+    if same:
+        size += sum(_str_bytes(v) for v in fv[1::2])
+        return size + _int_bytes(n + 3)
+    size += _int_bytes(n) + sum(_str_bytes(x) for x in fv)
+    return size + _int_bytes(2 * n + 4)
+
+
+class Node:
+    """One listpack of the radix tree: master ID and fields, every ID appended
+    (tombstones included), live and deleted counts, size in bytes."""
+
+    __slots__ = ("deleted", "fields", "ids", "live", "master", "nbytes")
+
+    def __init__(
+        self,
+        master: StreamID,
+        fields: Fields,
+        ids: list[StreamID],
+        live: int,
+        deleted: int,
+        nbytes: int,
+    ) -> None:
+        self.master = master
+        self.fields = fields
+        self.ids = ids
+        self.live = live
+        self.deleted = deleted
+        self.nbytes = nbytes
+
+    @classmethod
+    def first(cls, sid: StreamID, fv: Fields) -> Node:
+        fields = fv[0::2]
+        nbytes = (
+            7  # header and terminator
+            + _int_bytes(1)
+            + _int_bytes(0)
+            + _int_bytes(len(fields))
+            + sum(_str_bytes(f) for f in fields)
+            + _int_bytes(0)
+            + _entry_bytes(sid, sid, fv, True)
+        )
+        return cls(sid, fields, [sid], 1, 0, nbytes)
+
+    def state(self) -> NodeState:
+        return (self.master, self.fields, tuple(self.ids), self.live, self.deleted, self.nbytes)
+
+    @classmethod
+    def from_state(cls, st: NodeState) -> Node:
+        return cls(st[0], st[1], list(st[2]), st[3], st[4], st[5])
+
+    def mark_deleted(self, n: int) -> None:
+        """n more entries flagged deleted: the two header counters change size."""
+        live, deleted = self.live, self.deleted
+        self.nbytes += (
+            _int_bytes(live - n) - _int_bytes(live) + _int_bytes(deleted + n) - _int_bytes(deleted)
+        )
+        self.live = live - n
+        self.deleted = deleted + n
+
+
+def _master(n: Node) -> StreamID:
+    return n.master
+
+
+class Stream:
+    """A Redis stream: entries by ID plus the node layout and the metadata."""
+
+    __slots__ = ("entries", "entries_added", "first_id", "last_id", "max_deleted_id", "nodes")
+
+    def __init__(self) -> None:
+        self.entries: dict[StreamID, Entry] = {}
+        self.nodes: list[Node] = []
+        self.last_id: StreamID = MIN_ID
+        self.first_id: StreamID = MIN_ID
+        self.max_deleted_id: StreamID = MIN_ID
+        self.entries_added = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def copy(self) -> Stream:
+        s = Stream()
+        s.entries = dict(self.entries)
+        s.nodes = [Node.from_state(n.state()) for n in self.nodes]
+        s.set_meta(self.meta())
+        return s
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Stream)
+            and other.entries == self.entries
+            and other.meta() == self.meta()
+            and [n.state() for n in other.nodes] == [n.state() for n in self.nodes]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def meta(self) -> Meta:
+        return (self.last_id, self.first_id, self.max_deleted_id, self.entries_added)
+
+    def set_meta(self, m: Meta) -> None:
+        self.last_id, self.first_id, self.max_deleted_id, self.entries_added = m
+
+    # -- reading ---------------------------------------------------------------------
+
+    def iter_ids(self, start: StreamID, end: StreamID, rev: bool = False) -> Iterator[StreamID]:
+        """Live IDs in [start, end], ascending (or descending when rev)."""
+        nodes = self.nodes
+        entries = self.entries
+        if not rev:
+            i = max(bisect_right(nodes, start, key=_master) - 1, 0)
+            for node in nodes[i:]:
+                ids = node.ids
+                for j in range(bisect_left(ids, start), len(ids)):
+                    sid = ids[j]
+                    if sid > end:
+                        return
+                    if sid in entries:
+                        yield sid
+        else:
+            i = bisect_right(nodes, end, key=_master) - 1
+            while i >= 0:
+                ids = nodes[i].ids
+                for j in range(bisect_right(ids, end) - 1, -1, -1):
+                    sid = ids[j]
+                    if sid < start:
+                        return
+                    if sid in entries:
+                        yield sid
+                i -= 1
+
+    def range(
+        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
+    ) -> list[Entry]:
+        """Entries in [start, end] (count 0: all), as XRANGE replies them."""
+        out: list[Entry] = []
+        if start > end or not self.entries:
+            return out
+        entries = self.entries
+        for sid in self.iter_ids(start, end, rev):
+            out.append(entries[sid])
+            if len(out) == count:
+                break
+        return out
+
+    def last_valid_id(self) -> StreamID:
+        """The greatest live ID (0-0 when empty)."""
+        for sid in self.iter_ids(MIN_ID, MAX_ID, True):
+            return sid
+        return MIN_ID
+
+    def _first_valid_id(self) -> StreamID:
+        for sid in self.iter_ids(MIN_ID, MAX_ID):
+            return sid
+        return MIN_ID
+
+    def plan_trim(
+        self, maxlen: int | None, minid: StreamID, approx: bool, limit: int
+    ) -> tuple[int, int, int]:
+        """Redis' streamTrim as a plan: (whole nodes to drop, live entries of the next
+        node to mark deleted, entries removed in all). `maxlen` None: trim by `minid`."""
+        length = len(self.entries)
+        deleted = 0
+        dropped = 0
+        marked = 0
+        entries = self.entries
+        for node in self.nodes:
+            if maxlen is not None and length <= maxlen:
+                break
+            live = node.live
+            if limit and deleted + live > limit:
+                break
+            if maxlen is not None:
+                whole = length - live >= maxlen
+            else:
+                whole = node.ids[-1] < minid
+            if whole:
+                dropped += 1
+                length -= live
+                deleted += live
+                continue
+            if approx:
+                break
+            for sid in node.ids:
+                if (length <= maxlen) if maxlen is not None else (sid >= minid):
+                    break
+                if sid in entries:
+                    marked += 1
+                    length -= 1
+            deleted += marked
+            break
+        return dropped, marked, deleted
+
+    # -- changing (only through the ops below) -----------------------------------------
+
+    def _append(self, sid: StreamID, fv: Fields) -> None:
+        nodes = self.nodes
+        tail = nodes[-1] if nodes else None
+        if tail is not None and (
+            tail.nbytes + sum(len(x) for x in fv) >= NODE_MAX_BYTES
+            or tail.live + tail.deleted >= NODE_MAX_ENTRIES
+        ):
+            tail = None
+        if tail is None:
+            nodes.append(Node.first(sid, fv))
+        else:
+            live = tail.live
+            same = fv[0::2] == tail.fields
+            tail.nbytes += (
+                _int_bytes(live + 1) - _int_bytes(live) + _entry_bytes(sid, tail.master, fv, same)
+            )
+            tail.live = live + 1
+            tail.ids.append(sid)
+        self.entries[sid] = (format_id(sid), fv)
+        self.entries_added += 1
+        self.last_id = sid
+        if len(self.entries) == 1:
+            self.first_id = sid
+
+    def _node_index(self, sid: StreamID) -> int:
+        return bisect_right(self.nodes, sid, key=_master) - 1
+
+    def _refresh_first(self) -> None:
+        self.first_id = self._first_valid_id() if self.entries else MIN_ID
+
+
+def _stream(db: Database, key: bytes) -> Stream:
+    s = db.data[key]
+    assert type(s) is Stream
+    return s
+
+
+@register(XADD)
+def _apply_xadd(db: Database, key: bytes, op: Op) -> Undo:
+    s = db.data.get(key)
+    if s is None:
+        s = Stream()
+        db.data[key] = s
+        undo: Undo = ((RESTORE, None, None),)
+    else:
+        tail = s.nodes[-1].nbytes if s.nodes else 0
+        undo = ((XUNADD, op[1], s.meta(), tail),)
+    s._append(op[1], op[2])
+    return undo
+
+
+@register(XUNADD)
+def _apply_xunadd(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    sid: StreamID = op[1]
+    fv = s.entries.pop(sid)[1]
+    tail = s.nodes[-1]
+    tail.ids.pop()
+    if not tail.ids:
+        s.nodes.pop()
+    else:
+        tail.live -= 1
+        tail.nbytes = op[3]
+    s.set_meta(op[2])
+    return ((XADD, sid, fv),)
+
+
+@register(XDEL)
+def _apply_xdel(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    meta = s.meta()
+    steps: list[tuple[int, StreamID, Entry, int, NodeState | None]] = []
+    nodes = s.nodes
+    first_gone = False
+    for sid in op[1]:
+        i = s._node_index(sid)
+        node = nodes[i]
+        entry = s.entries.pop(sid)
+        if node.live == 1:
+            steps.append((i, sid, entry, node.nbytes, node.state()))
+            del nodes[i]
+        else:
+            steps.append((i, sid, entry, node.nbytes, None))
+            node.mark_deleted(1)
+        if sid == s.first_id:
+            first_gone = True
+        if sid > s.max_deleted_id:
+            s.max_deleted_id = sid
+    if not s.entries:
+        s.first_id = MIN_ID
+    elif first_gone:
+        s._refresh_first()
+    return ((XUNDEL, meta, tuple(steps)),)
+
+
+@register(XUNDEL)
+def _apply_xundel(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    nodes = s.nodes
+    ids = []
+    for i, sid, entry, nbytes, state in reversed(op[2]):
+        s.entries[sid] = entry
+        ids.append(sid)
+        if state is not None:
+            nodes.insert(i, Node.from_state(state))
+        else:
+            node = nodes[i]
+            node.live += 1
+            node.deleted -= 1
+            node.nbytes = nbytes
+    s.set_meta(op[1])
+    ids.reverse()
+    return ((XDEL, tuple(ids)),)
+
+
+@register(XTRIM)
+def _apply_xtrim(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    meta = s.meta()
+    dropped: int = op[1]
+    marked: int = op[2]
+    entries = s.entries
+    removed: list[tuple[StreamID, Entry]] = []
+    gone = s.nodes[:dropped]
+    del s.nodes[:dropped]
+    for node in gone:
+        for sid in node.ids:
+            e = entries.pop(sid, None)
+            if e is not None:
+                removed.append((sid, e))
+    head: NodeState | None = None
+    if marked:
+        node = s.nodes[0]
+        head = node.state()
+        n = 0
+        for sid in node.ids:
+            e = entries.pop(sid, None)
+            if e is not None:
+                removed.append((sid, e))
+                n += 1
+                if n == marked:
+                    break
+        node.mark_deleted(marked)
+    if removed:
+        s._refresh_first()
+    return ((XUNTRIM, meta, tuple(n.state() for n in gone), head, tuple(removed)),)
+
+
+@register(XUNTRIM)
+def _apply_xuntrim(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    head: NodeState | None = op[3]
+    if head is not None:
+        s.nodes[0] = Node.from_state(head)
+    s.nodes[0:0] = [Node.from_state(st) for st in op[2]]
+    s.entries.update(op[4])
+    s.set_meta(op[1])
+    marked = len(op[4]) - sum(st[3] for st in op[2])
+    return ((XTRIM, len(op[2]), marked),)
+
+
+TYPE_NAMES[Stream] = b"stream"
+
+__all__ = [
+    "MAX_ID",
+    "MIN_ID",
+    "XADD",
+    "XDEL",
+    "XTRIM",
+    "Entry",
+    "Fields",
+    "Node",
+    "Stream",
+    "StreamID",
+    "decr_id",
+    "format_id",
+    "incr_id",
+]

@@ -139,4 +139,6 @@ def copy_value(value: Any) -> Any:
         return bytearray(value)
     if t is deque:
         return deque(value)
+    if t is HashSet or t is HashTable:
+        return t(value)
     return value.copy()
