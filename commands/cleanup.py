@@ -1,8 +1,11 @@
-"""What a session leaves behind when its connection ends."""
+"""What a session leaves behind when its connection ends (or on RESET)."""
 
 from __future__ import annotations
 
 from commands.session import Session
+
+# s.extra key: the session's patterns in subscription order (PUNSUBSCRIBE replies in it).
+PATTERN_ORDER = "pubsub.pattern_order"
 
 
 def unwatch_all(s: Session) -> None:
@@ -12,22 +15,24 @@ def unwatch_all(s: Session) -> None:
     s.watch_dirty = False
 
 
+def leave(registry: dict[bytes, dict[int, Session]], name: bytes, s: Session) -> None:
+    """Take `s` off one channel's or pattern's subscribers (dropping an empty entry)."""
+    subs = registry.get(name)
+    if subs is not None:
+        subs.pop(s.id, None)
+        if not subs:
+            del registry[name]
+
+
 def unsubscribe_all(s: Session) -> None:
     server = s.server
     for ch in s.channels:
-        subs = server.channels.get(ch)
-        if subs is not None:
-            subs.pop(s.id, None)
-            if not subs:
-                del server.channels[ch]
+        leave(server.channels, ch, s)
     for pat in s.patterns:
-        subs = server.patterns.get(pat)
-        if subs is not None:
-            subs.pop(s.id, None)
-            if not subs:
-                del server.patterns[pat]
+        leave(server.patterns, pat, s)
     s.channels.clear()
     s.patterns.clear()
+    s.extra.pop(PATTERN_ORDER, None)
 
 
 def session_closed(s: Session) -> None:

@@ -89,9 +89,7 @@ def _glob_regex(pattern: bytes, nocase: bool) -> re.Pattern[bytes]:
                 if pattern[i : i + 1] == b"\\" and i + 1 < n:
                     i += 1
                     items += re.escape(pattern[i : i + 1])
-                elif (
-                    i + 2 < n and pattern[i + 1 : i + 2] == b"-" and pattern[i + 2 : i + 3] != b"]"
-                ):
+                elif i + 2 < n and pattern[i + 1 : i + 2] == b"-":
                     a, b = pattern[i], pattern[i + 2]
                     if a > b:
                         a, b = b, a

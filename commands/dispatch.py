@@ -3,6 +3,7 @@ subscribe context, the call, and the commit that gives it a version."""
 
 from __future__ import annotations
 
+from commands.cleanup import unwatch_all
 from commands.errors import (
     NOAUTH,
     NOT_IN_MULTI,
@@ -28,9 +29,7 @@ def unknown_command_error(argv: list[bytes]) -> bytes:
         if len(args) >= 128:
             break
         args += b"'" + a[: 128 - len(args)] + b"' "
-    return _clean(
-        UNKNOWN_COMMAND.encode().replace(b"{}", argv[0][:128], 1).replace(b"{}", args, 1)
-    )
+    return _clean(UNKNOWN_COMMAND.encode().replace(b"{}", argv[0][:128], 1).replace(b"{}", args, 1))
 
 
 def lookup(argv: list[bytes]) -> Command | bytes:
@@ -63,23 +62,31 @@ class Dispatcher:
     def execute(self, s: Session, argv: list[bytes]) -> Reply:
         cmd = lookup(argv)
         if type(cmd) is bytes:
-            return self.reject(s, cmd)
+            return self.reject(s, cmd, argv)
         assert isinstance(cmd, Command)
         if not s.authenticated and not cmd.flags & Flag.NO_AUTH:
-            return self.reject(s, NOAUTH.encode())
+            return self.reject(s, NOAUTH.encode(), argv)
         if s.multi is not None and not cmd.is_tx_control:
             if cmd.flags & Flag.NO_MULTI:
                 return self.reject(s, NOT_IN_MULTI.encode())
             s.multi.append((cmd, argv))
             return QUEUED
         if s.resp == 2 and (s.channels or s.patterns) and not cmd.flags & Flag.SUBSCRIBE_OK:
-            return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode())
+            return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode(), argv)
         return self.call(s, cmd, argv)
 
-    def reject(self, s: Session, text: bytes) -> ErrorReply:
+    def reject(self, s: Session, text: bytes, argv: list[bytes] | None = None) -> ErrorReply:
         if s.multi is not None:
             s.multi_error = True
         s.server.stats.error_replies += 1
+        if argv is not None and argv[0].lower() == b"exec":
+            # A rejected EXEC aborts the transaction, naming the reason.
+            s.multi = None
+            s.multi_error = False
+            unwatch_all(s)
+            return ErrorReply(
+                b"EXECABORT Transaction discarded because of: " + text.removeprefix(b"ERR ")
+            )
         return ErrorReply(text)
 
     def call(self, s: Session, cmd: Command, argv: list[bytes]) -> Reply:
