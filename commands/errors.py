@@ -72,8 +72,8 @@ NO_SUCH_CLIENT = "ERR No such client"
 CLIENT_NAME_SPACES = "ERR Client names cannot contain spaces, newlines or special characters."
 UNSUPPORTED_CONFIG = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
-XADD_ID_SMALL = (
-    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-)
+XADD_ID_SMALL = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
 STREAM_ID_INVALID = "ERR Invalid stream ID specified as stream command argument"
+NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
+COUNT_POSITIVE = "ERR count should be greater than 0"

@@ -24,24 +24,28 @@ only serves a blocked client from a list).
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from commands import longdouble
 from commands.common import get_list
 from commands.errors import (
+    COUNT_POSITIVE,
     INDEX_OUT_OF_RANGE,
     NO_SUCH_KEY,
     NOT_POSITIVE,
+    NUMKEYS_POSITIVE,
     SYNTAX,
-    TIMEOUT_NEGATIVE,
-    TIMEOUT_NOT_FLOAT,
     WRONG_ARITY,
     CommandError,
 )
-from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
+from commands.parsing import (
+    LLONG_MAX,
+    LLONG_MIN,
+    get_int,
+    get_range_long,
+    parse_timeout,
+)
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
@@ -53,8 +57,6 @@ RANK_ZERO = (
 )
 COUNT_NEGATIVE = "ERR COUNT can't be negative"
 MAXLEN_NEGATIVE = "ERR MAXLEN can't be negative"
-NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
-COUNT_POSITIVE = "ERR count should be greater than 0"
 
 PUSH = Flag.WRITE | Flag.DENYOOM | Flag.FAST
 BLOCK = Flag.WRITE | Flag.NOSCRIPT | Flag.BLOCKING
@@ -62,14 +64,6 @@ RO = Flag.READONLY
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _range_long(b: bytes, lo: int, hi: int, error: str) -> int:
-    """getRangeLongFromObjectOrReply with a message: it covers non-integers too."""
-    n = string2ll(b)
-    if n is None or n < lo or n > hi:
-        raise CommandError(error)
-    return n
 
 
 def _side(b: bytes) -> bool:
@@ -80,24 +74,6 @@ def _side(b: bytes) -> bool:
     if low == b"right":
         return False
     raise CommandError(SYNTAX)
-
-
-def parse_timeout(b: bytes) -> float:
-    """getTimeoutFromObjectOrReply in seconds: a long double, times 1000 rounded as a
-    long double, ceiled to whole ms and cast to long long (out of range is negative);
-    0 means forever."""
-    v = longdouble.parse(b)
-    if v is None:
-        raise CommandError(TIMEOUT_NOT_FLOAT)
-    if isinstance(v, str):
-        raise CommandError(TIMEOUT_NEGATIVE)
-    ms = longdouble._round(v * 1000)
-    if isinstance(ms, str):
-        raise CommandError(TIMEOUT_NEGATIVE)
-    t = math.ceil(ms)
-    if t < 0 or t > LLONG_MAX:
-        raise CommandError(TIMEOUT_NEGATIVE)
-    return t / 1000
 
 
 def _take(lst: deque[bytes], start: int, stop: int) -> list[bytes]:
@@ -246,7 +222,7 @@ def _pop_command(s: Session, argv: list[bytes], left: bool) -> Reply:
         raise CommandError(WRONG_ARITY.format("lpop" if left else "rpop"))
     count = -1
     if argc == 3:
-        count = _range_long(argv[2], 0, LLONG_MAX, NOT_POSITIVE)
+        count = get_range_long(argv[2], 0, LLONG_MAX, NOT_POSITIVE)
     key = argv[1]
     lst = get_list(s, key)
     if lst is None:
@@ -272,7 +248,7 @@ def cmd_rpop(s: Session, argv: list[bytes]) -> Reply:
 
 def _mpop_args(argv: list[bytes], ki: int) -> tuple[list[bytes], bool, int]:
     """numkeys at argv[ki], then the keys, LEFT|RIGHT and [COUNT count]."""
-    numkeys = _range_long(argv[ki], 1, LLONG_MAX, NUMKEYS_POSITIVE)
+    numkeys = get_range_long(argv[ki], 1, LLONG_MAX, NUMKEYS_POSITIVE)
     where = ki + numkeys + 1
     argc = len(argv)
     if where >= argc:
@@ -282,7 +258,7 @@ def _mpop_args(argv: list[bytes], ki: int) -> tuple[list[bytes], bool, int]:
     j = where + 1
     while j < argc:
         if count == -1 and j < argc - 1 and argv[j].lower() == b"count":
-            count = _range_long(argv[j + 1], 1, LLONG_MAX, COUNT_POSITIVE)
+            count = get_range_long(argv[j + 1], 1, LLONG_MAX, COUNT_POSITIVE)
             j += 2
         else:
             raise CommandError(SYNTAX)
@@ -347,9 +323,9 @@ def cmd_lpos(s: Session, argv: list[bytes]) -> Reply:
             if rank == 0:
                 raise CommandError(RANK_ZERO)
         elif opt == b"count":
-            count = _range_long(argv[j + 1], 0, LLONG_MAX, COUNT_NEGATIVE)
+            count = get_range_long(argv[j + 1], 0, LLONG_MAX, COUNT_NEGATIVE)
         elif opt == b"maxlen":
-            maxlen = _range_long(argv[j + 1], 0, LLONG_MAX, MAXLEN_NEGATIVE)
+            maxlen = get_range_long(argv[j + 1], 0, LLONG_MAX, MAXLEN_NEGATIVE)
         else:
             raise CommandError(SYNTAX)
         j += 2

@@ -42,6 +42,27 @@ def _round(x: Fraction) -> Fraction | str:
     return sign * r
 
 
+def _hex_fraction(s: str) -> Fraction | None:
+    """The exact value of a C hexadecimal float literal, or None far out of range."""
+    neg = s.startswith("-")
+    body = s.lstrip("+-")[2:].lower()
+    mant, _, exp = body.partition("p")
+    whole, _, frac = mant.partition(".")
+    digits = int(whole + frac or "0", 16)
+    e2 = int(exp or "0") - 4 * len(frac)
+    if not digits:
+        return Fraction(0)
+    if not -16500 <= digits.bit_length() + e2 <= 16400:
+        return None
+    v = Fraction(digits) * Fraction(2) ** e2
+    return -v if neg else v
+
+
+def round_ld(x: Fraction) -> Fraction | str:
+    """Round an exact value to the nearest long double ('inf' on overflow)."""
+    return _round(x)
+
+
 def parse(b: bytes) -> Fraction | str | None:
     """strtold as Redis' string2ld accepts it: a value, 'inf'/'-inf', or None."""
     if not b or len(b) >= MAX_CHARS:
@@ -53,9 +74,15 @@ def parse(b: bytes) -> Fraction | str | None:
     if _INF.fullmatch(s):
         return "-inf" if s.startswith("-") else INF
     if _DEC.fullmatch(s):
-        v = _round(Fraction(Decimal(s)))
+        d = Decimal(s)
+        if d and not -4970 <= d.adjusted() <= 4940:
+            return None  # ERANGE: far outside the long double range
+        v = _round(Fraction(d))
     elif _HEX.fullmatch(s):
-        v = _round(Fraction(float.fromhex(s)))
+        exact = _hex_fraction(s)
+        if exact is None:
+            return None
+        v = _round(exact)
     else:
         return None
     if isinstance(v, str):

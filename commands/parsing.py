@@ -6,7 +6,14 @@ from __future__ import annotations
 import math
 import re
 
-from commands.errors import NOT_FLOAT, NOT_INTEGER, CommandError
+from commands import longdouble
+from commands.errors import (
+    NOT_FLOAT,
+    NOT_INTEGER,
+    TIMEOUT_NEGATIVE,
+    TIMEOUT_NOT_FLOAT,
+    CommandError,
+)
 
 _INT_RE = re.compile(rb"-?(?:0|[1-9][0-9]{0,18})")
 LLONG_MIN = -(2**63)
@@ -30,33 +37,52 @@ def get_int(b: bytes, error: str = NOT_INTEGER) -> int:
     return n
 
 
-_FLOAT_BAD = re.compile(rb"^\s|\s$")
+_STRTOD = re.compile(
+    rb"[ \t\n\v\f\r]*([+-]?)(?:"
+    rb"(inf(?:inity)?)"
+    rb"|(nan(?:\([0-9a-z_]*\))?)"
+    rb"|0x((?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)"
+    rb"|((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)"
+    rb")",
+    re.IGNORECASE,
+)
+_SIMPLE_FLOAT = re.compile(rb"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+SPACE = b" \t\n\v\f\r"
+
+
+def strtod(b: bytes) -> tuple[float, int, bool]:
+    """C strtod: (value, bytes consumed, ERANGE). Nothing parsed consumes 0 bytes."""
+    m = _STRTOD.match(b)
+    if m is None:
+        return 0.0, 0, False
+    sign, inf, nan, hexa, dec = m.groups()
+    neg = sign == b"-"
+    if inf is not None:
+        return (-math.inf if neg else math.inf), m.end(), False
+    if nan is not None:
+        return math.nan, m.end(), False
+    if hexa is not None:
+        mant = hexa.lower().partition(b"p")[0]
+        try:
+            v = float.fromhex(hexa.decode())
+        except OverflowError:
+            v = math.inf
+    else:
+        mant = dec.lower().partition(b"e")[0]
+        v = float(dec)
+    erange = math.isinf(v) or (v == 0.0 and mant.strip(b"0.") != b"")
+    return (-v if neg else v), m.end(), erange
 
 
 def string2d(b: bytes) -> float | None:
-    """Redis' string2d/strtod acceptance: no spaces, no NaN, 'inf' allowed."""
-    if not b or len(b) > 5000 or _FLOAT_BAD.search(b):
+    """Redis' string2d: the whole argument, no leading space, no NaN, no ERANGE
+    overflow or underflow to zero ('inf' itself is accepted)."""
+    if _SIMPLE_FLOAT.fullmatch(b):
+        return float(b)
+    if not b or b[0] in SPACE:
         return None
-    try:
-        s = b.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    low = s.lower()
-    if low in ("inf", "+inf", "infinity", "+infinity"):
-        return math.inf
-    if low in ("-inf", "-infinity"):
-        return -math.inf
-    if "_" in s or "nan" in low:
-        return None
-    try:
-        v = float(s)
-    except ValueError:
-        # strtod also reads hexadecimal floats
-        try:
-            v = float.fromhex(s)
-        except ValueError:
-            return None
-    if math.isnan(v):
+    v, end, erange = strtod(b)
+    if end != len(b) or v != v or (erange and (v == 0.0 or math.isinf(v))):
         return None
     return v
 
@@ -66,6 +92,34 @@ def get_float(b: bytes, error: str = NOT_FLOAT) -> float:
     if v is None:
         raise CommandError(error)
     return v
+
+
+def get_range_long(b: bytes, lo: int, hi: int, error: str | None = None) -> int:
+    """getRangeLongFromObjectOrReply: `error` (when given) also covers non-integers."""
+    n = string2ll(b)
+    if n is None:
+        raise CommandError(error or NOT_INTEGER)
+    if n < lo or n > hi:
+        raise CommandError(error or f"ERR value is out of range, value must between {lo} and {hi}")
+    return n
+
+
+def parse_timeout(b: bytes) -> float:
+    """getTimeoutFromObjectOrReply in seconds: a long double, times 1000 rounded as a
+    long double, ceiled to whole ms and cast to long long (out of range is negative);
+    0 means forever."""
+    v = longdouble.parse(b)
+    if v is None:
+        raise CommandError(TIMEOUT_NOT_FLOAT)
+    if isinstance(v, str):
+        raise CommandError(TIMEOUT_NEGATIVE)
+    ms = longdouble.round_ld(v * 1000)
+    if isinstance(ms, str):
+        raise CommandError(TIMEOUT_NEGATIVE)
+    t = math.ceil(ms)
+    if t < 0 or t > LLONG_MAX:
+        raise CommandError(TIMEOUT_NEGATIVE)
+    return t / 1000
 
 
 def format_double(d: float) -> bytes:

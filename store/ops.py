@@ -283,8 +283,12 @@ def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
         return ((RESTORE, None, None),)
     olds: list[tuple[bytes, float]] = []
     news: list[bytes] = []
+    seen: set[bytes] = set()
     for m, sc in op[1]:
         old = z.add(m, sc)
+        if m in seen:
+            continue  # the first occurrence already knows the prior state
+        seen.add(m)
         if old is None:
             news.append(m)
         else:

@@ -174,3 +174,13 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
             assert key is not None
             apply_op(fresh.dbs[dbi], key, op)
     assert snapshot(fresh) == snapshot(store)
+
+
+def test_undo_of_repeated_members_in_one_op() -> None:
+    store, s, _ = make()
+    store.apply(s.db, b"z", ("zadd", ((b"a", 1.0),)))
+    store.commit()
+    store.apply(s.db, b"z", ("zadd", ((b"b", 2.0), (b"b", 3.0), (b"a", 5.0), (b"a", 6.0))))
+    store.commit()
+    z, _ = store.value_as_of(0, b"z", 1)
+    assert z.scores == {b"a": 1.0}
