@@ -39,7 +39,7 @@ from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
 from commands.session import Session
-from commands.strings import string_encoding
+from commands.strings import string_encoding, writer_of
 from store import Database, now_ms
 from store.ops import DEL, EXPIRE, SET
 from store.stream import Stream
@@ -511,10 +511,10 @@ def cmd_persist(s: Session, argv: list[bytes]) -> Reply:
 container("object", -2)
 
 
-def object_encoding(v: object) -> bytes:
+def object_encoding(v: object, made_by: str = "") -> bytes:
     """OBJECT ENCODING of a value, as Redis 7.0 names it."""
     if isinstance(v, bytes | bytearray):
-        return string_encoding(v)
+        return string_encoding(v, made_by)
     if isinstance(v, ZSet):
         return b"skiplist" if v.big else b"listpack"
     return _ENCODINGS[type(v)]
@@ -523,7 +523,7 @@ def object_encoding(v: object) -> bytes:
 @command("object|encoding", 3, Flag.READONLY, 2, 2, 1)
 def cmd_object_encoding(s: Session, argv: list[bytes]) -> Reply:
     v = s.db.get(argv[2])
-    return None if v is None else object_encoding(v)
+    return None if v is None else object_encoding(v, writer_of(s, argv[2]))
 
 
 @command("object|freq", 3, Flag.READONLY, 2, 2, 1)

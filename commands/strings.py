@@ -350,10 +350,23 @@ def cmd_setrange(s: Session, argv: list[bytes]) -> Reply:
     return len(buf)
 
 
-def string_encoding(v: bytes | bytearray) -> bytes:
-    """OBJECT ENCODING of a string value."""
+# Commands that change only a key's expiry, not the value's encoding.
+_TTL_ONLY = frozenset({"expire", "pexpire", "expireat", "pexpireat", "persist", "getex"})
+
+
+def string_encoding(v: bytes | bytearray, made_by: str = "") -> bytes:
+    """OBJECT ENCODING of a string value. `made_by` is the command that wrote it:
+    INCRBYFLOAT stores its result as a plain string even when it reads as an integer."""
     if type(v) is bytearray:
         return b"raw"
-    if len(v) <= 20 and string2ll(bytes(v)) is not None:
+    if made_by != "incrbyfloat" and len(v) <= 20 and string2ll(bytes(v)) is not None:
         return b"int"
     return b"embstr" if len(v) <= 44 else b"raw"
+
+
+def writer_of(s: Session, key: bytes) -> str:
+    """The command that last wrote the key's value (from its version chain)."""
+    for entry in reversed(s.db.chains.get(key, ())):
+        if entry.cmd not in _TTL_ONLY:
+            return entry.cmd
+    return ""

@@ -151,7 +151,7 @@ STREAM_CMDS = [
 TX_CMDS = [cmd("MULTI"), cmd("EXEC"), cmd("DISCARD")]
 
 ORDERED = st.one_of(
-    *STRING_CMDS, *KEY_CMDS, *HASH_CMDS, *LIST_CMDS, *SET_CMDS, *ZSET_CMDS, *STREAM_CMDS, *TX_CMDS
+    *STRING_CMDS, *KEY_CMDS, *HASH_CMDS, *LIST_CMDS, *SET_CMDS, *ZSET_CMDS, *TX_CMDS
 )
 UNORDERED = st.one_of(*UNORDERED_SET_CMDS)
 
@@ -212,7 +212,7 @@ def test_random_sequences_match_redis(
     run_state_machine_as_test(
         Machine,
         settings=settings(
-            max_examples=60,
+            max_examples=150,
             stateful_step_count=60,
             deadline=None,
             suppress_health_check=list(HealthCheck),
