@@ -38,8 +38,9 @@ pytest: $(STAMP) redis-server
 
 test: lint typecheck pytest
 
+# Prints "differential: N of M command cases identical to redis-server".
 compat: $(STAMP) redis-server
-	$(BIN)/pytest -q tests/test_differential.py -p no:randomly
+	$(BIN)/pytest -q tests
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
