@@ -8,7 +8,8 @@ from collections import deque
 from functools import lru_cache
 from typing import Any, cast
 
-from commands.errors import WRONGTYPE, CommandError
+from commands.errors import INVALID_CURSOR, SYNTAX, WRONGTYPE, CommandError
+from commands.parsing import SPACE, get_int
 from commands.session import Session
 from store.values import HashSet, HashTable, ZSet
 
@@ -120,3 +121,49 @@ def glob_match(pattern: bytes, text: bytes, nocase: bool = False) -> bool:
 
 def lower(b: bytes) -> bytes:
     return b.lower()
+
+
+ULONG_MAX = 2**64 - 1
+_CURSOR = re.compile(rb"[+-]?([0-9]+)")
+
+
+def parse_scan_cursor(b: bytes) -> int:
+    """Redis' parseScanCursorOrReply: strtoul(base 10) on the C string, no leading
+    space, nothing after the digits, no overflow; a '-' wraps as strtoul does."""
+    if b and b[0] in SPACE:
+        raise CommandError(INVALID_CURSOR)
+    nul = b.find(b"\0")
+    if nul >= 0:
+        b = b[:nul]
+    if not b:
+        return 0
+    m = _CURSOR.fullmatch(b)
+    if m is None:
+        raise CommandError(INVALID_CURSOR)
+    digits = m.group(1).lstrip(b"0")
+    if len(digits) > 20:
+        raise CommandError(INVALID_CURSOR)
+    n = int(digits or b"0")
+    if n > ULONG_MAX:
+        raise CommandError(INVALID_CURSOR)
+    return (-n) & ULONG_MAX if b[0] == 45 else n  # 45 = '-'
+
+
+def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None]:
+    """COUNT and MATCH as scanGenericCommand reads them: (count, pattern or None)."""
+    count = 10
+    pattern: bytes | None = None
+    i = start
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        if opt == b"count" and n - i >= 2:
+            count = get_int(argv[i + 1])
+            if count < 1:
+                raise CommandError(SYNTAX)
+        elif opt == b"match" and n - i >= 2:
+            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+        else:
+            raise CommandError(SYNTAX)
+        i += 2
+    return count, pattern

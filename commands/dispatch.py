@@ -3,6 +3,8 @@ subscribe context, the call, and the commit that gives it a version."""
 
 from __future__ import annotations
 
+import logging
+
 from commands.cleanup import unwatch_all
 from commands.errors import (
     NOAUTH,
@@ -16,6 +18,8 @@ from commands.errors import (
 from commands.registry import COMMANDS, Command, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
+
+log = logging.getLogger("temporalstore")
 
 
 def _clean(text: bytes) -> bytes:
@@ -103,6 +107,14 @@ class Dispatcher:
                 _rollback_to(s, mark)
             s.server.stats.error_replies += 1
             reply = ErrorReply(e.text)
+        except Exception:
+            # A bug must not take the connection (or the server) down: undo the
+            # command's partial effect, log it, and answer with an error.
+            log.exception("internal error in %r", cmd.name)
+            if len(store.pending) > mark:
+                _rollback_to(s, mark)
+            s.server.stats.error_replies += 1
+            reply = ErrorReply(b"ERR internal error while running '%s'" % cmd.name.encode())
         if store.pending and not s.in_exec:
             store.commit(s.meta)
         return reply

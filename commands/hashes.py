@@ -19,15 +19,20 @@ when the hash grows or shrinks between calls.
 from __future__ import annotations
 
 import random
-import re
 from itertools import islice
 
 from commands import longdouble
-from commands.common import HASH_TYPES, get_hash, glob_match, wrongtype
+from commands.common import (
+    HASH_TYPES,
+    get_hash,
+    glob_match,
+    parse_scan_cursor,
+    parse_scan_options,
+    wrongtype,
+)
 from commands.errors import (
     HASH_VALUE_NOT_FLOAT,
     HASH_VALUE_NOT_INTEGER,
-    INVALID_CURSOR,
     NOT_FLOAT,
     OVERFLOW,
     SYNTAX,
@@ -49,7 +54,6 @@ W = Flag.WRITE | Flag.DENYOOM | Flag.FAST
 R = Flag.READONLY | Flag.FAST
 
 ULONG_MAX = 2**64 - 1
-_CURSOR = re.compile(rb"[+-]?([0-9]+)")
 _SPACE = b" \t\n\v\f\r"
 
 
@@ -206,45 +210,6 @@ def cmd_hstrlen(s: Session, argv: list[bytes]) -> Reply:
 
 
 # -- HSCAN --------------------------------------------------------------------
-
-
-def parse_scan_cursor(b: bytes) -> int:
-    """Redis' parseScanCursorOrReply: strtoul(base 10) on the C string, no leading
-    space, nothing after the digits, no overflow; a '-' wraps as strtoul does."""
-    if b and b[0] in _SPACE:
-        raise CommandError(INVALID_CURSOR)
-    nul = b.find(b"\0")
-    if nul >= 0:
-        b = b[:nul]
-    if not b:
-        return 0
-    m = _CURSOR.fullmatch(b)
-    if m is None:
-        raise CommandError(INVALID_CURSOR)
-    n = int(m.group(1))
-    if n > ULONG_MAX:
-        raise CommandError(INVALID_CURSOR)
-    return (-n) & ULONG_MAX if b[0] == 45 else n  # 45 = '-'
-
-
-def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None]:
-    """COUNT and MATCH as scanGenericCommand reads them: (count, pattern or None)."""
-    count = 10
-    pattern: bytes | None = None
-    i = start
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        if opt == b"count" and n - i >= 2:
-            count = get_int(argv[i + 1])
-            if count < 1:
-                raise CommandError(SYNTAX)
-        elif opt == b"match" and n - i >= 2:
-            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
-        else:
-            raise CommandError(SYNTAX)
-        i += 2
-    return count, pattern
 
 
 def _reverse(v: int, bits: int) -> int:

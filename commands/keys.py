@@ -25,10 +25,9 @@ from bisect import bisect_left
 from collections import deque
 from itertools import islice
 
-from commands.common import glob_match
+from commands.common import glob_match, parse_scan_cursor
 from commands.errors import (
     DB_INDEX_OUT_OF_RANGE,
-    INVALID_CURSOR,
     INVALID_EXPIRE,
     NO_SUCH_KEY,
     SAME_OBJECT,
@@ -200,20 +199,6 @@ def cmd_keys(s: Session, argv: list[bytes]) -> Reply:
     return [k for k in live if glob_match(pattern, k)]
 
 
-def parse_cursor(arg: bytes) -> int:
-    """Redis' SCAN cursor parsing (strtoul, base 10, no leading space, whole argument)."""
-    text = _cstr(arg)
-    if not text:
-        return 0
-    digits = text[1:] if text[:1] in (b"+", b"-") else text
-    if not digits.isdigit() or len(digits.lstrip(b"0")) > 20:
-        raise CommandError(INVALID_CURSOR)
-    n = int(digits)
-    if n > ULONG_MAX:
-        raise CommandError(INVALID_CURSOR)
-    return (-n) & ULONG_MAX if text[:1] == b"-" else n
-
-
 def _rank(key: bytes) -> int:
     """A key's position in the cursor space [0, 2**63): its hash, made unsigned."""
     return (hash(key) + _HALF) >> 1
@@ -250,7 +235,7 @@ def _scan_snapshot(s: Session, starting: bool) -> _ScanSnapshot:
 
 @command("scan", -2, Flag.READONLY)
 def cmd_scan(s: Session, argv: list[bytes]) -> Reply:
-    cursor = parse_cursor(argv[1])
+    cursor = parse_scan_cursor(argv[1])
     count = 10
     pattern: bytes | None = None
     want_type: bytes | None = None

@@ -22,8 +22,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from commands.common import get_set, glob_match
-from commands.errors import INVALID_CURSOR, NOT_POSITIVE, SYNTAX, CommandError
+from commands.common import get_set, glob_match, parse_scan_cursor, parse_scan_options
+from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
 from commands.replies import Reply
@@ -344,41 +344,6 @@ _CURSOR_RE = re.compile(rb"([+-]?)([0-9]+)")
 EMPTY_SCAN: Reply = (b"0", ())
 
 
-def parse_cursor(b: bytes) -> int:
-    """Redis reads a cursor with strtoul: an optional sign (a minus wraps around),
-    digits, nothing before or after; an empty string is cursor 0."""
-    if not b:
-        return 0
-    m = _CURSOR_RE.fullmatch(b)
-    if m is None:
-        raise CommandError(INVALID_CURSOR)
-    digits = m[2].lstrip(b"0")
-    if len(digits) > 20 or (n := int(digits or b"0")) > ULONG_MAX:
-        raise CommandError(INVALID_CURSOR)
-    return (-n) & ULONG_MAX if m[1] == b"-" else n
-
-
-def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None]:
-    """COUNT and MATCH of the key-scanning commands: (count, pattern or None)."""
-    count = 10
-    pattern: bytes | None = None
-    n = len(argv)
-    i = start
-    while i < n:
-        opt = argv[i].lower()
-        if opt == b"count" and i + 1 < n:
-            count = get_int(argv[i + 1])
-            if count < 1:
-                raise CommandError(SYNTAX)
-        elif opt == b"match" and i + 1 < n:
-            p = argv[i + 1]
-            pattern = None if p == b"*" else p
-        else:
-            raise CommandError(SYNTAX)
-        i += 2
-    return count, pattern
-
-
 # A hash-table set is scanned in the order of its members' hashes: the cursor is the
 # next hash to visit, so members present for the whole scan are returned exactly once
 # however the set changes between calls. The order of a large set is kept while the
@@ -414,7 +379,7 @@ def hash_order(s: Session, key: bytes, v: set[bytes]) -> tuple[list[int], list[b
 @command("sscan", -3, RO, 1, 1, 1)
 def cmd_sscan(s: Session, argv: list[bytes]) -> Reply:
     key = argv[1]
-    cursor = parse_cursor(argv[2])
+    cursor = parse_scan_cursor(argv[2])
     v = get_set(s, key)
     if v is None:
         return EMPTY_SCAN

@@ -41,10 +41,16 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from commands.common import SET_TYPES, get_typed, get_zset, glob_match
+from commands.common import (
+    SET_TYPES,
+    get_typed,
+    get_zset,
+    glob_match,
+    parse_scan_cursor,
+    parse_scan_options,
+)
 from commands.errors import (
     COUNT_POSITIVE,
-    INVALID_CURSOR,
     MIN_MAX_NOT_FLOAT,
     MIN_MAX_NOT_STRING,
     NOT_POSITIVE,
@@ -946,19 +952,6 @@ _MAX_CURSOR = 2**64 - 1
 _SCAN_CURSOR = re.compile(rb"([+-]?)([0-9]+)")
 
 
-def parse_cursor(b: bytes) -> int:
-    """strtoul as Redis' parseScanCursorOrReply accepts it ("" is 0, "-1" wraps)."""
-    if not b:
-        return 0
-    m = _SCAN_CURSOR.fullmatch(b)
-    if m is None:
-        raise CommandError(INVALID_CURSOR)
-    v = int(m.group(2))
-    if v > _MAX_CURSOR:
-        raise CommandError(INVALID_CURSOR)
-    return (-v) & _MAX_CURSOR if m.group(1) == b"-" else v
-
-
 def _score_key(sc: float) -> int:
     """An order-preserving map of doubles to positive integers (the ZSCAN cursor)."""
     bits: int = struct.unpack(">Q", struct.pack(">d", sc + 0.0))[0]
@@ -973,25 +966,11 @@ def _key_score(key: int) -> float:
 
 @command("zscan", -3, Flag.READONLY, 1, 1, 1)
 def cmd_zscan(s: Session, argv: list[bytes]) -> Reply:
-    cursor = parse_cursor(argv[2])
+    cursor = parse_scan_cursor(argv[2])
     z = get_zset(s, argv[1])
     if z is None:
         return [b"0", []]
-    count = 10
-    pattern: bytes | None = None
-    i = 3
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        if opt == b"count" and n - i >= 2:
-            count = get_int(argv[i + 1])
-            if count < 1:
-                raise CommandError(SYNTAX)
-        elif opt == b"match" and n - i >= 2:
-            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
-        else:
-            raise CommandError(SYNTAX)
-        i += 2
+    count, pattern = parse_scan_options(argv, 3)
     order = z.order
     if not z.big:
         # A listpack is returned whole, with its scores as stored, and cursor 0.

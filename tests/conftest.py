@@ -198,6 +198,12 @@ class Differ:
         self.cases += 1
         return ref
 
+    def record(self, n: int, same: bool) -> None:
+        """Count `n` command cases compared outside `check` (multi-client scenarios)."""
+        self.attempts += n
+        if same:
+            self.cases += n
+
     def run(self, script: str) -> None:
         """One command per line, words split like redis-cli; `~` prefix = unordered."""
         import shlex
