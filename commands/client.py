@@ -1,32 +1,360 @@
-"""CLIENT subcommands (ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, ...)."""
+"""CLIENT subcommands, as Redis 7.0.15 answers them.
+
+CLIENT ID · CLIENT SETNAME name · CLIENT GETNAME · CLIENT INFO
+CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
+CLIENT KILL ip:port
+CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] ...
+CLIENT NO-EVICT ON|OFF · CLIENT REPLY ON · CLIENT GETREDIR · CLIENT TRACKINGINFO · CLIENT HELP
+CLIENT SETINFO LIB-NAME|LIB-VER value · CLIENT NO-TOUCH ON|OFF (both Redis 7.2)
+
+CLIENT LIST/INFO lines have Redis 7.0's fields in Redis' order; buffer sizes are what an
+idle Redis client reports. Not implemented: REPLY OFF|SKIP (replies cannot be held back
+yet), PAUSE/UNPAUSE, UNBLOCK, TRACKING, CACHING.
+"""
 
 from __future__ import annotations
 
-from commands.errors import CLIENT_NAME_SPACES, CommandError
-from commands.registry import Flag, command, container
-from commands.replies import OK, Reply
+import time
+
+from commands.errors import CLIENT_NAME_SPACES, NO_SUCH_CLIENT, SYNTAX, CommandError
+from commands.parsing import string2ll
+from commands.registry import COMMANDS, Flag, command, container
+from commands.replies import OK, Reply, Verbatim
+from commands.server import help_reply
 from commands.session import Session
+
+INVALID_CLIENT_ID = "ERR Invalid client ID"
+CLIENT_ID_POSITIVE = "ERR client-id should be greater than 0"
+UNKNOWN_CLIENT_TYPE = "ERR Unknown client type '{}'"
+NO_SUCH_USER = "ERR No such user '{}'"
+UNRECOGNIZED_OPTION = "ERR Unrecognized option '{}'"
+ATTR_SPACES = "ERR {} cannot contain spaces, newlines or special characters."
+REPLY_UNSUPPORTED = "ERR CLIENT REPLY OFF and SKIP are not supported by this server"
+
+CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+ADMIN = Flag.ADMIN | CONN
+QBUF_ALLOC = 20474  # the query buffer a recently active Redis client holds
+RBS = 1024  # a Redis client's reply buffer once it has shrunk
+BASE_MEMORY = 1824  # the client struct and friends: tot-mem reads like Redis'
+
+CLIENT_HELP = [
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+]
 
 container("client", -2, Flag.SENTINEL)
 
 
+def valid_attr(value: bytes) -> bool:
+    """What CLIENT LIST can show: printable ASCII without spaces."""
+    return all(33 <= c <= 126 for c in value)
+
+
 def set_client_name(s: Session, name: bytes) -> None:
-    if any(c < 33 or c > 126 for c in name):
+    if not valid_attr(name):
         raise CommandError(CLIENT_NAME_SPACES)
     s.name = name or None
 
 
-@command("client|id", 2, Flag.NOSCRIPT | Flag.LOADING | Flag.STALE)
+def _on_off(arg: bytes) -> bool:
+    opt = arg.lower()
+    if opt == b"on":
+        return True
+    if opt == b"off":
+        return False
+    raise CommandError(SYNTAX)
+
+
+# -- client types and the CLIENT LIST line -----------------------------------------------------
+
+_TYPES = {
+    b"normal": "normal",
+    b"slave": "slave",
+    b"replica": "slave",
+    b"pubsub": "pubsub",
+    b"master": "master",
+}
+
+
+def client_type(c: Session) -> str:
+    return "pubsub" if c.channels or c.patterns else "normal"
+
+
+def parse_client_type(arg: bytes) -> str:
+    t = _TYPES.get(arg.lower())
+    if t is None:
+        raise CommandError(UNKNOWN_CLIENT_TYPE.format(arg.decode("utf-8", "replace")))
+    return t
+
+
+def _last_command(c: Session) -> str:
+    """The full name of the last command run, where the dispatcher records it
+    (`last_cmd_name`); else the command `last_cmd` names (a container without its
+    subcommand)."""
+    name = getattr(c, "last_cmd_name", None)
+    if isinstance(name, str):
+        return name
+    cmd = COMMANDS.get(c.last_cmd) or COMMANDS.get(c.last_cmd.lower())
+    return cmd.name if cmd is not None else "NULL"
+
+
+def _flags(c: Session) -> str:
+    out = ""
+    if c.channels or c.patterns:
+        out += "P"
+    if c.multi is not None:
+        out += "x"
+    if c.blocked:
+        out += "b"
+    if c.watch_dirty:
+        out += "d"
+    if c.killed:
+        out += "c"
+    if c.extra.get("no-evict"):
+        out += "e"
+    if c.extra.get("no-touch"):
+        out += "T"
+    return out or "N"
+
+
+def info_line(c: Session, me: Session | None = None, argv: list[bytes] | None = None) -> bytes:
+    """One CLIENT LIST line (no newline). `me`/`argv`: the session asking and its command,
+    whose query buffer and argv still hold that command, as in Redis."""
+    now = time.time()
+    current = c is me
+    if current and argv is not None:
+        qbuf = sum(len(a) + len(str(len(a))) + 5 for a in argv) + len(str(len(argv))) + 3
+        argv_mem = sum(len(a) for a in argv)
+        cmd = "client|" + argv[1].lower().decode("utf-8", "replace")
+        idle = 0
+    else:
+        qbuf = argv_mem = 0
+        cmd = _last_command(c)
+        idle = int(now - c.last_interaction)
+    qbuf_free = QBUF_ALLOC - qbuf if qbuf or idle < 2 else 0
+    multi = len(c.multi) if c.multi is not None else -1
+    multi_mem = sum(len(a) for _, args in c.multi for a in args) if c.multi else 0
+    tot_mem = BASE_MEMORY + qbuf + qbuf_free + multi_mem
+    name = (c.name or b"").decode("ascii", "replace")
+    return (
+        f"id={c.id} addr={c.addr} laddr={c.laddr} fd={7 + c.id} name={name} "
+        f"age={int(now - c.created)} idle={idle} flags={_flags(c)} db={c.dbi} "
+        f"sub={len(c.channels)} psub={len(c.patterns)} ssub=0 multi={multi} qbuf={qbuf} "
+        f"qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={RBS} rbp=0 "
+        f"obl=0 oll=0 omem=0 tot-mem={tot_mem} events=r cmd={cmd} "
+        f"user={c.user.decode('utf-8', 'replace')} redir=-1 resp={c.resp}"
+    ).encode()
+
+
+def _lines(s: Session, argv: list[bytes], clients: list[Session]) -> Verbatim:
+    return Verbatim(b"".join(info_line(c, s, argv) + b"\n" for c in clients))
+
+
+# -- subcommands -------------------------------------------------------------------------------
+
+
+@command("client|id", 2, CONN)
 def cmd_client_id(s: Session, argv: list[bytes]) -> Reply:
     return s.id
 
 
-@command("client|setname", 3, Flag.NOSCRIPT | Flag.LOADING | Flag.STALE)
+@command("client|setname", 3, CONN)
 def cmd_client_setname(s: Session, argv: list[bytes]) -> Reply:
     set_client_name(s, argv[2])
     return OK
 
 
-@command("client|getname", 2, Flag.NOSCRIPT | Flag.LOADING | Flag.STALE)
+@command("client|getname", 2, CONN)
 def cmd_client_getname(s: Session, argv: list[bytes]) -> Reply:
     return s.name
+
+
+@command("client|info", 2, CONN)
+def cmd_client_info(s: Session, argv: list[bytes]) -> Reply:
+    return _lines(s, argv, [s])
+
+
+@command("client|list", -2, ADMIN)
+def cmd_client_list(s: Session, argv: list[bytes]) -> Reply:
+    clients = list(s.server.clients.values())
+    if len(argv) == 4 and argv[2].lower() == b"type":
+        t = parse_client_type(argv[3])
+        return _lines(s, argv, [c for c in clients if client_type(c) == t])
+    if len(argv) > 3 and argv[2].lower() == b"id":
+        chosen = []
+        for arg in argv[3:]:
+            cid = string2ll(arg)
+            if cid is None:
+                raise CommandError(INVALID_CLIENT_ID)
+            c = s.server.clients.get(cid)
+            if c is not None:
+                chosen.append(c)
+        return _lines(s, argv, chosen)
+    if len(argv) != 2:
+        raise CommandError(SYNTAX)
+    return _lines(s, argv, clients)
+
+
+@command("client|kill", -3, ADMIN)
+def cmd_client_kill(s: Session, argv: list[bytes]) -> Reply:
+    addr = laddr = user = None
+    ctype: str | None = None
+    cid = 0
+    skipme = True
+    if len(argv) == 3:
+        addr = argv[2]
+        skipme = False  # the old form can kill the caller
+    else:
+        i = 2
+        while i < len(argv):
+            opt = argv[i].lower()
+            if i + 1 >= len(argv):
+                raise CommandError(SYNTAX)
+            val = argv[i + 1]
+            if opt == b"id":
+                n = string2ll(val)
+                if n is None or n < 1:
+                    raise CommandError(CLIENT_ID_POSITIVE)
+                cid = n
+            elif opt == b"type":
+                ctype = parse_client_type(val)
+            elif opt == b"addr":
+                addr = val
+            elif opt == b"laddr":
+                laddr = val
+            elif opt == b"user":
+                if val != b"default":
+                    raise CommandError(NO_SUCH_USER.format(val.decode("utf-8", "replace")))
+                user = val
+            elif opt == b"skipme":
+                yes_no = val.lower()
+                if yes_no not in (b"yes", b"no"):
+                    raise CommandError(SYNTAX)
+                skipme = yes_no == b"yes"
+            else:
+                raise CommandError(SYNTAX)
+            i += 2
+    killed = 0
+    for c in list(s.server.clients.values()):
+        if addr is not None and c.addr.encode() != addr:
+            continue
+        if laddr is not None and c.laddr.encode() != laddr:
+            continue
+        if ctype is not None and client_type(c) != ctype:
+            continue
+        if cid and c.id != cid:
+            continue
+        if user is not None and c.user != user:
+            continue
+        if c is s and skipme:
+            continue
+        killed += 1
+        c.killed = True  # the caller is closed after this reply, the others now
+        if c is not s:
+            c.close()
+    if len(argv) == 3:
+        if not killed:
+            raise CommandError(NO_SUCH_CLIENT)
+        return OK
+    return killed
+
+
+@command("client|no-evict", 3, ADMIN)
+def cmd_client_no_evict(s: Session, argv: list[bytes]) -> Reply:
+    s.extra["no-evict"] = _on_off(argv[2])
+    return OK
+
+
+@command("client|no-touch", 3, CONN)
+def cmd_client_no_touch(s: Session, argv: list[bytes]) -> Reply:
+    """Controls whether commands sent by the client affect the LRU/LFU of accessed keys.
+
+    (Redis 7.2; COMMAND DOCS shows the first line.)"""
+    s.extra["no-touch"] = _on_off(argv[2])
+    return OK
+
+
+@command("client|setinfo", 4, CONN | Flag.SENTINEL)
+def cmd_client_setinfo(s: Session, argv: list[bytes]) -> Reply:
+    """Sets information specific to the client or connection.
+
+    (Redis 7.2; COMMAND DOCS shows the first line.)"""
+    attr = argv[2].lower()
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise CommandError(UNRECOGNIZED_OPTION.format(argv[2].decode("utf-8", "replace")))
+    if not valid_attr(argv[3]):
+        raise CommandError(ATTR_SPACES.format(argv[2].decode("utf-8", "replace")))
+    value = argv[3] or None
+    if attr == b"lib-name":
+        s.lib_name = value
+    else:
+        s.lib_ver = value
+    return OK
+
+
+@command("client|reply", 3, CONN)
+def cmd_client_reply(s: Session, argv: list[bytes]) -> Reply:
+    opt = argv[2].lower()
+    if opt == b"on":
+        return OK
+    if opt in (b"off", b"skip"):
+        raise CommandError(REPLY_UNSUPPORTED)
+    raise CommandError(SYNTAX)
+
+
+@command("client|getredir", 2, CONN)
+def cmd_client_getredir(s: Session, argv: list[bytes]) -> Reply:
+    return -1  # tracking is never on
+
+
+@command("client|trackinginfo", 2, CONN)
+def cmd_client_trackinginfo(s: Session, argv: list[bytes]) -> Reply:
+    return {b"flags": {b"off"}, b"redirect": -1, b"prefixes": []}
+
+
+@command("client|help", 2, Flag.LOADING | Flag.STALE)
+def cmd_client_help(s: Session, argv: list[bytes]) -> Reply:
+    return help_reply(argv[0], CLIENT_HELP)

@@ -1,4 +1,8 @@
-"""Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET.
+"""Connection commands, as Redis 7.0.15 answers them.
+
+PING [message] · ECHO message · SELECT index · QUIT · RESET
+AUTH [username] password
+HELLO [protover [AUTH username password] [SETNAME clientname]]
 
 (CLIENT lives in `commands.client`.)
 """
@@ -8,9 +12,11 @@ from __future__ import annotations
 import hmac
 
 from commands.cleanup import unsubscribe_all, unwatch_all
+from commands.client import set_client_name
 from commands.errors import (
     AUTH_NOT_SET,
     DB_INDEX_OUT_OF_RANGE,
+    NOPROTO,
     NOT_INTEGER,
     SYNTAX,
     WRONG_ARITY,
@@ -23,8 +29,19 @@ from commands.replies import OK, PONG, CloseAfterReply, Reply, Simple
 from commands.session import Session
 
 REDIS_VERSION = b"7.0.15"
-CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE | Flag.FAST
+PROTOVER_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
+HELLO_OPTION = "ERR Syntax error in HELLO option '{}'"
+HELLO_NOAUTH = (
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+    "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+    "the RESP protocol version at the same time"
+)
+INT_RANGE = "ERR value is out of range, value must between -2147483648 and 2147483647"
 RESET_REPLY = Simple(b"RESET")
+
+LOADING_STALE = Flag.LOADING | Flag.STALE
+# AUTH, HELLO, QUIT, RESET: allowed before authentication and while busy.
+PRE_AUTH = Flag.NOSCRIPT | LOADING_STALE | Flag.FAST | Flag.NO_AUTH | Flag.ALLOW_BUSY
 
 
 @command("ping", -1, Flag.FAST | Flag.SENTINEL | Flag.SUBSCRIBE_OK)
@@ -36,17 +53,18 @@ def cmd_ping(s: Session, argv: list[bytes]) -> Reply:
     return PONG if len(argv) == 1 else argv[1]
 
 
-@command("echo", 2, Flag.FAST)
+@command("echo", 2, LOADING_STALE | Flag.FAST)
 def cmd_echo(s: Session, argv: list[bytes]) -> Reply:
     return argv[1]
 
 
-@command("quit", -1, Flag.ALLOW_BUSY | Flag.NO_AUTH | Flag.FAST | CONN | Flag.SUBSCRIBE_OK | Flag.TX_CONTROL)
+@command("quit", -1, PRE_AUTH | Flag.SUBSCRIBE_OK | Flag.TX_CONTROL)
 def cmd_quit(s: Session, argv: list[bytes]) -> Reply:
     return CloseAfterReply(OK)
 
 
 def check_password(s: Session, user: bytes, password: bytes) -> bool:
+    """The only user is `default`; without requirepass it takes any password."""
     required = s.server.config.requirepass
     if user != b"default":
         return False
@@ -55,58 +73,53 @@ def check_password(s: Session, user: bytes, password: bytes) -> bool:
     return hmac.compare_digest(password, required.encode())
 
 
-@command("auth", -2, Flag.NO_AUTH | CONN | Flag.SENTINEL)
+def _login(s: Session, user: bytes, password: bytes) -> None:
+    if not check_password(s, user, password):
+        raise CommandError(WRONGPASS)
+    s.authenticated = True
+    s.user = user
+
+
+@command("auth", -2, PRE_AUTH | Flag.SENTINEL)
 def cmd_auth(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) > 3:
         raise CommandError(SYNTAX)
     if len(argv) == 2:
         if s.server.config.requirepass is None:
             raise CommandError(AUTH_NOT_SET)
-        user, password = b"default", argv[1]
+        _login(s, b"default", argv[1])
     else:
-        user, password = argv[1], argv[2]
-    if not check_password(s, user, password):
-        raise CommandError(WRONGPASS)
-    s.authenticated = True
-    s.user = user
+        _login(s, argv[1], argv[2])
     return OK
 
 
-@command("hello", -1, Flag.NO_AUTH | CONN | Flag.SENTINEL)
+@command("hello", -1, PRE_AUTH | Flag.SENTINEL)
 def cmd_hello(s: Session, argv: list[bytes]) -> Reply:
-    from commands.client import set_client_name
-
     ver = 0
     j = 1
     if len(argv) >= 2:
         n = string2ll(argv[1])
         if n is None:
-            raise CommandError("ERR Protocol version is not an integer or out of range")
+            raise CommandError(PROTOVER_NOT_INTEGER)
+        if n < 2 or n > 3:
+            raise CommandError(NOPROTO)
         ver = n
         j = 2
-        if ver < 2 or ver > 3:
-            raise CommandError("NOPROTO unsupported protocol version")
     while j < len(argv):
         more = len(argv) - 1 - j
         opt = argv[j].lower()
         if opt == b"auth" and more >= 2:
-            if not check_password(s, argv[j + 1], argv[j + 2]):
-                raise CommandError(WRONGPASS)
-            s.authenticated = True
-            s.user = argv[j + 1]
+            _login(s, argv[j + 1], argv[j + 2])
             j += 2
         elif opt == b"setname" and more:
             set_client_name(s, argv[j + 1])
             j += 1
         else:
-            raise CommandError(f"ERR Syntax error in HELLO option '{argv[j].decode(errors='replace')}'")
+            shown = argv[j].split(b"\0", 1)[0].decode("utf-8", "replace")
+            raise CommandError(HELLO_OPTION.format(shown))
         j += 1
     if not s.authenticated:
-        raise CommandError(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-            "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
-            "the RESP protocol version at the same time"
-        )
+        raise CommandError(HELLO_NOAUTH)
     if ver:
         s.resp = ver
     return {
@@ -120,18 +133,20 @@ def cmd_hello(s: Session, argv: list[bytes]) -> Reply:
     }
 
 
-@command("select", 2, CONN)
+@command("select", 2, LOADING_STALE | Flag.FAST)
 def cmd_select(s: Session, argv: list[bytes]) -> Reply:
     n = string2ll(argv[1])
-    if n is None or not -(2**31) <= n < 2**31:
+    if n is None:
         raise CommandError(NOT_INTEGER)
+    if not -(2**31) <= n < 2**31:
+        raise CommandError(INT_RANGE)
     if not 0 <= n < len(s.store.dbs):
         raise CommandError(DB_INDEX_OUT_OF_RANGE)
     s.select(n)
     return OK
 
 
-@command("reset", 1, CONN | Flag.NO_AUTH | Flag.SUBSCRIBE_OK | Flag.TX_CONTROL | Flag.ALLOW_BUSY)
+@command("reset", 1, PRE_AUTH | Flag.SUBSCRIBE_OK | Flag.TX_CONTROL)
 def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     s.multi = None
     s.multi_error = False

@@ -4,6 +4,7 @@ subscribe context, the call, and the commit that gives it a version."""
 from __future__ import annotations
 
 import logging
+from time import perf_counter_ns
 
 from commands.cleanup import unwatch_all
 from commands.errors import (
@@ -15,7 +16,7 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
-from commands.registry import COMMANDS, Command, Flag
+from commands.registry import COMMANDS, Command, CommandStats, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
 
@@ -68,21 +69,31 @@ class Dispatcher:
         if type(cmd) is bytes:
             return self.reject(s, cmd, argv)
         assert isinstance(cmd, Command)
+        s.last_cmd_name = cmd.name
         if not s.authenticated and not cmd.flags & Flag.NO_AUTH:
-            return self.reject(s, NOAUTH.encode(), argv)
+            return self.reject(s, NOAUTH.encode(), argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:
             if cmd.flags & Flag.NO_MULTI:
-                return self.reject(s, NOT_IN_MULTI.encode())
+                return self.reject(s, NOT_IN_MULTI.encode(), None, cmd)
             s.multi.append((cmd, argv))
             return QUEUED
         if s.resp == 2 and (s.channels or s.patterns) and not cmd.flags & Flag.SUBSCRIBE_OK:
-            return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode(), argv)
+            return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode(), argv, cmd)
         return self.call(s, cmd, argv)
 
-    def reject(self, s: Session, text: bytes, argv: list[bytes] | None = None) -> ErrorReply:
+    def reject(
+        self,
+        s: Session,
+        text: bytes,
+        argv: list[bytes] | None = None,
+        cmd: Command | None = None,
+    ) -> ErrorReply:
         if s.multi is not None:
             s.multi_error = True
         s.server.stats.error_replies += 1
+        count_error(s, text)
+        if cmd is not None:
+            command_stats(s, cmd).rejected += 1
         if argv is not None and argv[0].lower() == b"exec":
             # A rejected EXEC aborts the transaction, naming the reason.
             s.multi = None
@@ -97,7 +108,9 @@ class Dispatcher:
         store = s.store
         store.cmd = cmd.name
         s.server.stats.commands_processed += 1
+        st = command_stats(s, cmd)
         mark = len(store.pending)
+        t0 = perf_counter_ns()
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
@@ -106,6 +119,8 @@ class Dispatcher:
                 # Handlers validate before they write; this is a safety net.
                 _rollback_to(s, mark)
             s.server.stats.error_replies += 1
+            count_error(s, e.text)
+            st.failed += 1
             reply = ErrorReply(e.text)
         except Exception:
             # A bug must not take the connection (or the server) down: undo the
@@ -115,9 +130,28 @@ class Dispatcher:
                 _rollback_to(s, mark)
             s.server.stats.error_replies += 1
             reply = ErrorReply(b"ERR internal error while running '%s'" % cmd.name.encode())
+            count_error(s, reply)
+            st.failed += 1
+        st.calls += 1
+        st.usec += (perf_counter_ns() - t0) // 1000
         if store.pending and not s.in_exec:
             store.commit(s.meta)
         return reply
+
+
+def command_stats(s: Session, cmd: Command) -> CommandStats:
+    st = s.server.command_stats.get(cmd.name)
+    if st is None:
+        st = s.server.command_stats[cmd.name] = CommandStats()
+    return st
+
+
+def count_error(s: Session, text: bytes) -> None:
+    """INFO errorstats: error replies by their first word (at most 128 kinds, as Redis)."""
+    kind = text.split(b" ", 1)[0].decode("utf-8", "replace")
+    counts = s.server.error_stats
+    if kind in counts or len(counts) < 128:
+        counts[kind] = counts.get(kind, 0) + 1
 
 
 def _rollback_to(s: Session, mark: int) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from commands.registry import CommandStats
 from store import Database, Store, WriteMeta
 
 if TYPE_CHECKING:
@@ -94,6 +95,10 @@ class ServerState:
         self.patterns: dict[bytes, dict[int, Session]] = {}
         self.shutdown_requested: Callable[[], None] = lambda: None
         self.loading = False
+        # INFO commandstats/latencystats (full command name -> counters) and errorstats
+        # (error replies by their first word), kept by the dispatcher.
+        self.command_stats: dict[str, CommandStats] = {}
+        self.error_stats: dict[str, int] = {}
         self.run_id = "".join(f"{b:02x}" for b in __import__("os").urandom(20))
 
     def uptime(self) -> int:
@@ -138,6 +143,7 @@ class Session:
         self.created = time.time()
         self.last_interaction = self.created
         self.last_cmd = b"NULL"
+        self.last_cmd_name = "NULL"  # full name ("client|list") of the last command run
         self.blocked = False
         self.killed = False
         self.extra: dict[str, Any] = {}

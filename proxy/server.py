@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections import deque
 from typing import Any, cast
 
@@ -238,6 +239,7 @@ class Connection(asyncio.Protocol):
         assert s is not None and transport is not None
         out: list[bytes] = []
         execute = DISPATCHER.execute
+        s.last_interaction = time.time()  # CLIENT LIST idle=
         it = iter(requests) if not isinstance(requests, deque) else None
         while True:
             if it is not None:
