@@ -1,1 +1,472 @@
-"""The streams command family (being written)."""
+"""Stream commands.
+
+XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value ...
+XRANGE key start end [COUNT count] · XREVRANGE key end start [COUNT count]
+XLEN key · XDEL key id [id ...]
+XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+
+IDs are `ms-seq`, `ms` (the sequence defaults per command), `-` and `+` where a
+range allows them, `(id` for an exclusive range end, `ms-*` and `*` in XADD,
+`$` in XREAD (the stream's last ID when the command runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commands.common import get_typed
+from commands.errors import (
+    NOT_INTEGER,
+    STREAM_ID_INVALID,
+    SYNTAX,
+    WRONG_ARITY,
+    XADD_ID_SMALL,
+    XADD_ID_ZERO,
+    CommandError,
+)
+from commands.parsing import get_int, string2ll
+from commands.registry import Flag, command
+from commands.replies import NULL_ARRAY, Blocked, Reply
+from commands.session import Session
+from store import now_ms
+from store.stream import (
+    LISTPACK_MAX_SIZE,
+    MAX_ID,
+    MIN_ID,
+    U64,
+    XADD,
+    XDEL,
+    XTRIM,
+    Entry,
+    Stream,
+    StreamID,
+    decr_id,
+    format_id,
+    incr_id,
+)
+
+MAXLEN_MINID_BOTH = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
+LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
+LIMIT_WITHOUT_STRATEGY = (
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+)
+XTRIM_WITHOUT_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+LIMIT_WITHOUT_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+STREAM_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+ELEMENTS_TOO_LARGE = "ERR Elements are too large to be stored"
+INVALID_START = "ERR invalid start ID for the interval"
+INVALID_END = "ERR invalid end ID for the interval"
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
+TIMEOUT_NEGATIVE = "ERR timeout is negative"
+XREAD_UNBALANCED = (
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+)
+XREAD_GROUP = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+XREAD_NOACK = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+XREAD_GT = (
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
+    "<consumer> option."
+)
+
+APPROX_DEFAULT_LIMIT = 100 * 100  # 100 nodes of stream-node-max-entries
+XREAD_BLOCKED_DEFAULT_COUNT = 1000
+# Session.extra key: each stream's (last ID, entries added) when XREAD blocked. Redis
+# wakes a blocked reader only on XADD (or a new stream), not on XDEL or XTRIM.
+_BLOCK_STATE = "xread"
+
+_C_SPACE = b" \t\n\v\f\r"
+
+
+def _string2ull(b: bytes) -> int | None:
+    """Redis' string2ull: string2ll when it fits, else what strtoull(.., 10) accepts
+    (leading spaces, a sign, leading zeros; a minus negates modulo 2^64)."""
+    n = string2ll(b)
+    if n is not None:
+        return n if n >= 0 else None
+    t = b.lstrip(_C_SPACE)
+    neg = t[:1] == b"-"
+    if t[:1] in (b"-", b"+"):
+        t = t[1:]
+    if not t.isdigit():
+        return None
+    v = int(t)
+    if v > U64:
+        return None
+    return (-v) & U64 if neg else v
+
+
+def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = True) -> StreamID:
+    """streamGenericParseIDOrReply without the `ms-*` form: `-`/`+` only when not strict."""
+    sid, _ = _parse_id(arg, missing_seq, strict, False)
+    return sid
+
+
+def _parse_id(arg: bytes, missing_seq: int, strict: bool, star: bool) -> tuple[StreamID, bool]:
+    """The ID and whether its sequence was given (False for `ms-*` when `star`)."""
+    if len(arg) > 127:
+        raise CommandError(STREAM_ID_INVALID)
+    if b"\0" in arg:
+        arg = arg[: arg.index(b"\0")]  # Redis reads it as a C string
+    if arg == b"-" or arg == b"+":
+        if strict:
+            raise CommandError(STREAM_ID_INVALID)
+        return (MIN_ID if arg == b"-" else MAX_ID), True
+    ms_part, dash, seq_part = arg.partition(b"-")
+    ms = _string2ull(ms_part)
+    if ms is None:
+        raise CommandError(STREAM_ID_INVALID)
+    if not dash:
+        return (ms, missing_seq), True
+    if star and seq_part == b"*":
+        return (ms, 0), False
+    seq = _string2ull(seq_part)
+    if seq is None:
+        raise CommandError(STREAM_ID_INVALID)
+    return (ms, seq), True
+
+
+def _parse_interval(arg: bytes, missing_seq: int) -> tuple[StreamID, bool]:
+    """A range bound: `(id` is exclusive (and strict)."""
+    if len(arg) > 1 and arg[0] == 0x28:  # "("
+        return parse_id(arg[1:], missing_seq, True), True
+    return parse_id(arg, missing_seq, False), False
+
+
+def get_stream(s: Session, key: bytes) -> Stream | None:
+    v: Stream | None = get_typed(s, key, Stream)
+    return v
+
+
+class TrimArgs:
+    """What XADD and XTRIM were asked: trimming, and for XADD the ID and NOMKSTREAM."""
+
+    __slots__ = (
+        "approx",
+        "id",
+        "id_given",
+        "idpos",
+        "limit",
+        "maxlen",
+        "minid",
+        "nomkstream",
+        "seq_given",
+        "strategy",
+    )
+
+    def __init__(self) -> None:
+        self.strategy = 0  # 0 none, 1 MAXLEN, 2 MINID
+        self.approx = False
+        self.limit = 0
+        self.maxlen = 0
+        self.minid: StreamID = MIN_ID
+        self.id: StreamID = MIN_ID
+        self.id_given = False
+        self.seq_given = True
+        self.nomkstream = False
+        self.idpos = 0
+
+    def plan(self, st: Stream) -> tuple[int, int, int]:
+        if self.strategy == 1:
+            return st.plan_trim(self.maxlen, MIN_ID, self.approx, self.limit)
+        return st.plan_trim(None, self.minid, self.approx, self.limit)
+
+
+def _parse_trim_args(argv: list[bytes], xadd: bool) -> TrimArgs:
+    """streamParseAddOrTrimArgsOrReply: options in any order; for XADD they end
+    at the ID."""
+    a = TrimArgs()
+    n = len(argv)
+    limit_given = False
+    i = 2
+    while i < n:
+        more = n - 1 - i
+        opt = argv[i]
+        low = opt.lower()
+        if xadd and opt == b"*":
+            break
+        if (low == b"maxlen" or low == b"minid") and more:
+            if a.strategy:
+                raise CommandError(MAXLEN_MINID_BOTH)
+            a.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt == b"~":
+                a.approx = True
+                i += 1
+            elif more >= 2 and nxt == b"=":
+                i += 1
+            if low == b"maxlen":
+                a.maxlen = get_int(argv[i + 1])
+                if a.maxlen < 0:
+                    raise CommandError(MAXLEN_NEGATIVE)
+                a.strategy = 1
+            else:
+                a.minid = parse_id(argv[i + 1])
+                a.strategy = 2
+            i += 1
+        elif low == b"limit" and more:
+            a.limit = get_int(argv[i + 1])
+            if a.limit < 0:
+                raise CommandError(LIMIT_NEGATIVE)
+            limit_given = True
+            i += 1
+        elif xadd and low == b"nomkstream":
+            a.nomkstream = True
+        elif xadd:
+            a.id, a.seq_given = _parse_id(opt, 0, True, True)
+            a.id_given = True
+            break
+        else:
+            raise CommandError(SYNTAX)
+        i += 1
+    a.idpos = i
+    if a.limit and not a.strategy:
+        raise CommandError(LIMIT_WITHOUT_STRATEGY)
+    if not xadd and not a.strategy:
+        raise CommandError(XTRIM_WITHOUT_STRATEGY)
+    if limit_given:
+        if not a.approx:
+            raise CommandError(LIMIT_WITHOUT_APPROX)
+    elif a.approx:
+        a.limit = APPROX_DEFAULT_LIMIT
+    else:
+        a.limit = 0
+    return a
+
+
+def _trim(s: Session, key: bytes, st: Stream, a: TrimArgs) -> int:
+    dropped, marked, deleted = a.plan(st)
+    if dropped or marked:
+        s.store.apply(s.db, key, (XTRIM, dropped, marked))
+    return deleted
+
+
+@command("xadd", -5, Flag.WRITE | Flag.DENYOOM | Flag.FAST, 1, 1, 1)
+def cmd_xadd(s: Session, argv: list[bytes]) -> Reply:
+    a = _parse_trim_args(argv, True)
+    fpos = a.idpos + 1
+    nargs = len(argv) - fpos
+    if nargs < 2 or nargs & 1:
+        raise CommandError(WRONG_ARITY.format("xadd"))
+    if a.id_given and a.seq_given and a.id == MIN_ID:
+        raise CommandError(XADD_ID_ZERO)
+    key = argv[1]
+    st = get_stream(s, key)
+    if st is None and a.nomkstream:
+        return None
+    last = st.last_id if st is not None else MIN_ID
+    if last == MAX_ID:
+        raise CommandError(STREAM_EXHAUSTED)
+    if not a.id_given:
+        t = now_ms()
+        nid = (t, 0) if t > last[0] else incr_id(last)
+        assert nid is not None
+    elif a.seq_given:
+        nid = a.id
+    elif last[0] == a.id[0]:
+        if last[1] == U64:
+            raise CommandError(ELEMENTS_TOO_LARGE)
+        nid = (last[0], last[1] + 1)
+    else:
+        nid = a.id
+    if nid <= last:
+        raise CommandError(XADD_ID_SMALL)
+    fv = tuple(argv[fpos:])
+    if sum(map(len, fv)) > LISTPACK_MAX_SIZE:
+        raise CommandError(ELEMENTS_TOO_LARGE)
+    s.store.apply(s.db, key, (XADD, nid, fv))
+    if a.strategy:
+        st = s.db.data[key]
+        assert type(st) is Stream
+        _trim(s, key, st, a)
+    return format_id(nid)
+
+
+def _range(s: Session, argv: list[bytes], rev: bool) -> Reply:
+    start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])
+    start, ex = _parse_interval(start_arg, 0)
+    if ex:
+        nxt = incr_id(start)
+        if nxt is None:
+            raise CommandError(INVALID_START)
+        start = nxt
+    end, ex = _parse_interval(end_arg, U64)
+    if ex:
+        prv = decr_id(end)
+        if prv is None:
+            raise CommandError(INVALID_END)
+        end = prv
+    count = -1
+    j = 4
+    n = len(argv)
+    while j < n:
+        if argv[j].lower() == b"count" and j + 1 < n:
+            count = max(get_int(argv[j + 1]), 0)
+            j += 2
+        else:
+            raise CommandError(SYNTAX)
+    st = get_stream(s, argv[1])
+    if st is None:
+        return []
+    if count == 0:
+        return NULL_ARRAY
+    return st.range(start, end, max(count, 0), rev)
+
+
+@command("xrange", -4, Flag.READONLY, 1, 1, 1)
+def cmd_xrange(s: Session, argv: list[bytes]) -> Reply:
+    return _range(s, argv, False)
+
+
+@command("xrevrange", -4, Flag.READONLY, 1, 1, 1)
+def cmd_xrevrange(s: Session, argv: list[bytes]) -> Reply:
+    return _range(s, argv, True)
+
+
+@command("xlen", 2, Flag.READONLY | Flag.FAST, 1, 1, 1)
+def cmd_xlen(s: Session, argv: list[bytes]) -> Reply:
+    st = get_stream(s, argv[1])
+    return 0 if st is None else len(st)
+
+
+@command("xdel", -3, Flag.WRITE | Flag.FAST, 1, 1, 1)
+def cmd_xdel(s: Session, argv: list[bytes]) -> Reply:
+    key = argv[1]
+    st = get_stream(s, key)
+    if st is None:
+        return 0
+    ids = [parse_id(a) for a in argv[2:]]
+    entries = st.entries
+    found: dict[StreamID, None] = {}
+    for sid in ids:
+        if sid in entries:
+            found[sid] = None
+    if found:
+        s.store.apply(s.db, key, (XDEL, tuple(found)))
+    return len(found)
+
+
+@command("xtrim", -4, Flag.WRITE, 1, 1, 1)
+def cmd_xtrim(s: Session, argv: list[bytes]) -> Reply:
+    a = _parse_trim_args(argv, False)
+    key = argv[1]
+    st = get_stream(s, key)
+    if st is None:
+        return 0
+    return _trim(s, key, st, a)
+
+
+class _Pairs(dict[bytes, Any]):
+    """A RESP3 map reply that may repeat a key (XREAD STREAMS k k ...)."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[bytes, Any]]) -> None:
+        super().__init__()
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def items(self) -> Any:
+        return self.pairs
+
+
+def _streams_reply(s: Session, pairs: list[tuple[bytes, list[Entry]]]) -> Reply:
+    if s.resp == 2:
+        return pairs
+    if len({k for k, _ in pairs}) == len(pairs):
+        return dict(pairs)
+    return _Pairs(list(pairs))
+
+
+@command("xread", -4, Flag.READONLY | Flag.BLOCKING)
+def cmd_xread(s: Session, argv: list[bytes]) -> Reply:
+    timeout = -1
+    count = 0
+    first = 0
+    n = len(argv)
+    i = 1
+    while i < n:
+        more = n - 1 - i
+        low = argv[i].lower()
+        if low == b"block" and more:
+            i += 1
+            timeout = get_int(argv[i], TIMEOUT_NOT_INTEGER)
+            if timeout < 0:
+                raise CommandError(TIMEOUT_NEGATIVE)
+        elif low == b"count" and more:
+            i += 1
+            count = max(get_int(argv[i], NOT_INTEGER), 0)
+        elif low == b"streams" and more:
+            first = i + 1
+            if (n - first) & 1:
+                raise CommandError(XREAD_UNBALANCED)
+            break
+        elif low == b"group" and more >= 2:
+            raise CommandError(XREAD_GROUP)
+        elif low == b"noack":
+            raise CommandError(XREAD_NOACK)
+        else:
+            raise CommandError(SYNTAX)
+        i += 1
+    if not first:
+        raise CommandError(SYNTAX)
+    nkeys = (n - first) >> 1
+    keys = argv[first : first + nkeys]
+    if s.blocked:
+        return _xread_woken(s, argv, keys, count)
+    gts: list[StreamID] = []
+    streams: list[Stream | None] = []
+    for key, arg in zip(keys, argv[first + nkeys :], strict=True):
+        st = get_stream(s, key)
+        streams.append(st)
+        if arg == b"$":
+            gts.append(st.last_id if st is not None else MIN_ID)
+        elif arg == b">":
+            raise CommandError(XREAD_GT)
+        else:
+            gts.append(parse_id(arg))
+    pairs: list[tuple[bytes, list[Entry]]] = []
+    for key, st, gt in zip(keys, streams, gts, strict=True):
+        if st is not None and st.entries and st.last_valid_id() > gt:
+            start = incr_id(gt) or MIN_ID
+            pairs.append((key, st.range(start, MAX_ID, count)))
+    if pairs:
+        return _streams_reply(s, pairs)
+    if timeout < 0 or s.in_exec:
+        return NULL_ARRAY
+    retry = argv[: first + nkeys] + [format_id(gt) for gt in gts]
+    seen: dict[bytes, tuple[StreamID, int] | None] = {}
+    for key, st in zip(keys, streams, strict=True):
+        seen[key] = (st.last_id, st.entries_added) if st is not None else None
+    s.extra[_BLOCK_STATE] = seen
+    dbi = s.dbi
+    return Blocked(
+        keys=[(dbi, k) for k in keys],
+        timeout=timeout / 1000,
+        on_timeout=NULL_ARRAY,
+        retry_argv=retry,
+    )
+
+
+def _xread_woken(s: Session, argv: list[bytes], keys: list[bytes], count: int) -> Reply:
+    """A blocked XREAD, run again after a write to one of its keys. As Redis serves
+    a blocked reader: the first stream that got new entries (its last ID passed
+    ours), with that stream alone in the reply; otherwise keep waiting."""
+    seen: dict[bytes, tuple[StreamID, int] | None] = s.extra.get(_BLOCK_STATE, {})
+    nkeys = len(keys)
+    ids = argv[len(argv) - nkeys :]
+    for key, arg in zip(keys, ids, strict=True):
+        st = s.db.get(key)
+        if type(st) is not Stream:
+            continue
+        gt = parse_id(arg)
+        if st.last_id <= gt or seen.get(key) == (st.last_id, st.entries_added):
+            continue
+        start = incr_id(gt) or MIN_ID
+        entries = st.range(start, MAX_ID, count or XREAD_BLOCKED_DEFAULT_COUNT)
+        s.extra.pop(_BLOCK_STATE, None)
+        return _streams_reply(s, [(key, entries)])
+    return Blocked(keys=[(s.dbi, k) for k in keys], timeout=0, on_timeout=NULL_ARRAY)

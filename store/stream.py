@@ -16,7 +16,8 @@ Ops (each apply returns the ops that undo it):
                                   `marked` live entries of the new head deleted
     ("xunadd", id, meta, nbytes)  undo of xadd on an existing stream
     ("xundel", meta, steps)       undo of xdel
-    ("xuntrim", meta, nodes, head, entries)  undo of xtrim
+    ("xuntrim", meta, nodes, head, entries)  undo of xtrim: the dropped nodes, the
+                                  head's counters before, the entries removed
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def decr_id(sid: StreamID) -> StreamID | None:
 
 # -- listpack sizes (what a node weighs, to split nodes where Redis does) ----------
 
+_INT_START = frozenset(b"-0123456789")
 _LP_INT = re.compile(rb"-?[1-9][0-9]{0,19}|0")
 
 
@@ -107,7 +109,7 @@ def _backlen(n: int) -> int:
 def _str_bytes(b: bytes) -> int:
     """Bytes of a string element; listpacks store integer-looking strings as integers."""
     n = len(b)
-    if n < 21 and _LP_INT.fullmatch(b) is not None:
+    if n < 21 and n and b[0] in _INT_START and _LP_INT.fullmatch(b) is not None:
         v = int(b)
         if -(1 << 63) <= v < (1 << 63):
             return _int_bytes(v)
@@ -125,17 +127,19 @@ def _entry_bytes(sid: StreamID, master: StreamID, fv: Fields, same: bool) -> int
     n = len(fv) >> 1
     size = 2 + _int_bytes(_delta(sid[0], master[0])) + _int_bytes(_delta(sid[1], master[1]))
     if same:
-        size += sum(_str_bytes(v) for v in fv[1::2])
+        size += sum(map(_str_bytes, fv[1::2]))
         return size + _int_bytes(n + 3)
-    size += _int_bytes(n) + sum(_str_bytes(x) for x in fv)
+    size += _int_bytes(n) + sum(map(_str_bytes, fv))
     return size + _int_bytes(2 * n + 4)
 
 
 class Node:
     """One listpack of the radix tree: master ID and fields, every ID appended
-    (tombstones included), live and deleted counts, size in bytes."""
+    (tombstones included), live and deleted counts, size in bytes. `start` is a
+    hint, not state: every ID before it is a tombstone (trims mark from the front,
+    so reads and trims skip them at once)."""
 
-    __slots__ = ("deleted", "fields", "ids", "live", "master", "nbytes")
+    __slots__ = ("deleted", "fields", "ids", "live", "master", "nbytes", "start")
 
     def __init__(
         self,
@@ -152,6 +156,7 @@ class Node:
         self.live = live
         self.deleted = deleted
         self.nbytes = nbytes
+        self.start = 0
 
     @classmethod
     def first(cls, sid: StreamID, fv: Fields) -> Node:
@@ -161,7 +166,7 @@ class Node:
             + _int_bytes(1)
             + _int_bytes(0)
             + _int_bytes(len(fields))
-            + sum(_str_bytes(f) for f in fields)
+            + sum(map(_str_bytes, fields))
             + _int_bytes(0)
             + _entry_bytes(sid, sid, fv, True)
         )
@@ -173,6 +178,18 @@ class Node:
     @classmethod
     def from_state(cls, st: NodeState) -> Node:
         return cls(st[0], st[1], list(st[2]), st[3], st[4], st[5])
+
+    def copy(self) -> Node:
+        n = Node(self.master, self.fields, self.ids.copy(), self.live, self.deleted, self.nbytes)
+        n.start = self.start
+        return n
+
+    def skip_tombstones(self, entries: dict[StreamID, Entry]) -> None:
+        ids = self.ids
+        j = self.start
+        while j < len(ids) and ids[j] not in entries:
+            j += 1
+        self.start = j
 
     def mark_deleted(self, n: int) -> None:
         """n more entries flagged deleted: the two header counters change size."""
@@ -207,7 +224,7 @@ class Stream:
     def copy(self) -> Stream:
         s = Stream()
         s.entries = dict(self.entries)
-        s.nodes = [Node.from_state(n.state()) for n in self.nodes]
+        s.nodes = [n.copy() for n in self.nodes]
         s.set_meta(self.meta())
         return s
 
@@ -237,7 +254,7 @@ class Stream:
             i = max(bisect_right(nodes, start, key=_master) - 1, 0)
             for node in nodes[i:]:
                 ids = node.ids
-                for j in range(bisect_left(ids, start), len(ids)):
+                for j in range(max(bisect_left(ids, start), node.start), len(ids)):
                     sid = ids[j]
                     if sid > end:
                         return
@@ -246,8 +263,9 @@ class Stream:
         else:
             i = bisect_right(nodes, end, key=_master) - 1
             while i >= 0:
-                ids = nodes[i].ids
-                for j in range(bisect_right(ids, end) - 1, -1, -1):
+                node = nodes[i]
+                ids = node.ids
+                for j in range(bisect_right(ids, end) - 1, node.start - 1, -1):
                     sid = ids[j]
                     if sid < start:
                         return
@@ -307,7 +325,9 @@ class Stream:
                 continue
             if approx:
                 break
-            for sid in node.ids:
+            ids = node.ids
+            for j in range(node.start, len(ids)):
+                sid = ids[j]
                 if (length <= maxlen) if maxlen is not None else (sid >= minid):
                     break
                 if sid in entries:
@@ -323,7 +343,7 @@ class Stream:
         nodes = self.nodes
         tail = nodes[-1] if nodes else None
         if tail is not None and (
-            tail.nbytes + sum(len(x) for x in fv) >= NODE_MAX_BYTES
+            tail.nbytes + sum(map(len, fv)) >= NODE_MAX_BYTES
             or tail.live + tail.deleted >= NODE_MAX_ENTRIES
         ):
             tail = None
@@ -403,6 +423,8 @@ def _apply_xdel(db: Database, key: bytes, op: Op) -> Undo:
         else:
             steps.append((i, sid, entry, node.nbytes, None))
             node.mark_deleted(1)
+            if node.ids[node.start] == sid:
+                node.skip_tombstones(s.entries)
         if sid == s.first_id:
             first_gone = True
         if sid > s.max_deleted_id:
@@ -429,6 +451,7 @@ def _apply_xundel(db: Database, key: bytes, op: Op) -> Undo:
             node.live += 1
             node.deleted -= 1
             node.nbytes = nbytes
+            node.start = min(node.start, bisect_left(node.ids, sid))
     s.set_meta(op[1])
     ids.reverse()
     return ((XDEL, tuple(ids)),)
@@ -449,19 +472,23 @@ def _apply_xtrim(db: Database, key: bytes, op: Op) -> Undo:
             e = entries.pop(sid, None)
             if e is not None:
                 removed.append((sid, e))
-    head: NodeState | None = None
+    head: tuple[int, int, int, int] | None = None
     if marked:
         node = s.nodes[0]
-        head = node.state()
+        head = (node.live, node.deleted, node.nbytes, node.start)
+        ids = node.ids
+        j = node.start
         n = 0
-        for sid in node.ids:
+        while n < marked:
+            sid = ids[j]
+            j += 1
             e = entries.pop(sid, None)
             if e is not None:
                 removed.append((sid, e))
                 n += 1
-                if n == marked:
-                    break
         node.mark_deleted(marked)
+        node.start = j
+        node.skip_tombstones(entries)
     if removed:
         s._refresh_first()
     return ((XUNTRIM, meta, tuple(n.state() for n in gone), head, tuple(removed)),)
@@ -470,9 +497,10 @@ def _apply_xtrim(db: Database, key: bytes, op: Op) -> Undo:
 @register(XUNTRIM)
 def _apply_xuntrim(db: Database, key: bytes, op: Op) -> Undo:
     s = _stream(db, key)
-    head: NodeState | None = op[3]
+    head: tuple[int, int, int, int] | None = op[3]
     if head is not None:
-        s.nodes[0] = Node.from_state(head)
+        node = s.nodes[0]
+        node.live, node.deleted, node.nbytes, node.start = head
     s.nodes[0:0] = [Node.from_state(st) for st in op[2]]
     s.entries.update(op[4])
     s.set_meta(op[1])
@@ -483,14 +511,23 @@ def _apply_xuntrim(db: Database, key: bytes, op: Op) -> Undo:
 TYPE_NAMES[Stream] = b"stream"
 
 __all__ = [
+    "LISTPACK_MAX_SIZE",
     "MAX_ID",
     "MIN_ID",
+    "NODE_MAX_BYTES",
+    "NODE_MAX_ENTRIES",
+    "U64",
     "XADD",
     "XDEL",
     "XTRIM",
+    "XUNADD",
+    "XUNDEL",
+    "XUNTRIM",
     "Entry",
     "Fields",
+    "Meta",
     "Node",
+    "NodeState",
     "Stream",
     "StreamID",
     "decr_id",
