@@ -36,10 +36,16 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                # Listening is not enough: a server replaying its storage answers
+                # -LOADING until it is done.
+                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+                reply = sock.recv(64)
+                if reply and not reply.startswith(b"-LOADING"):
+                    return
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise RuntimeError(f"nothing listening on {port}")
 
 
@@ -244,3 +250,119 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"differential: {identical} of {attempted} command cases identical to redis-server"
         )
+
+
+# --------------------------------------------------------------------------- S3 (moto)
+
+_MOTO_BUCKETS = 0
+_MOTO_SERVERS: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+
+
+def _moto_answers(endpoint: str, proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait until the server answers an HTTP request (any status will do)."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(endpoint + "/", timeout=2):
+                return True
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def _moto_log_tail(log_path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@pytest.fixture(scope="session")
+def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A moto S3 server (`python -m moto.server`) on a free port for the session: yields
+    its endpoint URL. Sets dummy AWS credentials and region in this process's environment
+    (inherited by servers the tests start) and hides any real AWS configuration."""
+    with pytest.MonkeyPatch.context() as mp:
+        aws_dir = tmp_path_factory.mktemp("aws")
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_CONFIG_FILE", str(aws_dir / "config"))
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(aws_dir / "credentials"))
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        for name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_REGION"):
+            mp.delenv(name, raising=False)
+        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            mp.delenv(name, raising=False)
+        log_path = aws_dir / "moto.log"
+        proc: subprocess.Popen[bytes] | None = None
+        endpoint = ""
+        # The log file, not a pipe: moto logs every request and nobody drains a pipe.
+        with open(log_path, "wb") as log:
+            for _attempt in range(3):  # a free port can be taken before moto binds it
+                port = free_port()
+                endpoint = f"http://127.0.0.1:{port}"
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+                if _moto_answers(endpoint, proc, timeout=60.0):
+                    break
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                proc = None
+        if proc is None:
+            raise RuntimeError("moto server did not start:\n" + _moto_log_tail(log_path))
+        _MOTO_SERVERS[endpoint] = (proc, log_path)
+        try:
+            yield endpoint
+        finally:
+            del _MOTO_SERVERS[endpoint]
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def make_bucket(endpoint: str) -> str:
+    """Create a fresh, uniquely named bucket on the S3 endpoint and return its name."""
+    import uuid
+
+    import boto3
+    from botocore.config import Config
+
+    global _MOTO_BUCKETS
+    _MOTO_BUCKETS += 1
+    name = f"ts-test-{_MOTO_BUCKETS}-{uuid.uuid4().hex[:12]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
+        config=Config(connect_timeout=5, read_timeout=30, retries={"total_max_attempts": 3}),
+    )
+    try:
+        client.create_bucket(Bucket=name)
+    except Exception as exc:
+        server = _MOTO_SERVERS.get(endpoint)
+        if server is not None and server[0].poll() is not None:
+            raise RuntimeError(
+                f"moto server at {endpoint} exited with {server[0].returncode}:\n"
+                + _moto_log_tail(server[1])
+            ) from exc
+        raise
+    finally:
+        client.close()
+    return name

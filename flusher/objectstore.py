@@ -1,0 +1,756 @@
+"""Object storage for the update stream: one small async interface, three implementations.
+
+Everything that persists segments, checkpoints and the manifest talks to an `ObjectStore`:
+
+- `LocalObjectStore` keeps each object as a file under a directory (``file://DIR``). Writes
+  are crash-atomic: a temporary file in the same directory is written and fsynced, then
+  renamed (`put`) or hard-linked (`put_if_absent`) into place, and the directory is fsynced.
+  All blocking file-system calls run in `asyncio.to_thread`, so the event loop never blocks.
+- `S3ObjectStore` talks to S3 or an S3-compatible service (MinIO, moto) through one
+  long-lived aiobotocore client (``s3://bucket/prefix``). Conditional creation uses
+  ``PutObject`` with ``If-None-Match: *``.
+- `FaultyObjectStore` wraps another store and injects latency, random errors, outages and
+  "the PUT landed but reported failure" for tests.
+
+Keys are relative, slash-separated names such as ``segments/00000000000000000001.seg``.
+Every component must be non-empty, must not be ``.`` or ``..``, and must not start with
+``.tmp-`` (reserved for the local store's temporary files); a bad key is a programming error
+and raises `ValueError`. Both backends list keys in code-point order, which for `str` is the
+same as S3's UTF-8 byte order.
+
+Errors: `Unavailable` is retryable (network trouble, timeouts, 5xx, throttling, a full or
+failing disk); `InvalidObjectStore` is not (bad URL, missing bucket, denied access). Messages
+name the store by its URL and never contain credentials.
+
+`put` and `put_if_absent` are not retried by the S3 client itself: the caller retries with
+backoff. A caller that retries `put_if_absent` after `Unavailable` must be ready for
+``False`` when the earlier attempt did land (see `FaultyObjectStore.fail_after_put`).
+
+A store instance belongs to the event loop that first uses it.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import collections
+import contextlib
+import errno
+import os
+import random
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+import aiohttp
+import botocore.exceptions
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from types_aiobotocore_s3.client import S3Client
+
+__all__ = [
+    "FaultyObjectStore",
+    "InvalidObjectStore",
+    "LocalObjectStore",
+    "ObjectStore",
+    "ObjectStoreError",
+    "S3ObjectStore",
+    "Unavailable",
+    "open_object_store",
+]
+
+T = TypeVar("T")
+
+TEMP_PREFIX = ".tmp-"
+"""Names of the local store's temporary files start with this; keys may not."""
+
+
+class ObjectStoreError(Exception):
+    """Base."""
+
+
+class Unavailable(ObjectStoreError):
+    """Retryable: network errors, timeouts, 5xx, throttling, outage."""
+
+
+class InvalidObjectStore(ObjectStoreError):
+    """Not retryable: bad URL, missing bucket, access denied."""
+
+
+class ObjectStore(abc.ABC):
+    """Flat key -> bytes storage with conditional create, prefix listing and delete."""
+
+    url: str
+    """The store's location for messages, e.g. ``s3://bucket/prefix`` or ``file:///dir``."""
+
+    @abc.abstractmethod
+    async def put(self, key: str, data: bytes) -> None:
+        """Store `data` under `key`, replacing any existing object atomically."""
+
+    @abc.abstractmethod
+    async def put_if_absent(self, key: str, data: bytes) -> bool:
+        """Store `data` only if `key` does not exist: True if stored, False if it existed."""
+
+    @abc.abstractmethod
+    async def get(self, key: str) -> bytes | None:
+        """The object's bytes, or None if `key` does not exist."""
+
+    @abc.abstractmethod
+    async def list(self, prefix: str) -> list[str]:
+        """All keys starting with `prefix`, sorted."""
+
+    @abc.abstractmethod
+    async def delete(self, key: str) -> None:
+        """Remove `key`; removing a missing key is not an error."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections; idempotent."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _check_key(key: str) -> list[str]:
+    """The key's components; ValueError unless it is a well-formed relative key."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"object key must be a non-empty string, not {key!r}")
+    parts = key.split("/")
+    for part in parts:
+        if part in ("", ".", "..") or part.startswith(TEMP_PREFIX) or "\x00" in part:
+            raise ValueError(f"bad object key {key!r}")
+    return parts
+
+
+def _check_prefix(prefix: str) -> None:
+    """ValueError unless `prefix` is "" or could begin a well-formed key."""
+    if not isinstance(prefix, str):
+        raise ValueError(f"list prefix must be a string, not {prefix!r}")
+    if prefix:
+        # Every complete component (all but the last, which may be partial) must be valid.
+        *dirs, _last = prefix.split("/")
+        for part in dirs:
+            if part in ("", ".", "..") or part.startswith(TEMP_PREFIX):
+                raise ValueError(f"bad list prefix {prefix!r}")
+        if "\x00" in prefix:
+            raise ValueError(f"bad list prefix {prefix!r}")
+
+
+def _redact(url: str) -> str:
+    """`url` without any user-info (``scheme://user:secret@host`` -> ``scheme://***@host``)."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1***@", url)
+
+
+# --------------------------------------------------------------------------- local
+
+# errnos that will not go away by retrying: configuration or layout problems.
+_PERMANENT_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EINVAL,
+        errno.EXDEV,
+        getattr(errno, "ENOTSUP", errno.EOPNOTSUPP),
+        errno.EOPNOTSUPP,
+    }
+)
+
+
+def _os_error(exc: OSError, url: str, op: str, key: str) -> ObjectStoreError:
+    """Classify an OSError: permission and layout problems are permanent, the rest
+    (ENOSPC, EIO, EDQUOT, ESTALE, EMFILE, ...) are retryable."""
+    what = os.strerror(exc.errno) if exc.errno is not None else str(exc)
+    name = errno.errorcode.get(exc.errno, "?") if exc.errno is not None else type(exc).__name__
+    msg = f"{url}: {op} {key!r} failed: {name} ({what})"
+    if exc.errno in _PERMANENT_ERRNOS:
+        return InvalidObjectStore(msg)
+    return Unavailable(msg)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalObjectStore(ObjectStore):
+    """Objects as files under `directory` (created if missing)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        raw = os.fspath(directory)
+        if not raw:
+            raise InvalidObjectStore("file:// store needs a directory")
+        root = Path(raw).expanduser().absolute()
+        self.url = f"file://{root}"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidObjectStore(
+                f"{self.url}: cannot create directory: {os.strerror(exc.errno or 0)}"
+            ) from exc
+        if not root.is_dir():
+            raise InvalidObjectStore(f"{self.url}: not a directory")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise InvalidObjectStore(f"{self.url}: directory is not writable")
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root.joinpath(*_check_key(key))
+
+    async def _run(self, op: str, key: str, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as exc:
+            raise _os_error(exc, self.url, op, key) from exc
+
+    # -- blocking helpers, run in a worker thread
+
+    def _make_parents(self, path: Path) -> None:
+        """Create the directories between root and `path`, fsyncing each new entry's parent."""
+        current = self.root
+        for part in path.relative_to(self.root).parts[:-1]:
+            child = current / part
+            try:
+                child.mkdir()
+            except FileExistsError:
+                if not child.is_dir():
+                    raise NotADirectoryError(
+                        errno.ENOTDIR, "a key is in the way", str(child)
+                    ) from None
+            else:
+                _fsync_dir(current)
+            current = child
+
+    def _write_temp(self, path: Path, data: bytes) -> Path:
+        self._make_parents(path)
+        temp = path.parent / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        os.close(fd)
+        return temp
+
+    def _put(self, path: Path, data: bytes) -> None:
+        temp = self._write_temp(path, data)
+        try:
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        _fsync_dir(path.parent)
+
+    def _put_if_absent(self, path: Path, data: bytes) -> bool:
+        temp = self._write_temp(path, data)
+        try:
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                if path.is_dir():
+                    raise IsADirectoryError(
+                        errno.EISDIR, "a key prefix is in the way", str(path)
+                    ) from None
+                return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+        _fsync_dir(path.parent)
+        return True
+
+    @staticmethod
+    def _get(path: Path) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def _list(self, prefix: str) -> list[str]:
+        directory, _, _ = prefix.rpartition("/")
+        start = self.root.joinpath(*directory.split("/")) if directory else self.root
+        keys: list[str] = []
+
+        def fail(exc: OSError) -> None:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise exc
+
+        for dirpath, dirnames, filenames in os.walk(start, onerror=fail):
+            rel = os.path.relpath(dirpath, self.root)
+            base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            # Prune subtrees that cannot contain a match.
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if not d.startswith(TEMP_PREFIX)
+                and ((base + d + "/").startswith(prefix) or prefix.startswith(base + d + "/"))
+            ]
+            for name in filenames:
+                if name.startswith(TEMP_PREFIX):
+                    continue
+                key = base + name
+                if key.startswith(prefix):
+                    keys.append(key)
+        keys.sort()
+        return keys
+
+    def _delete(self, path: Path) -> None:
+        try:
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return
+        _fsync_dir(path.parent)
+
+    # -- the interface
+
+    async def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        await self._run("put", key, lambda: self._put(path, data))
+
+    async def put_if_absent(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        return await self._run("put_if_absent", key, lambda: self._put_if_absent(path, data))
+
+    async def get(self, key: str) -> bytes | None:
+        path = self._path(key)
+        return await self._run("get", key, lambda: self._get(path))
+
+    async def list(self, prefix: str) -> list[str]:
+        _check_prefix(prefix)
+        return await self._run("list", prefix, lambda: self._list(prefix))
+
+    async def delete(self, key: str) -> None:
+        path = self._path(key)
+        await self._run("delete", key, lambda: self._delete(path))
+
+    async def close(self) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------- S3
+
+_S3_UNAVAILABLE_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "InternalError",
+        "ServiceUnavailable",
+        "ConditionalRequestConflict",
+        "OperationAborted",
+        "XMinioServerNotInitialized",
+        "XMinioStorageFull",
+    }
+)
+
+_S3_INVALID_CODES = frozenset(
+    {
+        "NoSuchBucket",
+        "AccessDenied",
+        "AllAccessDisabled",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidBucketName",
+        "AuthorizationHeaderMalformed",
+        "PermanentRedirect",
+        "InvalidToken",
+        "ExpiredToken",
+        "TokenRefreshRequired",
+        "AccountProblem",
+        "InvalidSecurity",
+    }
+)
+
+# Connection-level trouble: refused, reset, DNS, TLS, timeouts, truncated bodies.
+_S3_TRANSIENT_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    botocore.exceptions.HTTPClientError,  # EndpointConnectionError, timeouts, closed conns
+    botocore.exceptions.IncompleteReadError,
+    botocore.exceptions.ResponseStreamingError,
+    botocore.exceptions.ConnectionError,
+    botocore.exceptions.CredentialRetrievalError,
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+    OSError,
+)
+
+# Configuration trouble: nothing to retry.
+_S3_CONFIG_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    botocore.exceptions.NoCredentialsError,
+    botocore.exceptions.PartialCredentialsError,
+    botocore.exceptions.NoRegionError,
+    botocore.exceptions.ParamValidationError,
+    botocore.exceptions.InvalidConfigError,
+    botocore.exceptions.ProfileNotFound,
+    botocore.exceptions.UnknownCredentialError,
+)
+
+
+# What `_s3_error` classifies; anything else is a bug and propagates unchanged.
+_S3_MAPPED_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    botocore.exceptions.ClientError,
+    botocore.exceptions.BotoCoreError,
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+    OSError,
+)
+
+
+def _client_error_info(exc: botocore.exceptions.ClientError) -> tuple[str, int]:
+    response: Any = exc.response
+    error = response.get("Error", {}) or {}
+    code = str(error.get("Code", "") or "")
+    status = int((response.get("ResponseMetadata", {}) or {}).get("HTTPStatusCode", 0) or 0)
+    return code, status
+
+
+def _s3_error(exc: BaseException, url: str, op: str, key: str) -> ObjectStoreError:
+    """Classify an exception from an S3 call. The message carries the error code and
+    status, never request details or credentials."""
+    where = f"{url}: {op} {key!r}"
+    if isinstance(exc, botocore.exceptions.ClientError):
+        code, status = _client_error_info(exc)
+        msg = f"{where} failed: {code or 'error'} (HTTP {status or '?'})"
+        if code in _S3_UNAVAILABLE_CODES or status >= 500 or status in (408, 429):
+            return Unavailable(msg)
+        if code in _S3_INVALID_CODES or status in (301, 307, 400, 401, 403, 404, 405):
+            return InvalidObjectStore(msg)
+        if 400 <= status < 500:
+            return InvalidObjectStore(msg)
+        return Unavailable(msg)
+    if isinstance(exc, _S3_CONFIG_EXCEPTIONS):
+        return InvalidObjectStore(f"{where} failed: {type(exc).__name__}: {exc}")
+    if isinstance(exc, _S3_TRANSIENT_EXCEPTIONS):
+        return Unavailable(f"{where} failed: {type(exc).__name__}: {_redact(str(exc))}")
+    return Unavailable(f"{where} failed: {type(exc).__name__}")
+
+
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+class S3ObjectStore(ObjectStore):
+    """Objects under ``s3://bucket/prefix`` through one lazily created aiobotocore client.
+
+    Region: `region`, else AWS_DEFAULT_REGION / AWS_REGION / the AWS config file, else
+    us-east-1. Credentials: botocore's default chain (environment, shared files, IMDS...).
+    With a custom `endpoint_url` (MinIO, moto) path-style addressing is used.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        endpoint_url: str | None = None,
+        *,
+        region: str | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_pool_connections: int = 32,
+    ) -> None:
+        if not _BUCKET_RE.match(bucket) or ".." in bucket:
+            raise InvalidObjectStore(f"bad S3 bucket name {bucket!r}")
+        prefix = prefix.strip("/")
+        if prefix:
+            try:
+                _check_prefix(prefix + "/")
+            except ValueError:
+                raise InvalidObjectStore(f"bad S3 key prefix {prefix!r}") from None
+        self.bucket = bucket
+        self.prefix = prefix + "/" if prefix else ""
+        self.url = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+        if endpoint_url is not None and not re.match(r"^https?://[^/]", endpoint_url):
+            raise InvalidObjectStore(
+                f"bad S3 endpoint URL {_redact(endpoint_url)!r}: expected http(s)://host[:port]"
+            )
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self._config = AioConfig(
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries={"total_max_attempts": 1, "mode": "standard"},  # the caller retries
+            max_pool_connections=max_pool_connections,
+            s3={"addressing_style": "path"} if endpoint_url else None,
+        )
+        self._client: S3Client | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def open(self) -> None:
+        """Create the client now instead of on first use."""
+        await self._get_client()
+
+    async def _get_client(self) -> S3Client:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._closed:
+                raise ObjectStoreError(f"{self.url}: store is closed")
+            if self._client is None:
+                stack = contextlib.AsyncExitStack()
+                try:
+                    session = get_session()
+                    region = (
+                        self.region
+                        or os.environ.get("AWS_DEFAULT_REGION")
+                        or os.environ.get("AWS_REGION")
+                        or session.get_config_variable("region")
+                        or "us-east-1"
+                    )
+                    client = await stack.enter_async_context(
+                        session.create_client(
+                            "s3",
+                            region_name=region,
+                            endpoint_url=self.endpoint_url,
+                            config=self._config,
+                        )
+                    )
+                except ValueError as exc:  # e.g. an endpoint botocore cannot parse
+                    await stack.aclose()
+                    raise InvalidObjectStore(f"{self.url}: cannot create S3 client") from exc
+                except _S3_MAPPED_EXCEPTIONS as exc:
+                    await stack.aclose()
+                    raise _s3_error(exc, self.url, "connect", "") from exc
+                self._stack = stack
+                self._client = client
+            return self._client
+
+    async def _call(self, op: str, key: str, fn: Callable[[S3Client], Awaitable[T]]) -> T:
+        client = await self._get_client()
+        try:
+            return await fn(client)
+        except _S3_MAPPED_EXCEPTIONS as exc:
+            raise _s3_error(exc, self.url, op, key) from exc
+
+    async def put(self, key: str, data: bytes) -> None:
+        full = self.prefix + "/".join(_check_key(key))
+
+        async def run(client: S3Client) -> None:
+            await client.put_object(Bucket=self.bucket, Key=full, Body=data)
+
+        await self._call("put", key, run)
+
+    async def put_if_absent(self, key: str, data: bytes) -> bool:
+        full = self.prefix + "/".join(_check_key(key))
+
+        async def run(client: S3Client) -> bool:
+            try:
+                await client.put_object(Bucket=self.bucket, Key=full, Body=data, IfNoneMatch="*")
+            except botocore.exceptions.ClientError as exc:
+                code, status = _client_error_info(exc)
+                if code == "PreconditionFailed" or status == 412:
+                    return False
+                raise
+            return True
+
+        return await self._call("put_if_absent", key, run)
+
+    async def get(self, key: str) -> bytes | None:
+        full = self.prefix + "/".join(_check_key(key))
+
+        async def run(client: S3Client) -> bytes | None:
+            try:
+                response = await client.get_object(Bucket=self.bucket, Key=full)
+            except botocore.exceptions.ClientError as exc:
+                code, status = _client_error_info(exc)
+                if code in ("NoSuchKey", "NotFound") or (
+                    status == 404 and code not in _S3_INVALID_CODES
+                ):
+                    return None
+                raise
+            async with response["Body"] as body:
+                return await body.read()
+
+        return await self._call("get", key, run)
+
+    async def list(self, prefix: str) -> list[str]:
+        _check_prefix(prefix)
+        full = self.prefix + prefix
+        strip = len(self.prefix)
+
+        async def run(client: S3Client) -> list[str]:
+            keys: list[str] = []
+            paginator = client.get_paginator("list_objects_v2")
+            async for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
+                for obj in page.get("Contents", []):
+                    name = obj.get("Key", "")
+                    if name.startswith(full):
+                        keys.append(name[strip:])
+            keys.sort()
+            return keys
+
+        return await self._call("list", prefix, run)
+
+    async def delete(self, key: str) -> None:
+        full = self.prefix + "/".join(_check_key(key))
+
+        async def run(client: S3Client) -> None:
+            try:
+                await client.delete_object(Bucket=self.bucket, Key=full)
+            except botocore.exceptions.ClientError as exc:
+                code, _status = _client_error_info(exc)
+                if code != "NoSuchKey":
+                    raise
+
+        await self._call("delete", key, run)
+
+    async def close(self) -> None:
+        async with self._lock:
+            self._closed = True
+            stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+
+# --------------------------------------------------------------------------- faults
+
+
+class FaultyObjectStore(ObjectStore):
+    """Wraps `inner` and injects faults into the operations named in `ops` (all if None).
+
+    Settable at any time:
+    - `latency`: seconds slept before each call;
+    - `error_rate`: probability (0..1) that a call raises `Unavailable` before reaching
+      `inner` (drawn from `random.Random(seed)`, so runs are reproducible);
+    - `outage`: every call raises `Unavailable` without reaching `inner`;
+    - `fail_after_put`: the next N `put`/`put_if_absent` calls complete on `inner` and
+      then raise `Unavailable` ("the PUT landed but reported failure").
+
+    Counters: `calls[op]` counts every call per operation (faulted or not); `puts` counts
+    `put`/`put_if_absent` calls that reached `inner`; `faults[op]` counts injected errors.
+    `close` is never faulted.
+    """
+
+    OPS = frozenset({"put", "put_if_absent", "get", "list", "delete"})
+
+    def __init__(
+        self,
+        inner: ObjectStore,
+        *,
+        latency: float = 0.0,
+        error_rate: float = 0.0,
+        outage: bool = False,
+        fail_after_put: int = 0,
+        ops: set[str] | frozenset[str] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.latency = latency
+        self.error_rate = error_rate
+        self.outage = outage
+        self.fail_after_put = fail_after_put
+        self.ops = ops
+        self.random = random.Random(seed)
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.faults: collections.Counter[str] = collections.Counter()
+        self.puts = 0
+
+    def _applies(self, op: str) -> bool:
+        return self.ops is None or op in self.ops
+
+    async def _before(self, op: str, key: str) -> None:
+        self.calls[op] += 1
+        if not self._applies(op):
+            return
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        if self.outage:
+            self.faults[op] += 1
+            raise Unavailable(f"{self.url}: {op} {key!r} failed: injected outage")
+        if self.error_rate > 0 and self.random.random() < self.error_rate:
+            self.faults[op] += 1
+            raise Unavailable(f"{self.url}: {op} {key!r} failed: injected error")
+
+    def _after_put(self, op: str, key: str) -> None:
+        self.puts += 1
+        if self.fail_after_put > 0 and self._applies(op):
+            self.fail_after_put -= 1
+            self.faults[op] += 1
+            raise Unavailable(f"{self.url}: {op} {key!r} failed after landing: injected")
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self._before("put", key)
+        await self.inner.put(key, data)
+        self._after_put("put", key)
+
+    async def put_if_absent(self, key: str, data: bytes) -> bool:
+        await self._before("put_if_absent", key)
+        stored = await self.inner.put_if_absent(key, data)
+        self._after_put("put_if_absent", key)
+        return stored
+
+    async def get(self, key: str) -> bytes | None:
+        await self._before("get", key)
+        return await self.inner.get(key)
+
+    async def list(self, prefix: str) -> list[str]:
+        await self._before("list", prefix)
+        return await self.inner.list(prefix)
+
+    async def delete(self, key: str) -> None:
+        await self._before("delete", key)
+        await self.inner.delete(key)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+def open_object_store(url: str, endpoint_url: str | None = None) -> ObjectStore:
+    """The store for `url`: ``file://DIR`` (relative or absolute; DIR is created) or
+    ``s3://bucket[/prefix]`` (`endpoint_url` for S3-compatible services; ignored for files).
+    Anything else raises `InvalidObjectStore`."""
+    if not isinstance(url, str):
+        raise InvalidObjectStore(f"object store URL must be a string, not {type(url).__name__}")
+    if url.startswith("file://"):
+        return LocalObjectStore(url[len("file://") :])
+    if url.startswith("s3://"):
+        parts = urlsplit(url)
+        if "@" in url.split("/", 3)[2]:
+            raise InvalidObjectStore(
+                f"object store URL {_redact(url)!r} must not contain credentials; "
+                "use the AWS environment variables or files"
+            )
+        if parts.query or parts.fragment or "?" in url or "#" in url:
+            raise InvalidObjectStore(f"object store URL {url!r} must not have a query or fragment")
+        if not parts.netloc:
+            raise InvalidObjectStore(f"object store URL {url!r} names no bucket")
+        return S3ObjectStore(parts.netloc, parts.path.strip("/"), endpoint_url)
+    raise InvalidObjectStore(
+        f"unsupported object store URL {_redact(url)!r}: expected file://DIR or s3://bucket/prefix"
+    )
