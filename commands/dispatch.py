@@ -8,6 +8,8 @@ from time import perf_counter_ns
 
 from commands.cleanup import unwatch_all
 from commands.errors import (
+    FENCED,
+    LOADING,
     NOAUTH,
     NOT_IN_MULTI,
     SUBSCRIBE_CONTEXT,
@@ -72,6 +74,11 @@ class Dispatcher:
         s.last_cmd_name = cmd.name
         if not s.authenticated and not cmd.flags & Flag.NO_AUTH:
             return self.reject(s, NOAUTH.encode(), argv, cmd)
+        server = s.server
+        if server.loading and not cmd.flags & Flag.LOADING:
+            return self.reject(s, LOADING.encode(), argv, cmd)
+        if cmd.is_write and server.durability is not None and server.durability.fenced:
+            return self.reject(s, FENCED.encode(), argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:
             if cmd.flags & Flag.NO_MULTI:
                 return self.reject(s, NOT_IN_MULTI.encode(), None, cmd)
@@ -135,7 +142,7 @@ class Dispatcher:
         st.calls += 1
         st.usec += (perf_counter_ns() - t0) // 1000
         if store.pending and not s.in_exec:
-            store.commit(s.meta)
+            s.last_write_lsn = store.commit(s.meta)
         return reply
 
 

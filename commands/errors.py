@@ -77,3 +77,8 @@ XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
 STREAM_ID_INVALID = "ERR Invalid stream ID specified as stream command argument"
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
 COUNT_POSITIVE = "ERR count should be greater than 0"
+FENCED = (
+    "READONLY this server was fenced: another server took over its storage prefix, "
+    "so it accepts no more writes"
+)
+TRYAGAIN_STORAGE = "TRYAGAIN object storage unavailable: {}"

@@ -3,6 +3,7 @@
 from commands import (
     client,
     connection,
+    durability,
     hashes,
     keys,
     lists,
@@ -18,6 +19,7 @@ from commands import (
 __all__ = [
     "client",
     "connection",
+    "durability",
     "hashes",
     "keys",
     "lists",

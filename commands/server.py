@@ -554,13 +554,21 @@ def _info_memory(s: Session) -> str:
 
 
 def _info_persistence(s: Session) -> str:
+    """Redis' fields, then the durable stream's (`DURABILITY_FIELDS` names them)."""
     x = extras(s.server)
-    return _PERSISTENCE.format(
+    text = _PERSISTENCE.format(
         loading=int(s.server.loading),
         changes=max(s.store.lsn - x.lsn_at_save, 0),
         lastsave=x.lastsave,
         saves=x.saves,
     )
+    fields: dict[str, Any] = {}
+    if s.server.loading:
+        fields.update(s.server.loading_progress)
+    dur = s.server.durability
+    if dur is not None:
+        fields.update(dur.info())
+    return text + "".join(f"{k}:{v}\r\n" for k, v in fields.items())
 
 
 def _info_stats(s: Session) -> str:

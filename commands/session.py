@@ -11,7 +11,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.registry import CommandStats
 from store import Database, Store, WriteMeta
@@ -33,6 +33,14 @@ class Config:
     databases: int = 16
     log_level: str = "info"
     history: str = "versions:64"
+    durability: str = "async"
+    segment_max_bytes: int = 8 * 1024 * 1024
+    max_unflushed_bytes: int = 256 * 1024 * 1024
+    checkpoint_every_records: int = 1_000_000
+    checkpoint_every_seconds: int = 300
+    keep_checkpoints: int = 2
+    write_wait_ms: int = 5000
+    fault_injection: bool = False
     # Redis parameters clients commonly read; settable where meaningful.
     params: dict[str, str] = field(
         default_factory=lambda: {
@@ -67,6 +75,38 @@ class Config:
     )
 
 
+class Durability(Protocol):
+    """What commands see of the durable stream (implemented in `replay.startup`)."""
+
+    @property
+    def durable_lsn(self) -> int: ...
+
+    @property
+    def fenced(self) -> str | None: ...
+
+    @property
+    def sync(self) -> bool: ...
+
+    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool: ...
+
+    def over_capacity(self) -> bool: ...
+
+    async def wait_capacity(self, timeout: float) -> bool: ...
+
+    def last_error(self) -> str: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+
+class Faults(Protocol):
+    """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""
+
+    outage: bool
+    latency: float
+    error_rate: float
+    fail_after_put: int
+
+
 @dataclass
 class Stats:
     connections_received: int = 0
@@ -95,6 +135,11 @@ class ServerState:
         self.patterns: dict[bytes, dict[int, Session]] = {}
         self.shutdown_requested: Callable[[], None] = lambda: None
         self.loading = False
+        self.loading_progress: dict[str, Any] = {}
+        self.durability: Durability | None = None
+        self.faults: Faults | None = None  # set when started with --fault-injection yes
+        # How long a write waits for the flush backlog to drain before TRYAGAIN.
+        self.write_wait_s = 5.0
         # INFO commandstats/latencystats (full command name -> counters) and errorstats
         # (error replies by their first word), kept by the dispatcher.
         self.command_stats: dict[str, CommandStats] = {}
@@ -140,6 +185,7 @@ class Session:
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
         self.meta: WriteMeta | None = None
+        self.last_write_lsn = 0  # the LSN of this connection's latest write
         self.created = time.time()
         self.last_interaction = self.created
         self.last_cmd = b"NULL"

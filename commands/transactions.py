@@ -126,7 +126,9 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
             replies.append(reply)
     finally:
         s.in_exec = False
-        s.store.commit(s.meta)
+        lsn = s.store.commit(s.meta)
+        if lsn:
+            s.last_write_lsn = lsn
     return replies
 
 

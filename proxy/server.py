@@ -19,10 +19,11 @@ from typing import Any, cast
 
 import hiredis
 
-from commands.dispatch import DISPATCHER
-from commands.errors import PROTOCOL_INVALID_MULTIBULK
+from commands.dispatch import DISPATCHER, lookup
+from commands.errors import PROTOCOL_INVALID_MULTIBULK, TRYAGAIN_STORAGE
+from commands.registry import Command
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
-from commands.session import ServerState, Session
+from commands.session import Durability, ServerState, Session
 from proxy.resp import ProtocolError, RequestParser, check_incomplete, encode
 
 log = logging.getLogger("temporalstore")
@@ -35,6 +36,15 @@ QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 CHECK_SMALL = 65536
 DIAGNOSE_LIMIT = 1024 * 1024
 QUERY_BUFFER_ERROR = "ERR Protocol error: query buffer limit"
+
+
+HELD_PAUSE_ITEMS = 100_000
+BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
+
+
+def _is_write(argv: list[bytes]) -> bool:
+    cmd = lookup(argv)
+    return isinstance(cmd, Command) and cmd.is_write
 
 
 def _encode_frame(frame: list[bytes]) -> bytes:
@@ -66,6 +76,9 @@ class Connection(asyncio.Protocol):
         self.paused = False
         self.session: Session | None = None
         self.block_state: dict[str, Any] | None = None
+        self.held: list[bytes] | None = None  # replies waiting for durability (sync mode)
+        self.close_when_released = False
+        self.output_blocked = False  # stopped mid-pipeline until the client reads
 
     # -- asyncio callbacks -------------------------------------------------------
 
@@ -111,6 +124,9 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and self.paused:
             self.paused = False
             self.transport.resume_reading()
+        if self.output_blocked:
+            self.output_blocked = False
+            self._resume()
 
     def data_received(self, data: bytes) -> None:
         s = self.session
@@ -241,6 +257,7 @@ class Connection(asyncio.Protocol):
         execute = DISPATCHER.execute
         s.last_interaction = time.time()  # CLIENT LIST idle=
         it = iter(requests) if not isinstance(requests, deque) else None
+        n = 0
         while True:
             if it is not None:
                 argv = next(it, None)
@@ -252,6 +269,15 @@ class Connection(asyncio.Protocol):
                 error = ProtocolError(argv[1].decode())
                 break
             s.last_cmd = argv[0]
+            dur = s.server.durability
+            if dur is not None and dur.over_capacity() and _is_write(argv):
+                # Object storage is behind: hold this write (and what follows) until
+                # the backlog drains, or answer TRYAGAIN (reads are not held).
+                rest = list(it) if it is not None else list(requests)
+                self.backlog.extendleft(reversed([argv, *rest]))
+                self._write(out)
+                self._wait_capacity()
+                return
             reply = execute(s, argv)
             t = type(reply)
             if t is Blocked or t is Deferred or t is CloseAfterReply:
@@ -274,6 +300,22 @@ class Connection(asyncio.Protocol):
             encode(reply, s.resp, out)
             if s.killed:
                 break
+            n += 1
+            if not n & 63 and sum(map(len, out)) > BATCH_OUTPUT_LIMIT:
+                # A big pipeline of big replies: hand this much to the socket, and if
+                # the client is not reading, stop here until it drains (the rest of
+                # the requests wait in the backlog, and reading is paused).
+                self._write(out)
+                out = []
+                if self.paused:
+                    self.backlog.extendleft(
+                        reversed(list(it) if it is not None else list(requests))
+                    )
+                    self.waiting = True
+                    self.output_blocked = True
+                    if error is not None:
+                        self.backlog.append([b"\x00protocol-error", error.text])
+                    return
         if error is not None:
             encode(ErrorReply(error.text), s.resp, out)
             self._write(out)
@@ -284,6 +326,79 @@ class Connection(asyncio.Protocol):
             self._close_after_write()
 
     def _write(self, out: list[bytes]) -> None:
+        """Send replies, or hold them while this connection's writes are not yet
+        durable in sync mode (replies stay in order; later replies queue behind)."""
+        if not out:
+            return
+        if self.held is not None:
+            self.held.extend(out)
+            if sum(map(len, out)) and len(self.held) > HELD_PAUSE_ITEMS and not self.paused:
+                self.paused = True
+                if self.transport is not None:
+                    self.transport.pause_reading()
+            return
+        s = self.session
+        assert s is not None
+        dur = s.server.durability
+        if dur is not None and dur.sync and s.last_write_lsn > dur.durable_lsn:
+            self.held = list(out)
+            task = asyncio.get_running_loop().create_task(self._release(dur))
+            self.server.tasks.add(task)
+            task.add_done_callback(self.server.tasks.discard)
+            return
+        self._send(out)
+
+    async def _release(self, dur: Durability) -> None:
+        s = self.session
+        assert s is not None
+        try:
+            while True:
+                target = s.last_write_lsn
+                await dur.wait_durable(target)
+                if s.last_write_lsn <= target:
+                    break
+        except Exception as e:  # fenced or shutting down: these writes are not durable
+            log.warning("closing client %d: its writes cannot be made durable: %s", s.id, e)
+            self.held = None
+            self.kill()
+            return
+        held, self.held = self.held or [], None
+        self._send(held)
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        if self.close_when_released:
+            self._close_after_write()
+
+    def _wait_capacity(self) -> None:
+        """The first backlog request is a write refused for lack of flush capacity."""
+        s = self.session
+        assert s is not None
+        dur = s.server.durability
+        assert dur is not None
+        self.waiting = True
+
+        async def wait() -> None:
+            try:
+                ok = await dur.wait_capacity(s.server.write_wait_s)
+            except Exception:
+                ok = False
+            if self.closing:
+                return
+            if not ok and self.backlog:
+                self.backlog.popleft()
+                text = TRYAGAIN_STORAGE.format(dur.last_error()).replace("\r", " ")
+                out: list[bytes] = []
+                encode(ErrorReply(text.replace("\n", " ").encode()), s.resp, out)
+                s.server.stats.error_replies += 1
+                self._write(out)
+            self._resume()
+
+        task = asyncio.get_running_loop().create_task(wait())
+        self.server.tasks.add(task)
+        task.add_done_callback(self.server.tasks.discard)
+
+    def _send(self, out: list[bytes]) -> None:
         if out and self.transport is not None and not self.transport.is_closing():
             data = b"".join(out) if len(out) > 1 else out[0]
             assert self.session is not None
@@ -292,7 +407,9 @@ class Connection(asyncio.Protocol):
 
     def _close_after_write(self) -> None:
         self.closing = True
-        if self.transport is not None:
+        if self.held is not None:
+            self.close_when_released = True
+        elif self.transport is not None:
             self.transport.close()
 
     def _resume(self) -> None:

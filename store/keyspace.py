@@ -213,13 +213,34 @@ class Store:
         if t < self.last_time_ms:
             t = self.last_time_ms
         self.last_time_ms = t
-        dbs = self.dbs
-        keep = self.history
         ops = []
         cmds = []
-        for dbi, key, op, undo, cmd in pending:
+        for dbi, key, op, _undo, cmd in pending:
             ops.append((dbi, key, op))
             cmds.append(cmd)
+        self._version(pending, lsn, t, meta)
+        self.sink.append(UpdateRecord(lsn, t, tuple(ops), tuple(cmds), meta))
+        if self.observers:
+            obs = self.observers
+            for dbi, key, _op, _undo, _cmd in pending:
+                if key is not None:
+                    cbs = obs.get((dbi, key))
+                    if cbs:
+                        for cb in list(cbs):
+                            cb(dbi, key)
+        return lsn
+
+    def _version(
+        self,
+        pending: list[tuple[int, bytes | None, Op, Undo, str]],
+        lsn: int,
+        t: int,
+        meta: WriteMeta | None,
+    ) -> None:
+        """Append one version entry per touched key, trimmed by the history policy."""
+        dbs = self.dbs
+        keep = self.history
+        for dbi, key, _op, undo, cmd in pending:
             if key is None:
                 continue
             chains = dbs[dbi].chains
@@ -238,16 +259,22 @@ class Store:
                     while i < len(chain) - 1 and chain[i].time_ms < cut:
                         i += 1
                     del chain[:i]
-        self.sink.append(UpdateRecord(lsn, t, tuple(ops), tuple(cmds), meta))
-        if self.observers:
-            obs = self.observers
-            for dbi, key, _op, _undo, _cmd in pending:
-                if key is not None:
-                    cbs = obs.get((dbi, key))
-                    if cbs:
-                        for cb in list(cbs):
-                            cb(dbi, key)
-        return lsn
+
+    def replay(self, record: UpdateRecord) -> None:
+        """Apply a persisted record exactly as it was committed (same LSN, time and
+        versions), without handing it to the sink."""
+        pending: list[tuple[int, bytes | None, Op, Undo, str]] = []
+        dbs = self.dbs
+        for (dbi, key, op), cmd in zip(record.ops, record.cmds, strict=True):
+            if key is None:
+                if op[0] == "swapdb":
+                    self.apply_swap(dbi, op[1])
+                continue
+            pending.append((dbi, key, op, apply_op(dbs[dbi], key, op), cmd))
+        self._version(pending, record.lsn, record.time_ms, record.meta)
+        self.lsn = record.lsn
+        if record.time_ms > self.last_time_ms:
+            self.last_time_ms = record.time_ms
 
     def rollback_pending(self) -> None:
         """Undo everything applied since the last commit (a handler failed midway)."""

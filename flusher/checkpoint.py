@@ -1,0 +1,168 @@
+"""Checkpoints (a full image of the store at an LSN) and manifests (which
+checkpoint is current, and which writer epoch owns the prefix).
+
+A checkpoint image is a msgpack stream: first a header map (lsn, last_time_ms,
+databases), then one item per key: (db, key, value or None, expire or None,
+version chain), so that restart time does not grow with total history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from flusher import paths, segment
+from flusher.codec import iter_items, pack
+from flusher.flusher import Flusher
+from flusher.objectstore import ObjectStore
+from store import Store, VersionEntry, WriteMeta
+
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Manifest:
+    epoch: int
+    seq: int
+    checkpoint_lsn: int | None
+    writer: str = ""
+    created_ms: int = 0
+
+    @property
+    def key(self) -> str:
+        return paths.manifest(self.epoch, self.seq)
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "format": MANIFEST_FORMAT,
+                "epoch": self.epoch,
+                "seq": self.seq,
+                "checkpoint_lsn": self.checkpoint_lsn,
+                "writer": self.writer,
+                "created_ms": self.created_ms,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, name: str) -> Manifest:
+        try:
+            d = json.loads(data)
+            if d["format"] != MANIFEST_FORMAT:
+                raise ValueError(f"unknown manifest format {d['format']!r}")
+            ckpt = d["checkpoint_lsn"]
+            return cls(
+                epoch=int(d["epoch"]),
+                seq=int(d["seq"]),
+                checkpoint_lsn=None if ckpt is None else int(ckpt),
+                writer=str(d.get("writer", "")),
+                created_ms=int(d.get("created_ms", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise segment.CorruptObject(f"{name}: unreadable manifest ({e})") from None
+
+
+def writer_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def new_manifest(epoch: int, seq: int, checkpoint_lsn: int | None) -> Manifest:
+    return Manifest(epoch, seq, checkpoint_lsn, writer_id(), int(time.time() * 1000))
+
+
+async def newest_manifest(objects: ObjectStore) -> Manifest | None:
+    """The manifest with the highest (epoch, seq), or None for a new prefix."""
+    names = [(p, k) for k in await objects.list(paths.MANIFESTS) if (p := paths.parse_manifest(k))]
+    if not names:
+        return None
+    _, key = max(names)
+    data = await objects.get(key)
+    if data is None:
+        raise segment.CorruptObject(f"{key}: listed but missing")
+    m = Manifest.decode(data, key)
+    if (m.epoch, m.seq) != paths.parse_manifest(key):
+        raise segment.CorruptObject(f"{key}: names epoch {m.epoch} seq {m.seq}")
+    return m
+
+
+# -- images ---------------------------------------------------------------------------
+
+
+def _items(store: Store) -> Iterator[bytes]:
+    yield pack({"lsn": store.lsn, "last_time_ms": store.last_time_ms, "databases": len(store.dbs)})
+    for db in store.dbs:
+        data = db.data
+        expires = db.expires
+        keys = dict.fromkeys(data)
+        keys.update(dict.fromkeys(db.chains))
+        for key in keys:
+            chain = [
+                (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta))
+                for e in db.chains.get(key, ())
+            ]
+            yield pack((db.index, key, data.get(key), expires.get(key), chain))
+
+
+def image(store: Store) -> tuple[bytes, int]:
+    """The raw (uncompressed) checkpoint body and its item count."""
+    parts = list(_items(store))
+    return b"".join(parts), len(parts)
+
+
+def load_image(store: Store, raw: bytes, name: str) -> int:
+    """Fill an empty store from a checkpoint body; return its LSN."""
+    it = iter_items(raw)
+    head: Any = next(it)
+    if head["databases"] > len(store.dbs):
+        raise segment.CorruptObject(
+            f"{name}: holds {head['databases']} databases, the server has {len(store.dbs)}"
+        )
+    for dbi, key, value, expire, chain in it:
+        db = store.dbs[dbi]
+        if value is not None:
+            db.data[key] = value
+            if expire is not None:
+                db.expires[key] = expire
+                db.schedule_expiry(key, expire)
+        if chain:
+            db.chains[key] = [
+                VersionEntry(lsn, t, cmd, undo, None if meta is None else WriteMeta(*meta))
+                for lsn, t, cmd, undo, meta in chain
+            ]
+    store.lsn = int(head["lsn"])
+    store.last_time_ms = int(head["last_time_ms"])
+    return store.lsn
+
+
+async def write_checkpoint(
+    objects: ObjectStore, store: Store, flusher: Flusher | None = None
+) -> tuple[int, int]:
+    """Write the store's image; return (lsn, bytes stored). The image is taken in
+    one go on the event loop (a consistent cut); compression runs in a thread.
+    Segments up to the image's LSN are made durable first, so the log stays
+    contiguous with the checkpoint (fencing relies on it)."""
+    lsn = store.lsn
+    raw, count = image(store)
+    if flusher is not None:
+        await flusher.wait_durable(lsn)
+    data = await asyncio.to_thread(segment.encode, segment.CHECKPOINT_MAGIC, lsn, lsn, count, raw)
+    await objects.put(paths.checkpoint(lsn), data)
+    return lsn, len(data)
+
+
+async def read_checkpoint(objects: ObjectStore, store: Store, lsn: int) -> None:
+    key = paths.checkpoint(lsn)
+    data = await objects.get(key)
+    if data is None:
+        raise segment.CorruptObject(f"{key}: named by the manifest but missing")
+    header, raw = await asyncio.to_thread(segment.decode, data, key, segment.CHECKPOINT_MAGIC)
+    if header.first != lsn:
+        raise segment.CorruptObject(f"{key}: holds LSN {header.first}, not {lsn}")
+    load_image(store, raw, key)

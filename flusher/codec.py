@@ -1,0 +1,137 @@
+"""Serialization of update records and store images with msgpack.
+
+Values keep their exact type (and so their Redis encoding) through extension
+types: lists, sets, hash tables, sorted sets, raw strings and streams. Tuples and
+lists both come back as tuples, which is what ops and version entries are.
+The format is documented in docs/storage-format.md.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+
+from store import UpdateRecord, WriteMeta
+from store.stream import Node, Stream
+from store.values import HashSet, HashTable, ZSet
+
+EXT_LIST = 1
+EXT_SET = 2
+EXT_HASHSET = 3
+EXT_HASHTABLE = 4
+EXT_ZSET = 5
+EXT_RAW = 6
+EXT_STREAM = 7
+
+
+def _default(obj: Any) -> Any:
+    t = type(obj)
+    if t is tuple:
+        return list(obj)
+    if t is deque:
+        return msgpack.ExtType(EXT_LIST, _pack(list(obj)))
+    if t is set:
+        return msgpack.ExtType(EXT_SET, _pack(list(obj)))
+    if t is HashSet:
+        return msgpack.ExtType(EXT_HASHSET, _pack(list(obj)))
+    if t is HashTable:
+        return msgpack.ExtType(EXT_HASHTABLE, _pack(dict(obj)))
+    if t is WriteMeta:
+        return list(obj)
+    if t is ZSet:
+        return msgpack.ExtType(EXT_ZSET, _pack([obj.big, list(obj.scores.items())]))
+    if t is bytearray:
+        return msgpack.ExtType(EXT_RAW, bytes(obj))
+    if t is Stream:
+        state = [list(obj.entries.items()), [n.state() for n in obj.nodes], obj.meta()]
+        return msgpack.ExtType(EXT_STREAM, _pack(state))
+    raise TypeError(f"cannot serialize {t.__name__}")
+
+
+def _ext(code: int, data: bytes) -> Any:
+    if code == EXT_RAW:
+        return bytearray(data)
+    inner = unpack(data)
+    if code == EXT_LIST:
+        return deque(inner)
+    if code == EXT_SET:
+        return set(inner)
+    if code == EXT_HASHSET:
+        return HashSet(inner)
+    if code == EXT_HASHTABLE:
+        return HashTable(inner)
+    if code == EXT_ZSET:
+        z = ZSet()
+        for member, score in inner[1]:
+            z.add(member, score)
+        z.big = inner[0]
+        return z
+    if code == EXT_STREAM:
+        entries, nodes, meta = inner
+        s = Stream()
+        s.entries = dict(entries)
+        s.nodes = [Node.from_state(n) for n in nodes]
+        s.set_meta(meta)
+        return s
+    return msgpack.ExtType(code, data)
+
+
+def _pack(obj: Any) -> bytes:
+    # strict_types: subclasses (HashTable, bytearray) reach _default instead of being
+    # written as their base type, so their Redis encoding survives.
+    data: bytes = msgpack.packb(obj, default=_default, use_bin_type=True, strict_types=True)
+    return data
+
+
+def unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, ext_hook=_ext, use_list=False, raw=False, strict_map_key=False)
+
+
+def encode_record(r: UpdateRecord) -> bytes:
+    meta = None if r.meta is None else tuple(r.meta)
+    return _pack((r.lsn, r.time_ms, r.ops, r.cmds, meta))
+
+
+def _record(t: Any) -> UpdateRecord:
+    lsn, time_ms, ops, cmds, meta = t
+    return UpdateRecord(lsn, time_ms, ops, cmds, None if meta is None else WriteMeta(*meta))
+
+
+def decode_record(data: bytes) -> UpdateRecord:
+    return _record(unpack(data))
+
+
+def iter_records(body: bytes) -> Iterator[UpdateRecord]:
+    """Records packed back to back (a segment body)."""
+    unpacker = msgpack.Unpacker(
+        None,
+        ext_hook=_ext,
+        use_list=False,
+        raw=False,
+        strict_map_key=False,
+        max_buffer_size=max(len(body), 1024),
+    )
+    unpacker.feed(body)
+    for t in unpacker:
+        yield _record(t)
+
+
+def pack(obj: Any) -> bytes:
+    """Any store value or structure (checkpoint items)."""
+    return _pack(obj)
+
+
+def iter_items(body: bytes) -> Iterator[Any]:
+    unpacker = msgpack.Unpacker(
+        None,
+        ext_hook=_ext,
+        use_list=False,
+        raw=False,
+        strict_map_key=False,
+        max_buffer_size=max(len(body), 1024),
+    )
+    unpacker.feed(body)
+    yield from unpacker

@@ -1,0 +1,276 @@
+"""The durable stream: update records batched into segments in object storage.
+
+`Flusher` is the store's record sink. `append` (called at the commit point) only
+queues the record; a background task cuts a segment every flush interval or when
+the batch reaches the segment size, writes it with put-if-absent (so a fenced
+writer can never interleave with the new one), and advances the durable LSN.
+Writers waiting for durability (sync mode, WAITAOF) wake the task at once, so all
+writes waiting together share one PUT (group commit).
+
+A PUT that fails is retried with exponential backoff and jitter. A retried PUT
+that finds its object already there compares bytes: the same bytes mean an
+earlier attempt landed; other bytes mean another writer took over (fenced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flusher import paths, segment
+from flusher.codec import encode_record
+from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
+from store import UpdateRecord
+
+log = logging.getLogger("temporalstore")
+
+
+class FencedError(Exception):
+    """Another server has taken over this storage prefix."""
+
+
+@dataclass
+class FlushStats:
+    segments_written: int = 0
+    records_written: int = 0
+    bytes_written_raw: int = 0
+    bytes_written_compressed: int = 0
+    puts: int = 0
+    put_failures: int = 0
+    last_flush_status: str = "ok"
+    last_error: str = ""
+
+
+def estimate_size(record: UpdateRecord) -> int:
+    """Bytes a record adds to the unflushed backlog (cheap, approximate)."""
+    n = 24
+    for _dbi, key, op in record.ops:
+        n += 16 + (len(key) if key is not None else 0)
+        v = op[1] if len(op) > 1 else None
+        if type(v) is bytes:
+            n += len(v)
+        elif v is not None:
+            n += 64 if not hasattr(v, "__len__") else 16 * len(v) + 16
+    return n
+
+
+async def put_segment(objects: ObjectStore, key: str, data: bytes) -> bool:
+    """Write a segment once. True: it is stored (now or by an earlier attempt of
+    ours); False: another writer's object holds the name."""
+    if await objects.put_if_absent(key, data):
+        return True
+    existing = await objects.get(key)
+    return existing == data
+
+
+class Flusher:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        durable_lsn: int,
+        flush_interval_ms: int = 100,
+        segment_max_bytes: int = 8 * 1024 * 1024,
+        max_unflushed_bytes: int = 256 * 1024 * 1024,
+        retry_base_s: float = 0.05,
+        retry_max_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.objects = objects
+        self.durable_lsn = durable_lsn
+        self.last_lsn = durable_lsn
+        self.interval = flush_interval_ms / 1000
+        self.segment_max_bytes = segment_max_bytes
+        self.max_unflushed_bytes = max_unflushed_bytes
+        self.retry_base = retry_base_s
+        self.retry_max = retry_max_s
+        self.clock = clock
+        self.pending: deque[tuple[UpdateRecord, int, float]] = deque()  # record, size, time
+        self.pending_bytes = 0
+        self.stats = FlushStats()
+        self.fenced: str | None = None
+        self.closed = False
+        self._wake = asyncio.Event()
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._capacity: list[asyncio.Future[None]] = []
+        self._seq = 0
+        self._task: asyncio.Task[None] | None = None
+        self._rng = random.Random()
+
+    # -- the sink ------------------------------------------------------------------
+
+    def append(self, record: UpdateRecord) -> None:
+        size = estimate_size(record)
+        self.pending.append((record, size, self.clock()))
+        self.pending_bytes += size
+        self.last_lsn = record.lsn
+        if self.pending_bytes >= self.segment_max_bytes:
+            self._wake.set()
+
+    # -- state ---------------------------------------------------------------------
+
+    @property
+    def unflushed_bytes(self) -> int:
+        return self.pending_bytes
+
+    def flush_lag_ms(self) -> int:
+        """Age of the oldest write not yet durable."""
+        if not self.pending:
+            return 0
+        return int((self.clock() - self.pending[0][2]) * 1000)
+
+    def over_capacity(self) -> bool:
+        return self.pending_bytes > self.max_unflushed_bytes
+
+    # -- waiting -------------------------------------------------------------------
+
+    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
+        """Wait until `lsn` is durable (True), or the timeout passes (False).
+        Raises FencedError if this writer was fenced."""
+        if self.fenced is not None:
+            raise FencedError(self.fenced)
+        if lsn <= self.durable_lsn:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (lsn, self._seq, fut))
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def wait_capacity(self, timeout: float) -> bool:
+        """Wait until the unflushed backlog is under the cap (True) or time out."""
+        deadline = self.clock() + timeout
+        while self.over_capacity():
+            if self.fenced is not None:
+                raise FencedError(self.fenced)
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return False
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._capacity.append(fut)
+            self._wake.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(fut), remaining)
+            except TimeoutError:
+                return not self.over_capacity()
+        return True
+
+    def _notify(self) -> None:
+        while self._waiters and self._waiters[0][0] <= self.durable_lsn:
+            _lsn, _seq, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+        if not self.over_capacity():
+            for fut in self._capacity:
+                if not fut.done():
+                    fut.set_result(None)
+            self._capacity.clear()
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        for _lsn, _seq, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._waiters.clear()
+        for fut in self._capacity:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._capacity.clear()
+
+    # -- the background task -------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while not self.closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            if self.pending and self.fenced is None:
+                with contextlib.suppress(FencedError):
+                    await self.flush_once()
+
+    async def flush_once(self) -> None:
+        """Write one segment with the oldest pending records (up to the size cap)."""
+        batch: list[UpdateRecord] = []
+        size = 0
+        for record, rsize, _t in self.pending:
+            if batch and size + rsize > self.segment_max_bytes:
+                break
+            batch.append(record)
+            size += rsize
+        raw = b"".join(encode_record(r) for r in batch)
+        first, last = batch[0].lsn, batch[-1].lsn
+        data = await asyncio.to_thread(
+            segment.encode, segment.SEGMENT_MAGIC, first, last, len(batch), raw
+        )
+        await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
+        for _ in batch:
+            _r, rsize, _t = self.pending.popleft()
+            self.pending_bytes -= rsize
+        self.durable_lsn = last
+        st = self.stats
+        st.segments_written += 1
+        st.records_written += len(batch)
+        st.bytes_written_raw += len(raw)
+        st.bytes_written_compressed += len(data)
+        st.last_flush_status = "ok"
+        self._notify()
+
+    async def _put(self, key: str, data: bytes, what: str) -> None:
+        attempt = 0
+        while True:
+            self.stats.puts += 1
+            try:
+                if await put_segment(self.objects, key, data):
+                    return
+                self.fence(f"another writer wrote {key} ({what}): this server is fenced")
+            except (Unavailable, InvalidObjectStore) as e:
+                self.stats.put_failures += 1
+                self.stats.last_flush_status = "err"
+                self.stats.last_error = str(e)
+                if attempt == 0 or attempt % 20 == 0:
+                    log.warning("object storage unavailable writing %s, retrying: %s", key, e)
+            attempt += 1
+            delay = min(self.retry_max, self.retry_base * 2**attempt)
+            await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+            if self.closed and attempt > 3:
+                raise Unavailable(f"gave up writing {key}: {self.stats.last_error}")
+
+    def fence(self, why: str) -> None:
+        if self.fenced is None:
+            self.fenced = why
+            self.stats.last_flush_status = "fenced"
+            log.error("%s", why)
+        exc = FencedError(why)
+        self._fail_waiters(exc)
+        raise exc
+
+    async def drain(self, timeout: float) -> bool:
+        """Flush everything pending (graceful shutdown). True if all is durable."""
+        deadline = self.clock() + timeout
+        while self.pending and self.fenced is None and self.clock() < deadline:
+            try:
+                await asyncio.wait_for(self.flush_once(), max(0.1, deadline - self.clock()))
+            except (TimeoutError, Unavailable, FencedError):
+                break
+        return not self.pending
+
+    async def stop(self) -> None:
+        """Stop the background task (pending records stay; `drain` writes them)."""
+        self.closed = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, FencedError, Unavailable):
+                await self._task

@@ -1,0 +1,81 @@
+"""The segment and checkpoint object formats: a fixed header, then a
+zstd-compressed body.
+
+Header (48 bytes, big-endian):
+    magic      4s   b"TSSG" (segment) or b"TSCK" (checkpoint)
+    version    H    format version (1)
+    flags      H    1 = body is zstd-compressed
+    first      Q    first LSN (segment) / the image's LSN (checkpoint)
+    last       Q    last LSN (segment) / same as first (checkpoint)
+    count      I    records (segment) / items (checkpoint)
+    raw_len    Q    body length before compression
+    body_len   Q    body length as stored
+    checksum   I    CRC-32 of the header's first 44 bytes and the stored body
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+import zstandard
+
+SEGMENT_MAGIC = b"TSSG"
+CHECKPOINT_MAGIC = b"TSCK"
+VERSION = 1
+FLAG_ZSTD = 1
+_HEADER = struct.Struct(">4sHHQQIQQ")
+HEADER_SIZE = _HEADER.size + 4
+_LEVEL = 3
+
+
+class CorruptObject(Exception):
+    """An object whose header or checksum does not verify."""
+
+
+@dataclass(frozen=True)
+class Header:
+    magic: bytes
+    version: int
+    flags: int
+    first: int
+    last: int
+    count: int
+    raw_len: int
+    body_len: int
+
+
+def encode(magic: bytes, first: int, last: int, count: int, raw: bytes) -> bytes:
+    body = zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
+    head = _HEADER.pack(magic, VERSION, FLAG_ZSTD, first, last, count, len(raw), len(body))
+    crc = zlib.crc32(body, zlib.crc32(head))
+    return head + struct.pack(">I", crc) + body
+
+
+def read_header(data: bytes, name: str, magic: bytes) -> Header:
+    if len(data) < HEADER_SIZE:
+        raise CorruptObject(f"{name}: truncated header ({len(data)} bytes)")
+    h = Header(*_HEADER.unpack_from(data))
+    if h.magic != magic:
+        raise CorruptObject(f"{name}: bad magic {h.magic!r}")
+    if h.version != VERSION:
+        raise CorruptObject(f"{name}: unknown format version {h.version}")
+    return h
+
+
+def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
+    """Verify an object and return its header and decompressed body."""
+    h = read_header(data, name, magic)
+    body = data[HEADER_SIZE:]
+    if len(body) != h.body_len:
+        raise CorruptObject(
+            f"{name}: truncated body ({len(body)} of {h.body_len} bytes, LSN {h.first}-{h.last})"
+        )
+    (crc,) = struct.unpack_from(">I", data, _HEADER.size)
+    if zlib.crc32(body, zlib.crc32(data[: _HEADER.size])) != crc:
+        raise CorruptObject(f"{name}: checksum mismatch (LSN {h.first}-{h.last})")
+    raw = zstandard.ZstdDecompressor().decompress(body, max_output_size=h.raw_len)
+    if len(raw) != h.raw_len:
+        raise CorruptObject(f"{name}: body decompresses to {len(raw)} bytes, not {h.raw_len}")
+    return h, raw
