@@ -375,3 +375,40 @@ def test_inspect_reports_totals(tmp_path: Path) -> None:
     out = inspect(storage)
     assert out.returncode == 0, out.stderr
     assert "records=" in out.stdout and "problems=0" in out.stdout
+
+
+def test_missing_segment_is_a_gap_that_refuses_to_start(tmp_path: Path) -> None:
+    storage = ["--storage", f"file://{tmp_path}/store", "--flush-interval-ms", "5"]
+    p = start_temporalstore(storage)
+    r = client(p)
+    for i in range(30):
+        r.set(f"k:{i}", i)
+        r.execute_command("TS.WAITDURABLE", "0")
+    r.close()
+    kill9(p)
+    segments = sorted((tmp_path / "store" / "segments").iterdir())
+    assert len(segments) > 3
+    segments[len(segments) // 2].unlink()
+    assert "gap in LSNs" in _start_fails(storage)
+
+
+def test_waitaof_waits_for_object_storage(storage: list[str]) -> None:
+    p = start_temporalstore(storage)
+    r = client(p)
+    try:
+        r.set("k", "v")
+        assert r.execute_command("WAITAOF", "1", "0", "0") == [1, 0]
+        started = time.monotonic()
+        assert r.execute_command("WAITAOF", "0", "1", "200") == [1, 0]
+        assert time.monotonic() - started >= 0.15  # no replica can acknowledge
+        with pytest.raises(redis.ResponseError, match="must between 0 and 1"):
+            r.execute_command("WAITAOF", "2", "0", "0")
+        with pytest.raises(redis.ResponseError, match="timeout is negative"):
+            r.execute_command("WAITAOF", "1", "0", "-1")
+        pipe = r.pipeline(transaction=True)
+        pipe.set("k2", "v").execute_command("WAITAOF", "0", "1", "0")
+        assert pipe.execute()[1][1] == 0  # inside MULTI it never blocks
+        assert r.execute_command("TS.WAITDURABLE", "1000") >= 3
+    finally:
+        r.close()
+        p.stop()

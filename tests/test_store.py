@@ -184,3 +184,15 @@ def test_undo_of_repeated_members_in_one_op() -> None:
     store.commit()
     z, _ = store.value_as_of(0, b"z", 1)
     assert z.scores == {b"a": 1.0}
+
+
+def test_loading_refuses_commands_that_need_data() -> None:
+    store, s, _ = make()
+    s.server.loading = True
+    assert run(s, "GET", "k").startswith(b"LOADING")
+    assert run(s, "SET", "k", "v").startswith(b"LOADING")
+    assert run(s, "PING").startswith(b"LOADING")
+    info = run(s, "INFO", "persistence")
+    assert b"loading:1" in info
+    s.server.loading = False
+    assert run(s, "GET", "k") is None
