@@ -187,7 +187,7 @@ def test_undo_of_repeated_members_in_one_op() -> None:
 
 
 def test_loading_refuses_commands_that_need_data() -> None:
-    store, s, _ = make()
+    _store, s, _ = make()
     s.server.loading = True
     assert run(s, "GET", "k").startswith(b"LOADING")
     assert run(s, "SET", "k", "v").startswith(b"LOADING")
