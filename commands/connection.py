@@ -152,6 +152,7 @@ def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     s.multi_error = False
     unwatch_all(s)
     unsubscribe_all(s)
+    s.view_lsn = None
     s.select(0)
     s.resp = 2
     s.name = None

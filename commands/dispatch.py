@@ -12,6 +12,7 @@ from commands.errors import (
     LOADING,
     NOAUTH,
     NOT_IN_MULTI,
+    READONLY_VIEW,
     SUBSCRIBE_CONTEXT,
     UNKNOWN_COMMAND,
     UNKNOWN_SUBCOMMAND,
@@ -77,6 +78,8 @@ class Dispatcher:
         server = s.server
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
+        if cmd.is_write and s.view_lsn is not None:
+            return self.reject(s, READONLY_VIEW.encode(), argv, cmd)
         if cmd.is_write and server.durability is not None and server.durability.fenced:
             return self.reject(s, FENCED.encode(), argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:

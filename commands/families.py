@@ -12,6 +12,7 @@ from commands import (
     sets,
     streams,
     strings,
+    temporal,
     transactions,
     zsets,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "sets",
     "streams",
     "strings",
+    "temporal",
     "transactions",
     "zsets",
 ]

@@ -186,6 +186,7 @@ class Session:
         self.patterns: set[bytes] = set()
         self.meta: WriteMeta | None = None
         self.last_write_lsn = 0  # the LSN of this connection's latest write
+        self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
         self.created = time.time()
         self.last_interaction = self.created
         self.last_cmd = b"NULL"
@@ -196,7 +197,10 @@ class Session:
 
     def select(self, dbi: int) -> None:
         self.dbi = dbi
-        self.db = self.store.dbs[dbi]
+        if self.view_lsn is None:
+            self.db = self.store.dbs[dbi]
+        else:
+            self.db = self.store.view(dbi, self.view_lsn)
 
     @property
     def subscriptions(self) -> int:

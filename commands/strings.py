@@ -368,5 +368,5 @@ def writer_of(s: Session, key: bytes) -> str:
     """The command that last wrote the key's value (from its version chain)."""
     for entry in reversed(s.db.chains.get(key, ())):
         if entry.cmd not in _TTL_ONLY:
-            return entry.cmd
+            return str(entry.cmd)
     return ""

@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import time
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from flusher import paths, segment
 from flusher.codec import iter_items, pack
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
-from store import Store, VersionEntry, WriteMeta
+from store import Snapshot, Store, VersionEntry, WriteMeta
 
 MANIFEST_FORMAT = 1
 
@@ -96,7 +97,17 @@ async def newest_manifest(objects: ObjectStore) -> Manifest | None:
 
 
 def _items(store: Store) -> Iterator[bytes]:
-    yield pack({"lsn": store.lsn, "last_time_ms": store.last_time_ms, "databases": len(store.dbs)})
+    yield pack(
+        {
+            "lsn": store.lsn,
+            "last_time_ms": store.last_time_ms,
+            "databases": len(store.dbs),
+            "index_lsns": store.index_lsns.tobytes(),
+            "index_times": store.index_times.tobytes(),
+            "snapshots": [tuple(snap) for snap in store.snapshots.values()],
+            "extra": store.checkpoint_extra(),
+        }
+    )
     for db in store.dbs:
         data = db.data
         expires = db.expires
@@ -104,10 +115,17 @@ def _items(store: Store) -> Iterator[bytes]:
         keys.update(dict.fromkeys(db.chains))
         for key in keys:
             chain = [
-                (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta))
+                (
+                    e.lsn,
+                    e.time_ms,
+                    e.cmd,
+                    e.undo,
+                    None if e.meta is None else tuple(e.meta),
+                    e.snap,
+                )
                 for e in db.chains.get(key, ())
             ]
-            yield pack((db.index, key, data.get(key), expires.get(key), chain))
+            yield pack((db.index, key, data.get(key), expires.get(key), chain, db.floors.get(key)))
 
 
 def image(store: Store) -> tuple[bytes, int]:
@@ -124,7 +142,7 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
         raise segment.CorruptObject(
             f"{name}: holds {head['databases']} databases, the server has {len(store.dbs)}"
         )
-    for dbi, key, value, expire, chain in it:
+    for dbi, key, value, expire, chain, floor in it:
         db = store.dbs[dbi]
         if value is not None:
             db.data[key] = value
@@ -133,9 +151,17 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
                 db.schedule_expiry(key, expire)
         if chain:
             db.chains[key] = [
-                VersionEntry(lsn, t, cmd, undo, None if meta is None else WriteMeta(*meta))
-                for lsn, t, cmd, undo, meta in chain
+                VersionEntry(lsn, t, cmd, undo, None if meta is None else WriteMeta(*meta), snap)
+                for lsn, t, cmd, undo, meta, snap in chain
             ]
+        if floor is not None:
+            db.floors[key] = floor
+    store.index_lsns = array("q", head["index_lsns"])
+    store.index_times = array("q", head["index_times"])
+    store.snapshots = {
+        name: Snapshot(name, lsn, t, trigger) for name, lsn, t, trigger in head["snapshots"]
+    }
+    store.load_checkpoint_extra(head["extra"])
     store.lsn = int(head["lsn"])
     store.last_time_ms = int(head["last_time_ms"])
     return store.lsn

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import heapq
 import time
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -47,6 +49,9 @@ class VersionEntry(NamedTuple):
     cmd: str
     undo: Undo
     meta: WriteMeta | None
+    # Every SNAPSHOT-EVERY versions a collection keeps a copy of its state after this
+    # version, so an as-of read replays at most that many undos.
+    snap: tuple[Any, int | None] | None = None
 
     @property
     def created(self) -> bool:
@@ -60,7 +65,16 @@ class PrunedError(Exception):
     def __init__(self, lsn: int, key: bytes) -> None:
         self.lsn = lsn
         self.key = key
-        super().__init__(f"PRUNED version {lsn} of {key!r} is no longer retained")
+        super().__init__(
+            f"PRUNED version {lsn} of {key.decode('utf-8', 'replace')} is no longer retained"
+        )
+
+
+class Snapshot(NamedTuple):
+    name: bytes
+    lsn: int
+    time_ms: int
+    trigger: bytes
 
 
 class RecordSink(Protocol):
@@ -104,7 +118,7 @@ class HistoryPolicy:
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
-    __slots__ = ("chains", "data", "expires", "heap", "index", "on_expire")
+    __slots__ = ("chains", "data", "expires", "floors", "frozen_ms", "heap", "index", "on_expire")
 
     def __init__(
         self, index: int, on_expire: Callable[[Database, bytes], None] | None = None
@@ -115,13 +129,19 @@ class Database:
         self.expires: dict[bytes, int] = {}
         self.chains: dict[bytes, list[VersionEntry]] = {}
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
+        # key -> LSN of the newest version retention dropped: older states are gone.
+        self.floors: dict[bytes, int] = {}
+        # A historical view reads with the clock stopped at its point in time.
+        self.frozen_ms: int | None = None
 
     def get(self, key: bytes) -> Any:
         """The live value, or None; an expired key is removed on the way (lazy expiry)."""
         v = self.data.get(key)
         if v is not None and self.expires:
             at = self.expires.get(key)
-            if at is not None and at <= now_ms():
+            if at is not None and at <= (self.frozen_ms or now_ms()):
+                if self.frozen_ms is not None:
+                    return None
                 self.expire_now(key)
                 return None
         return v
@@ -136,7 +156,7 @@ class Database:
         """Live keys (expired ones are skipped, not removed)."""
         if not self.expires:
             return iter(list(self.data))
-        t = now_ms()
+        t = self.frozen_ms or now_ms()
         exp = self.expires
         return iter([k for k in self.data if exp.get(k, t + 1) > t])
 
@@ -172,6 +192,11 @@ class Database:
 
 
 TouchCallback = Callable[[int, bytes], None]
+DbOpHandler = Callable[[int, Op, int, int], None]
+
+
+def _entry_lsn(e: VersionEntry) -> int:
+    return e.lsn
 
 
 class Store:
@@ -194,6 +219,16 @@ class Store:
         # (db, key) -> callbacks run when a commit touches the key (WATCH, blocking)
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
+        # The time index: commit time of every LSN, for TIME points and views.
+        self.index_lsns = array("q")
+        self.index_times = array("q")
+        self.snapshots: dict[bytes, Snapshot] = {}
+        self.snapshot_every = 64  # collections keep a full copy every N versions
+        self._views: dict[tuple[int, int], Database] = {}
+        # Database-level ops registered by other parts (tables, branches).
+        self.db_ops: dict[str, DbOpHandler] = {}
+        # name -> (save, load) of other parts' state kept in checkpoints.
+        self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
 
     # -- writing -----------------------------------------------------------------
 
@@ -219,6 +254,10 @@ class Store:
             ops.append((dbi, key, op))
             cmds.append(cmd)
         self._version(pending, lsn, t, meta)
+        self.index_lsns.append(lsn)
+        self.index_times.append(t)
+        if self._views:
+            self._views.clear()
         self.sink.append(UpdateRecord(lsn, t, tuple(ops), tuple(cmds), meta))
         if self.observers:
             obs = self.observers
@@ -237,28 +276,50 @@ class Store:
         t: int,
         meta: WriteMeta | None,
     ) -> None:
-        """Append one version entry per touched key, trimmed by the history policy."""
+        """Append one version entry per touched key, trimmed by the history policy
+        (never past what a sealed snapshot still needs)."""
         dbs = self.dbs
         keep = self.history
+        every = self.snapshot_every
         for dbi, key, _op, undo, cmd in pending:
             if key is None:
                 continue
-            chains = dbs[dbi].chains
+            db = dbs[dbi]
+            chains = db.chains
             chain = chains.get(key)
-            entry = VersionEntry(lsn, t, cmd, undo, meta)
             if chain is None:
-                chains[key] = [entry]
-            else:
-                chain.append(entry)
-                if keep.kind == "versions":
-                    if len(chain) > 2 * keep.limit:
-                        del chain[: -keep.limit]
-                elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-                    cut = t - keep.limit
-                    i = 0
-                    while i < len(chain) - 1 and chain[i].time_ms < cut:
-                        i += 1
-                    del chain[:i]
+                chains[key] = [VersionEntry(lsn, t, cmd, undo, meta)]
+                continue
+            snap = None
+            if len(chain) % every == every - 1:
+                v = db.data.get(key)
+                if v is not None and type(v) is not bytes:
+                    snap = (copy_value(v), db.expires.get(key))
+            chain.append(VersionEntry(lsn, t, cmd, undo, meta, snap))
+            if keep.kind == "versions":
+                if len(chain) > 2 * keep.limit:
+                    self._trim(db, key, chain, len(chain) - keep.limit)
+            elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
+                cut = t - keep.limit
+                i = 0
+                while i < len(chain) - 1 and chain[i].time_ms < cut:
+                    i += 1
+                self._trim(db, key, chain, i)
+
+    def _trim(self, db: Database, key: bytes, chain: list[VersionEntry], cut: int) -> None:
+        """Drop chain[:cut], keeping every version newer than the oldest snapshot."""
+        pin = self.pin_lsn()
+        while cut > 0 and chain[cut - 1].lsn > pin:
+            cut -= 1
+        if cut > 0:
+            db.floors[key] = chain[cut - 1].lsn
+            del chain[:cut]
+
+    def pin_lsn(self) -> int:
+        """Versions newer than this are needed by a sealed snapshot."""
+        if not self.snapshots:
+            return 1 << 62
+        return min(snap.lsn for snap in self.snapshots.values())
 
     def replay(self, record: UpdateRecord) -> None:
         """Apply a persisted record exactly as it was committed (same LSN, time and
@@ -267,11 +328,12 @@ class Store:
         dbs = self.dbs
         for (dbi, key, op), cmd in zip(record.ops, record.cmds, strict=True):
             if key is None:
-                if op[0] == "swapdb":
-                    self.apply_swap(dbi, op[1])
+                self.apply_db_op(dbi, op, record.lsn, record.time_ms)
                 continue
             pending.append((dbi, key, op, apply_op(dbs[dbi], key, op), cmd))
         self._version(pending, record.lsn, record.time_ms, record.meta)
+        self.index_lsns.append(record.lsn)
+        self.index_times.append(record.time_ms)
         self.lsn = record.lsn
         if record.time_ms > self.last_time_ms:
             self.last_time_ms = record.time_ms
@@ -334,22 +396,119 @@ class Store:
         return n
 
     def value_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]:
-        """The key's (value, expire_ms) just after `lsn`, rebuilt from the latest value
-        by undoing newer versions. Raises PrunedError if history no longer reaches it."""
+        """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
+        start from the nearest newer full copy (or the latest value) and undo at most
+        SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it."""
         db = self.dbs[dbi]
-        scratch = Database(-1)
-        cur = db.data.get(key)
-        if cur is not None:
-            scratch.data[key] = copy_value(cur)
-            exp = db.expires.get(key)
-            if exp is not None:
-                scratch.expires[key] = exp
         chain = db.chains.get(key, ())
-        i = len(chain) - 1
-        while i >= 0 and chain[i].lsn > lsn:
-            for u in chain[i].undo:
-                apply_op(scratch, key, u)
-            i -= 1
-        if i < 0 and chain and chain[0].lsn > lsn and not chain[0].created:
+        floor = db.floors.get(key)
+        if floor is not None and lsn < floor:
             raise PrunedError(lsn, key)
+        i = bisect_right(chain, lsn, key=_entry_lsn)  # chain[i:] are newer than lsn
+        n = len(chain)
+        if i == n:
+            v = db.data.get(key)
+            if v is None:
+                return None, None
+            return (v if type(v) is bytes else copy_value(v)), db.expires.get(key)
+        first = chain[i]
+        if len(first.undo) == 1 and first.undo[0][0] == RESTORE:
+            # The state before the first newer version, whole (a replaced value).
+            value, expire = first.undo[0][1], first.undo[0][2]
+            if value is None or type(value) is bytes:
+                return value, expire
+            return copy_value(value), expire
+        j = i
+        while j < n and chain[j].snap is None:
+            j += 1
+        scratch = Database(-1)
+        if j < n:
+            snap = chain[j].snap
+            assert snap is not None
+            start = j
+            if snap[0] is not None:
+                scratch.data[key] = copy_value(snap[0])
+                if snap[1] is not None:
+                    scratch.expires[key] = snap[1]
+        else:
+            start = n - 1
+            cur = db.data.get(key)
+            if cur is not None:
+                scratch.data[key] = copy_value(cur)
+                exp = db.expires.get(key)
+                if exp is not None:
+                    scratch.expires[key] = exp
+        for k in range(start, i - 1, -1):
+            for u in chain[k].undo:
+                apply_op(scratch, key, u)
         return scratch.data.get(key), scratch.expires.get(key)
+
+    # -- points in time ----------------------------------------------------------------
+
+    def lsn_at_time(self, t_ms: int) -> int:
+        """The last LSN committed at or before `t_ms` (0 before the first)."""
+        i = bisect_right(self.index_times, t_ms)
+        return self.index_lsns[i - 1] if i else 0
+
+    def time_of(self, lsn: int) -> int:
+        """When `lsn` was committed (0 for LSN 0)."""
+        i = bisect_right(self.index_lsns, lsn)
+        return self.index_times[i - 1] if i else 0
+
+    def view(self, dbi: int, lsn: int) -> Database:
+        """A read-only database holding every key as it was just after `lsn`, with
+        its clock stopped then (cached until the next commit)."""
+        cached = self._views.get((dbi, lsn))
+        if cached is not None:
+            return cached
+        db = self.dbs[dbi]
+        view = Database(dbi)
+        view.frozen_ms = self.time_of(lsn) if lsn < self.lsn else now_ms()
+        for key in dict.fromkeys([*db.data, *db.chains]):
+            value, expire = self.value_as_of(dbi, key, lsn)
+            if value is not None and (expire is None or expire > view.frozen_ms):
+                view.data[key] = value
+                if expire is not None:
+                    view.expires[key] = expire
+            chain = db.chains.get(key)
+            if chain:
+                view.chains[key] = chain[: bisect_right(chain, lsn, key=_entry_lsn)]
+        if len(self._views) > 16:
+            self._views.clear()
+        self._views[(dbi, lsn)] = view
+        return view
+
+    # -- database-level changes ----------------------------------------------------
+
+    def checkpoint_extra(self) -> dict[str, Any]:
+        """State of other parts (tables, branches) for checkpoints, by name."""
+        return {name: fn() for name, (fn, _load) in self.extra_state.items()}
+
+    def load_checkpoint_extra(self, extra: dict[str, Any]) -> None:
+        for name, value in extra.items():
+            entry = self.extra_state.get(name)
+            if entry is None:
+                raise ValueError(f"checkpoint holds unknown state {name!r}")
+            entry[1](value)
+
+    def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
+        """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""
+        name = op[0]
+        if name == "swapdb":
+            self.apply_swap(dbi, op[1])
+        elif name == "seal":
+            self.snapshots[op[1]] = Snapshot(op[1], lsn, time_ms, op[2])
+        elif name == "unseal":
+            self.snapshots.pop(op[1], None)
+        else:
+            handler = self.db_ops.get(name)
+            if handler is None:
+                raise ValueError(f"unknown database op {name!r}")
+            handler(dbi, op, lsn, time_ms)
+
+    def db_op(self, dbi: int, op: Op) -> int:
+        """Commit a database-level op as its own version now; return its LSN."""
+        self.pending.append((dbi, None, op, (), self.cmd))
+        lsn = self.lsn + 1
+        self.apply_db_op(dbi, op, lsn, max(now_ms(), self.last_time_ms))
+        return lsn
