@@ -145,7 +145,9 @@ class Dispatcher:
         st.calls += 1
         st.usec += (perf_counter_ns() - t0) // 1000
         if store.pending and not s.in_exec:
-            s.last_write_lsn = store.commit(s.meta)
+            lsn = s.last_write_lsn = store.commit(s.meta)
+            if store.last_commit_sync:
+                s.last_sync_lsn = lsn
         return reply
 
 

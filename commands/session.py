@@ -186,6 +186,7 @@ class Session:
         self.patterns: set[bytes] = set()
         self.meta: WriteMeta | None = None
         self.last_write_lsn = 0  # the LSN of this connection's latest write
+        self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
         self.created = time.time()
         self.last_interaction = self.created

@@ -129,6 +129,8 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
         lsn = s.store.commit(s.meta)
         if lsn:
             s.last_write_lsn = lsn
+            if s.store.last_commit_sync:
+                s.last_sync_lsn = lsn
     return replies
 
 

@@ -340,7 +340,7 @@ class Connection(asyncio.Protocol):
         s = self.session
         assert s is not None
         dur = s.server.durability
-        if dur is not None and dur.sync and s.last_write_lsn > dur.durable_lsn:
+        if dur is not None and s.last_sync_lsn > dur.durable_lsn:
             self.held = list(out)
             task = asyncio.get_running_loop().create_task(self._release(dur))
             self.server.tasks.add(task)
@@ -353,9 +353,9 @@ class Connection(asyncio.Protocol):
         assert s is not None
         try:
             while True:
-                target = s.last_write_lsn
+                target = s.last_sync_lsn
                 await dur.wait_durable(target)
-                if s.last_write_lsn <= target:
+                if s.last_sync_lsn <= target:
                     break
         except Exception as e:  # fenced or shutting down: these writes are not durable
             log.warning("closing client %d: its writes cannot be made durable: %s", s.id, e)

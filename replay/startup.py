@@ -114,6 +114,7 @@ class DurableStore:
         return cls(store, objects, config, manifest, rec)
 
     def start(self) -> None:
+        self.store.default_sync = self.sync
         self.store.sink = self.flusher
         self.flusher.start()
         self._task = asyncio.get_running_loop().create_task(self._checkpoints())

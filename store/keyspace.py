@@ -115,6 +115,14 @@ class HistoryPolicy:
         return "all" if self.kind == "all" else f"{self.kind}:{self.limit}"
 
 
+class TablePolicy(NamedTuple):
+    """A table's durability, history retention and full-copy frequency."""
+
+    durability: str  # "async" | "sync"
+    retain: HistoryPolicy
+    snapshot_every: int
+
+
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
@@ -225,10 +233,15 @@ class Store:
         self.snapshots: dict[bytes, Snapshot] = {}
         self.snapshot_every = 64  # collections keep a full copy every N versions
         self._views: dict[tuple[int, int], Database] = {}
+        # Tables: "<namespace>:<table>" -> policy for every key under that prefix.
+        self.tables: dict[bytes, TablePolicy] = {}
+        self.default_sync = False  # the default table's durability (server flag)
+        self.last_commit_sync = False  # did the last commit touch sync data?
         # Database-level ops registered by other parts (tables, branches).
         self.db_ops: dict[str, DbOpHandler] = {}
         # name -> (save, load) of other parts' state kept in checkpoints.
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        self.extra_state["tables"] = (self._save_tables, self._load_tables)
 
     # -- writing -----------------------------------------------------------------
 
@@ -254,6 +267,12 @@ class Store:
             ops.append((dbi, key, op))
             cmds.append(cmd)
         self._version(pending, lsn, t, meta)
+        if self.tables:
+            self.last_commit_sync = any(
+                self.is_sync(key) for _d, key, _o, _u, _c in pending if key is not None
+            )
+        else:
+            self.last_commit_sync = self.default_sync
         self.index_lsns.append(lsn)
         self.index_times.append(t)
         if self._views:
@@ -279,11 +298,17 @@ class Store:
         """Append one version entry per touched key, trimmed by the history policy
         (never past what a sealed snapshot still needs)."""
         dbs = self.dbs
-        keep = self.history
-        every = self.snapshot_every
+        tables = self.tables
         for dbi, key, _op, undo, cmd in pending:
             if key is None:
                 continue
+            keep = self.history
+            every = self.snapshot_every
+            if tables:
+                policy = self.policy_of(key)
+                if policy is not None:
+                    keep = policy.retain
+                    every = policy.snapshot_every
             db = dbs[dbi]
             chains = db.chains
             chain = chains.get(key)
@@ -314,6 +339,36 @@ class Store:
         if cut > 0:
             db.floors[key] = chain[cut - 1].lsn
             del chain[:cut]
+
+    def table_of(self, key: bytes) -> bytes | None:
+        """The declared table owning `key` ("ns:table" for "ns:table:..."), if any."""
+        i = key.find(b":")
+        if i < 0:
+            return None
+        j = key.find(b":", i + 1)
+        if j < 0:
+            return None
+        prefix = key[:j]
+        return prefix if prefix in self.tables else None
+
+    def policy_of(self, key: bytes) -> TablePolicy | None:
+        t = self.table_of(key)
+        return None if t is None else self.tables[t]
+
+    def is_sync(self, key: bytes) -> bool:
+        policy = self.policy_of(key)
+        return self.default_sync if policy is None else policy.durability == "sync"
+
+    def _save_tables(self) -> Any:
+        return [
+            (name, p.durability, str(p.retain), p.snapshot_every) for name, p in self.tables.items()
+        ]
+
+    def _load_tables(self, saved: Any) -> None:
+        self.tables = {
+            name: TablePolicy(durability, HistoryPolicy.parse(retain), every)
+            for name, durability, retain, every in saved
+        }
 
     def pin_lsn(self) -> int:
         """Versions newer than this are needed by a sealed snapshot."""
@@ -500,6 +555,11 @@ class Store:
             self.snapshots[op[1]] = Snapshot(op[1], lsn, time_ms, op[2])
         elif name == "unseal":
             self.snapshots.pop(op[1], None)
+        elif name == "table":
+            _, table, durability, retain, every = op
+            self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every)
+        elif name == "droptable":
+            self.tables.pop(op[1], None)
         else:
             handler = self.db_ops.get(name)
             if handler is None:
