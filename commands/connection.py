@@ -153,6 +153,7 @@ def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     unwatch_all(s)
     unsubscribe_all(s)
     s.view_lsn = None
+    s.branch = None
     s.select(0)
     s.resp = 2
     s.name = None

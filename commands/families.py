@@ -1,6 +1,7 @@
 """Imports every command family so the command table is complete."""
 
 from commands import (
+    branches,
     client,
     connection,
     durability,
@@ -19,6 +20,7 @@ from commands import (
 )
 
 __all__ = [
+    "branches",
     "client",
     "connection",
     "durability",

@@ -188,6 +188,7 @@ class Session:
         self.last_write_lsn = 0  # the LSN of this connection's latest write
         self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
+        self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()
         self.last_interaction = self.created
         self.last_cmd = b"NULL"
@@ -198,7 +199,9 @@ class Session:
 
     def select(self, dbi: int) -> None:
         self.dbi = dbi
-        if self.view_lsn is None:
+        if self.branch is not None:
+            self.db = self.store.branches[self.branch].dbs[dbi]
+        elif self.view_lsn is None:
             self.db = self.store.dbs[dbi]
         else:
             self.db = self.store.view(dbi, self.view_lsn)

@@ -2,6 +2,7 @@
 history policy and the single commit point that assigns LSNs and hands update
 records to a sink. Knows nothing of sockets or object storage."""
 
+import store.branches
 import store.stream  # noqa: F401  (registers the stream type and its ops)
 from store.keyspace import (
     CountingSink,

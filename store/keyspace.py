@@ -126,12 +126,26 @@ class TablePolicy(NamedTuple):
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
-    __slots__ = ("chains", "data", "expires", "floors", "frozen_ms", "heap", "index", "on_expire")
+    __slots__ = (
+        "chains",
+        "data",
+        "expires",
+        "floors",
+        "frozen_ms",
+        "heap",
+        "ident",
+        "index",
+        "on_expire",
+        "overlay",
+    )
 
     def __init__(
         self, index: int, on_expire: Callable[[Database, bytes], None] | None = None
     ) -> None:
         self.index = index
+        # How records name this database: its number, or (branch, number) on a branch.
+        self.ident: Any = index
+        self.overlay = False  # a branch database: copy a key in before changing it
         self.on_expire = on_expire
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
@@ -171,6 +185,9 @@ class Database:
     def ttl_ms(self, key: bytes) -> int | None:
         return self.expires.get(key)
 
+    def own(self, key: bytes) -> None:
+        """Make `key` this database's own before it changes (branches copy on write)."""
+
     def expire_now(self, key: bytes) -> None:
         """Remove a key whose time has come. Inside a store this is a versioned
         deletion (as Redis propagates a DEL), so history shows when it expired."""
@@ -203,6 +220,10 @@ TouchCallback = Callable[[int, bytes], None]
 DbOpHandler = Callable[[int, Op, int, int], None]
 
 
+# Called with every new Store (branches register their ops and checkpoint state).
+STORE_INIT_HOOKS: list[Callable[[Store], None]] = []
+
+
 def _entry_lsn(e: VersionEntry) -> int:
     return e.lsn
 
@@ -223,7 +244,7 @@ class Store:
         self.lsn = 0
         self.last_time_ms = 0
         self.cmd = ""  # the command being executed, named in its version entries
-        self.pending: list[tuple[int, bytes | None, Op, Undo, str]] = []
+        self.pending: list[tuple[Any, bytes | None, Op, Undo, str]] = []
         # (db, key) -> callbacks run when a commit touches the key (WATCH, blocking)
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
@@ -242,13 +263,18 @@ class Store:
         # name -> (save, load) of other parts' state kept in checkpoints.
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self.extra_state["tables"] = (self._save_tables, self._load_tables)
+        self.branches: dict[bytes, Any] = {}  # name -> store.branches.Branch
+        for hook in STORE_INIT_HOOKS:
+            hook(self)
 
     # -- writing -----------------------------------------------------------------
 
     def apply(self, db: Database, key: bytes, op: Op) -> None:
         """Apply one op now (later reads see it); it is committed by `commit`."""
+        if db.overlay:
+            db.own(key)
         undo = apply_op(db, key, op)
-        self.pending.append((db.index, key, op, undo, self.cmd))
+        self.pending.append((db.ident, key, op, undo, self.cmd))
 
     def commit(self, meta: WriteMeta | None = None) -> int:
         """Give everything applied since the last commit one LSN; return it (0 if none)."""
@@ -290,7 +316,7 @@ class Store:
 
     def _version(
         self,
-        pending: list[tuple[int, bytes | None, Op, Undo, str]],
+        pending: list[tuple[Any, bytes | None, Op, Undo, str]],
         lsn: int,
         t: int,
         meta: WriteMeta | None,
@@ -309,7 +335,7 @@ class Store:
                 if policy is not None:
                     keep = policy.retain
                     every = policy.snapshot_every
-            db = dbs[dbi]
+            db = dbs[dbi] if type(dbi) is int else self.db_of(dbi)
             chains = db.chains
             chain = chains.get(key)
             if chain is None:
@@ -339,6 +365,13 @@ class Store:
         if cut > 0:
             db.floors[key] = chain[cut - 1].lsn
             del chain[:cut]
+
+    def db_of(self, ident: Any) -> Database:
+        """The database a record names: a number, or (branch, number)."""
+        if type(ident) is int:
+            return self.dbs[ident]
+        db: Database = self.branches[ident[0]].dbs[ident[1]]
+        return db
 
     def table_of(self, key: bytes) -> bytes | None:
         """The declared table owning `key` ("ns:table" for "ns:table:..."), if any."""
@@ -371,21 +404,23 @@ class Store:
         }
 
     def pin_lsn(self) -> int:
-        """Versions newer than this are needed by a sealed snapshot."""
-        if not self.snapshots:
-            return 1 << 62
-        return min(snap.lsn for snap in self.snapshots.values())
+        """Versions newer than this are needed by a sealed snapshot or a branch."""
+        pins = [snap.lsn for snap in self.snapshots.values()]
+        pins.extend(b.fork_lsn for b in self.branches.values())
+        return min(pins) if pins else 1 << 62
 
     def replay(self, record: UpdateRecord) -> None:
         """Apply a persisted record exactly as it was committed (same LSN, time and
         versions), without handing it to the sink."""
-        pending: list[tuple[int, bytes | None, Op, Undo, str]] = []
-        dbs = self.dbs
+        pending: list[tuple[Any, bytes | None, Op, Undo, str]] = []
         for (dbi, key, op), cmd in zip(record.ops, record.cmds, strict=True):
             if key is None:
                 self.apply_db_op(dbi, op, record.lsn, record.time_ms)
                 continue
-            pending.append((dbi, key, op, apply_op(dbs[dbi], key, op), cmd))
+            db = self.db_of(dbi)
+            if db.overlay:
+                db.own(key)
+            pending.append((dbi, key, op, apply_op(db, key, op), cmd))
         self._version(pending, record.lsn, record.time_ms, record.meta)
         self.index_lsns.append(record.lsn)
         self.index_times.append(record.time_ms)
@@ -398,7 +433,7 @@ class Store:
         while self.pending:
             dbi, key, _op, undo, _cmd = self.pending.pop()
             if key is not None:
-                db = self.dbs[dbi]
+                db = self.db_of(dbi)
                 for u in undo:
                     apply_op(db, key, u)
 
@@ -450,11 +485,13 @@ class Store:
             self.commit()
         return n
 
-    def value_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]:
+    def value_as_of(self, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
         """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
         start from the nearest newer full copy (or the latest value) and undo at most
         SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it."""
-        db = self.dbs[dbi]
+        db = self.db_of(dbi)
+        if db.overlay:
+            return db.as_of(key, lsn)  # type: ignore[attr-defined, no-any-return]
         chain = db.chains.get(key, ())
         floor = db.floors.get(key)
         if floor is not None and lsn < floor:

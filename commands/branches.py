@@ -1,0 +1,175 @@
+"""Branches and merges.
+
+TS.BRANCH CREATE <name> [FROM <at>]   fork the main line (now, or at a point); O(1)
+TS.BRANCH DROP <name>                 forget a branch (connections on it go back to HEAD)
+TS.BRANCH LIST                        name, parent, fork version, latest version, keys changed
+TS.MERGE <source> [INTO <target>] [STRATEGY FAIL|OURS|THEIRS]
+    Apply the source branch's changes since its fork to the target (default: the
+    main line, also named `main`) as new versions. FAIL (the default) refuses when a
+    key changed on both sides to different values, listing the keys; OURS keeps the
+    target's value for those keys, THEIRS takes the source's. Replies the number of
+    keys merged.
+TS.CHECKOUT <branch> (in commands.temporal) points this connection's reads and
+writes at the branch.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any
+
+from commands.errors import SYNTAX, CommandError
+from commands.registry import Flag, command, container
+from commands.replies import OK, Reply
+from commands.session import Session
+from store import Database
+from store.branches import Branch
+from store.keyspace import _entry_lsn
+from store.ops import DEL, RESTORE
+from store.values import copy_value
+
+MAIN = b"main"
+EXISTS = "ERR branch '{}' already exists"
+NO_BRANCH = "ERR no such branch '{}'"
+RESERVED = "ERR '{}' is not a valid branch name"
+CONFLICT = "ERR CONFLICT merging '{}' into '{}': changed on both sides: {}"
+
+container("ts.branch", -2)
+
+
+def _name(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def get_branch(s: Session, name: bytes) -> Branch:
+    b = s.store.branches.get(name)
+    if b is None:
+        raise CommandError(NO_BRANCH.format(_name(name)))
+    assert isinstance(b, Branch)
+    return b
+
+
+@command("ts.branch|create", -3, Flag.WRITE)
+def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
+    from commands.temporal import parse_at
+
+    name = argv[2]
+    if not name or name.lower() in (MAIN, b"head") or b" " in name:
+        raise CommandError(RESERVED.format(_name(name)))
+    fork = s.store.lsn
+    if len(argv) > 3:
+        if argv[3].lower() != b"from":
+            raise CommandError(SYNTAX)
+        fork, end = parse_at(s, argv, 4)
+        if end != len(argv):
+            raise CommandError(SYNTAX)
+    if name in s.store.branches:
+        raise CommandError(EXISTS.format(_name(name)))
+    s.store.db_op(s.dbi, ("branch", name, fork))
+    return OK
+
+
+@command("ts.branch|drop", 3, Flag.WRITE)
+def cmd_branch_drop(s: Session, argv: list[bytes]) -> Reply:
+    name = argv[2]
+    get_branch(s, name)
+    s.store.db_op(s.dbi, ("dropbranch", name))
+    for other in s.server.clients.values():
+        if other.branch == name:
+            other.branch = None
+            other.select(other.dbi)
+    if s.branch == name:
+        s.branch = None
+        s.select(s.dbi)
+    return OK
+
+
+@command("ts.branch|list", 2, Flag.READONLY)
+def cmd_branch_list(s: Session, argv: list[bytes]) -> Reply:
+    out: list[Reply] = []
+    for name in sorted(s.store.branches):
+        b = get_branch(s, name)
+        out.append(
+            {
+                b"name": name,
+                b"parent": MAIN,
+                b"fork": b.fork_lsn,
+                b"latest": b.latest_lsn(),
+                b"changed": b.changed_keys(),
+            }
+        )
+    return out
+
+
+def checkout_branch(s: Session, name: bytes) -> None:
+    """TS.CHECKOUT <branch>: this connection reads and writes the branch."""
+    get_branch(s, name)
+    s.view_lsn = None
+    s.branch = name
+    s.select(s.dbi)
+
+
+def _state(db: Database, key: bytes) -> tuple[Any, int | None]:
+    value = db.data.get(key)
+    return value, (db.expires.get(key) if value is not None else None)
+
+
+def _changed_on_main(db: Database, key: bytes, fork: int) -> bool:
+    chain = db.chains.get(key)
+    if not chain:
+        return False
+    return bisect_right(chain, fork, key=_entry_lsn) < len(chain)
+
+
+@command("ts.merge", -2, Flag.WRITE)
+def cmd_ts_merge(s: Session, argv: list[bytes]) -> Reply:
+    source = get_branch(s, argv[1])
+    target: Branch | None = None
+    strategy = b"fail"
+    i = 2
+    while i < len(argv):
+        opt = argv[i].lower()
+        if opt == b"into" and i + 1 < len(argv):
+            if argv[i + 1].lower() not in (MAIN, b"head"):
+                target = get_branch(s, argv[i + 1])
+            i += 2
+        elif opt == b"strategy" and i + 1 < len(argv):
+            strategy = argv[i + 1].lower()
+            if strategy not in (b"fail", b"ours", b"theirs"):
+                raise CommandError(SYNTAX)
+            i += 2
+        else:
+            raise CommandError(SYNTAX)
+    if target is source:
+        raise CommandError("ERR cannot merge a branch into itself")
+    store = s.store
+    plan: list[tuple[Database, bytes, Any, int | None]] = []
+    conflicts: list[bytes] = []
+    for n, src_db in enumerate(source.dbs):
+        dst_db: Database = store.dbs[n] if target is None else target.dbs[n]
+        for key in sorted(src_db.chains):
+            theirs = _state(src_db, key)
+            ours = _state(dst_db, key)
+            if theirs == ours:
+                continue
+            if target is None:
+                both = _changed_on_main(dst_db, key, source.fork_lsn)
+            else:
+                both = key in dst_db.chains
+            if both:
+                if strategy == b"fail":
+                    conflicts.append(key)
+                    continue
+                if strategy == b"ours":
+                    continue
+            plan.append((dst_db, key, theirs[0], theirs[1]))
+    if conflicts:
+        shown = b", ".join(conflicts[:20]) + (b", ..." if len(conflicts) > 20 else b"")
+        into = MAIN if target is None else target.name
+        raise CommandError(CONFLICT.format(_name(source.name), _name(into), _name(shown)))
+    for dst_db, key, value, expire in plan:
+        if value is None:
+            store.apply(dst_db, key, (DEL,))
+        else:
+            store.apply(dst_db, key, (RESTORE, copy_value(value), expire))
+    return len(plan)

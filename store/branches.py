@@ -1,0 +1,246 @@
+"""Branches: copy-on-write overlays of the main line.
+
+A branch forks the main line at an LSN. Each of its databases reads its own
+writes first, then the main line as it was at the fork; creating one copies
+nothing, and it holds only the keys it changed (a key is copied in the first time
+the branch changes it). Branch writes take LSNs from the one server-wide sequence
+and are recorded with the database named (branch, number), so replay puts them
+back on the branch. Branches pin the main line's history at their fork point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from store.keyspace import (
+    STORE_INIT_HOOKS,
+    Database,
+    Store,
+    VersionEntry,
+    WriteMeta,
+    _entry_lsn,
+)
+from store.ops import Op, apply_op
+from store.values import copy_value
+
+_MISSING = object()
+
+
+class Overlay(MutableMapping[bytes, Any]):
+    """A mapping of a branch's own entries over the main line's as of the fork."""
+
+    __slots__ = ("base", "deleted", "own")
+
+    def __init__(self, base: Any) -> None:
+        self.own: dict[bytes, Any] = {}
+        self.deleted: set[bytes] = set()
+        self.base = base  # callable: key -> value at the fork or None; .keys() iterable
+
+    def __getitem__(self, key: bytes) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        v = self.own.get(key, _MISSING)
+        if v is not _MISSING:
+            return v
+        if key in self.deleted:
+            return default
+        b = self.base(key)
+        return default if b is None else b
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and self.get(key) is not None
+
+    def __setitem__(self, key: bytes, value: Any) -> None:
+        self.own[key] = value
+        self.deleted.discard(key)
+
+    def __delitem__(self, key: bytes) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.own.pop(key, None)
+        self.deleted.add(key)
+
+    def pop(self, key: bytes, *default: Any) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        self.own.pop(key, None)
+        self.deleted.add(key)
+        return v
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from list(self.own)
+        for key in self.base.live_keys():
+            if key not in self.own and key not in self.deleted:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        return bool(self.own) or any(True for _ in self)
+
+
+class _BaseAt:
+    """The main line's values (or expiries) as of the fork, computed on first use."""
+
+    def __init__(self, store: Store, dbi: int, fork_lsn: int, expiries: bool) -> None:
+        self.store = store
+        self.dbi = dbi
+        self.fork_lsn = fork_lsn
+        self.expiries = expiries
+        self.cache: dict[bytes, tuple[Any, int | None]] = {}
+
+    def state(self, key: bytes) -> tuple[Any, int | None]:
+        st = self.cache.get(key)
+        if st is None:
+            st = self.store.value_as_of(self.dbi, key, self.fork_lsn)
+            self.cache[key] = st
+        return st
+
+    def __call__(self, key: bytes) -> Any:
+        value, expire = self.state(key)
+        return (
+            expire if self.expiries and value is not None else value if not self.expiries else None
+        )
+
+    def live_keys(self) -> Iterator[bytes]:
+        main = self.store.dbs[self.dbi]
+        for key in dict.fromkeys([*main.data, *main.chains]):
+            if self.state(key)[0] is not None:
+                if not self.expiries or self.state(key)[1] is not None:
+                    yield key
+
+
+class BranchDatabase(Database):
+    """One numbered database of a branch."""
+
+    def __init__(self, store: Store, branch: bytes, index: int, fork_lsn: int) -> None:
+        super().__init__(index, store._expired)
+        self.ident = (branch, index)
+        self.overlay = True
+        self.fork_lsn = fork_lsn
+        self.store = store
+        self.base_values = _BaseAt(store, index, fork_lsn, False)
+        self.base_expires = _BaseAt(store, index, fork_lsn, True)
+        self.odata = Overlay(self.base_values)
+        self.oexpires = Overlay(self.base_expires)
+        # Every reader and apply_op sees the overlays as the database's mappings.
+        self.data = self.odata  # type: ignore[assignment]
+        self.expires = self.oexpires  # type: ignore[assignment]
+
+    def own(self, key: bytes) -> None:
+        data = self.odata
+        if key in data.own or key in data.deleted:
+            return
+        value, expire = self.base_values.state(key)
+        if value is not None:
+            data.own[key] = copy_value(value)
+            if expire is not None:
+                self.expires[key] = expire
+
+    def changed(self) -> set[bytes]:
+        """Keys this branch wrote (set or deleted)."""
+        return set(self.chains)
+
+    def as_of(self, key: bytes, lsn: int) -> tuple[Any, int | None]:
+        """The key on this branch just after `lsn`."""
+        chain = self.chains.get(key)
+        if not chain or lsn < chain[0].lsn:
+            return self.store.value_as_of(self.index, key, min(lsn, self.fork_lsn))
+        i = len(chain) - 1
+        scratch = Database(-1)
+        value = self.data.get(key)
+        if value is not None:
+            scratch.data[key] = copy_value(value)
+            exp = self.expires.get(key)
+            if exp is not None:
+                scratch.expires[key] = exp
+        while i >= 0 and chain[i].lsn > lsn:
+            for u in chain[i].undo:
+                apply_op(scratch, key, u)
+            i -= 1
+        return scratch.data.get(key), scratch.expires.get(key)
+
+
+class Branch:
+    def __init__(self, store: Store, name: bytes, fork_lsn: int, created_ms: int) -> None:
+        self.name = name
+        self.fork_lsn = fork_lsn
+        self.created_ms = created_ms
+        self.dbs = [BranchDatabase(store, name, i, fork_lsn) for i in range(len(store.dbs))]
+
+    def latest_lsn(self) -> int:
+        latest = self.fork_lsn
+        for db in self.dbs:
+            for chain in db.chains.values():
+                if chain:
+                    latest = max(latest, chain[-1].lsn)
+        return latest
+
+    def changed_keys(self) -> int:
+        return sum(len(db.chains) for db in self.dbs)
+
+
+def _apply_branch_op(store: Store) -> None:
+    def create(dbi: int, op: Op, lsn: int, time_ms: int) -> None:
+        _, name, fork_lsn = op
+        store.branches[name] = Branch(store, name, fork_lsn, time_ms)
+
+    def drop(dbi: int, op: Op, lsn: int, time_ms: int) -> None:
+        store.branches.pop(op[1], None)
+
+    store.db_ops["branch"] = create
+    store.db_ops["dropbranch"] = drop
+
+    def save() -> Any:
+        out = []
+        for b in store.branches.values():
+            dbs = []
+            for db in b.dbs:
+                data, expires = db.odata, db.oexpires
+                chains = {
+                    k: [
+                        (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta))
+                        for e in c
+                    ]
+                    for k, c in db.chains.items()
+                }
+                dbs.append(
+                    (data.own, list(data.deleted), expires.own, list(expires.deleted), chains)
+                )
+            out.append((b.name, b.fork_lsn, b.created_ms, dbs))
+        return out
+
+    def load(saved: Any) -> None:
+        store.branches = {}
+        for name, fork_lsn, created_ms, dbs in saved:
+            b = Branch(store, name, fork_lsn, created_ms)
+            for db, (own, deleted, exp_own, exp_deleted, chains) in zip(b.dbs, dbs, strict=False):
+                data, expires = db.odata, db.oexpires
+                data.own = dict(own)
+                data.deleted = set(deleted)
+                expires.own = dict(exp_own)
+                expires.deleted = set(exp_deleted)
+                db.chains = {
+                    k: [
+                        VersionEntry(lsn, t, cmd, undo, None if m is None else WriteMeta(*m))
+                        for lsn, t, cmd, undo, m in c
+                    ]
+                    for k, c in chains.items()
+                }
+            store.branches[name] = b
+
+    store.extra_state["branches"] = (save, load)
+
+
+STORE_INIT_HOOKS.append(_apply_branch_op)
+
+__all__ = ["Branch", "BranchDatabase", "Overlay", "_entry_lsn"]

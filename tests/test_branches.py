@@ -1,0 +1,157 @@
+"""Branches: copy-on-write overlays of the main line, merges, and their
+persistence (replayed records and checkpoints give back the same branches)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import commands.families  # noqa: F401
+from commands.branches import checkout_branch
+from commands.dispatch import DISPATCHER
+from commands.session import ServerState, Session
+from flusher.checkpoint import image, load_image
+from store import Store, UpdateRecord
+from store.branches import BranchDatabase
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.records: list[UpdateRecord] = []
+
+    def append(self, record: UpdateRecord) -> None:
+        self.records.append(record)
+
+
+def setup() -> tuple[Store, Session, ListSink]:
+    sink = ListSink()
+    store = Store(databases=2, sink=sink)
+    server = ServerState(store)
+    s = Session(server)
+    server.clients[s.id] = s
+    return store, s, sink
+
+
+def run(s: Session, *args: str) -> Any:
+    return DISPATCHER.execute(s, [a.encode() for a in args])
+
+
+def on(s: Session, branch: str | None) -> None:
+    if branch is None:
+        s.branch = None
+        s.select(s.dbi)
+    else:
+        checkout_branch(s, branch.encode())
+
+
+def branch_state(store: Store, name: bytes) -> dict[tuple[int, bytes], Any]:
+    b = store.branches[name]
+    return {(db.index, k): (db.data.get(k), db.expires.get(k)) for db in b.dbs for k in db.data}
+
+
+def test_branch_reads_parent_at_fork_and_holds_only_its_changes() -> None:
+    store, s, _ = setup()
+    run(s, "SET", "a", "1")
+    run(s, "HSET", "h", "f", "1")
+    run(s, "RPUSH", "l", "x", "y")
+    assert run(s, "TS.BRANCH", "CREATE", "exp") == b"OK"
+    run(s, "SET", "a", "main-later")
+    on(s, "exp")
+    assert run(s, "GET", "a") == b"1"  # the main line as it was at the fork
+    assert sorted(run(s, "KEYS", "*")) == [b"a", b"h", b"l"]
+    run(s, "HSET", "h", "g", "2")
+    run(s, "LPOP", "l")
+    run(s, "DEL", "a")
+    run(s, "SET", "new", "n", "EX", "100")
+    assert run(s, "HGETALL", "h") == {b"f": b"1", b"g": b"2"}
+    assert run(s, "LRANGE", "l", "0", "-1") == [b"y"]
+    assert run(s, "EXISTS", "a") == 0 and run(s, "DBSIZE") == 3
+    assert 0 < run(s, "TTL", "new") <= 100
+    branch_db = store.branches[b"exp"].dbs[0]
+    assert isinstance(branch_db, BranchDatabase)
+    assert set(branch_db.odata.own) == {b"h", b"l", b"new"}  # only what it changed
+    on(s, None)
+    assert run(s, "GET", "a") == b"main-later"
+    assert run(s, "HGETALL", "h") == {b"f": b"1"}
+    assert run(s, "EXISTS", "new") == 0
+    listed = run(s, "TS.BRANCH", "LIST")
+    assert listed[0][b"name"] == b"exp" and listed[0][b"changed"] == 4
+
+
+def test_merge_strategies() -> None:
+    _store, s, _ = setup()
+    run(s, "SET", "both", "base")
+    run(s, "SET", "only-branch", "base")
+    run(s, "TS.BRANCH", "CREATE", "b")
+    run(s, "SET", "both", "main")
+    on(s, "b")
+    run(s, "SET", "both", "branch")
+    run(s, "SET", "only-branch", "branch")
+    run(s, "SET", "added", "x")
+    on(s, None)
+    err = run(s, "TS.MERGE", "b")
+    assert err.startswith(b"ERR CONFLICT") and b"both" in err
+    assert run(s, "GET", "only-branch") == b"base"  # nothing applied
+    assert run(s, "TS.MERGE", "b", "STRATEGY", "OURS") == 2
+    assert run(s, "GET", "both") == b"main" and run(s, "GET", "added") == b"x"
+    assert run(s, "TS.MERGE", "b", "INTO", "main", "STRATEGY", "THEIRS") == 1
+    assert run(s, "GET", "both") == b"branch"
+    assert run(s, "TS.MERGE", "b") == 0  # nothing left to merge
+
+
+def test_errors() -> None:
+    _store, s, _ = setup()
+    run(s, "TS.BRANCH", "CREATE", "x")
+    assert run(s, "TS.BRANCH", "CREATE", "x").startswith(b"ERR branch 'x' already exists")
+    assert run(s, "TS.BRANCH", "CREATE", "main").startswith(b"ERR 'main' is not a valid")
+    assert run(s, "TS.BRANCH", "DROP", "nope").startswith(b"ERR no such branch 'nope'")
+    assert run(s, "TS.MERGE", "nope").startswith(b"ERR no such branch")
+    assert run(s, "TS.MERGE", "x", "STRATEGY", "MAYBE").startswith(b"ERR syntax error")
+    assert run(s, "TS.BRANCH", "CREATE", "y", "FROM", "VERSION", "999").startswith(b"ERR version")
+    on(s, "x")
+    assert run(s, "TS.BRANCH", "DROP", "x") == b"OK"
+    assert s.branch is None  # back on the main line
+    assert run(s, "SET", "k", "v") == b"OK"
+
+
+def test_branch_from_a_past_version() -> None:
+    store, s, _ = setup()
+    run(s, "SET", "k", "1")
+    v1 = store.lsn
+    run(s, "SET", "k", "2")
+    run(s, "TS.BRANCH", "CREATE", "old", "FROM", "VERSION", str(v1))
+    on(s, "old")
+    assert run(s, "GET", "k") == b"1"
+
+
+@pytest.mark.parametrize("how", ["replay", "checkpoint"])
+def test_branches_survive_replay_and_checkpoints(how: str) -> None:
+    store, s, sink = setup()
+    run(s, "SET", "a", "1")
+    run(s, "ZADD", "z", "1", "m")
+    run(s, "TS.BRANCH", "CREATE", "b1")
+    on(s, "b1")
+    run(s, "SET", "a", "b1")
+    run(s, "ZADD", "z", "2", "n")
+    run(s, "SELECT", "1")
+    run(s, "SET", "in-db1", "x")
+    run(s, "SELECT", "0")
+    run(s, "DEL", "a")
+    on(s, None)
+    run(s, "TS.BRANCH", "CREATE", "b2")
+    run(s, "TS.BRANCH", "DROP", "b2")
+    run(s, "SET", "a", "main")
+    fresh = Store(databases=2)
+    if how == "replay":
+        for r in sink.records:
+            fresh.replay(r)
+    else:
+        raw, _n = image(store)
+        load_image(fresh, raw, "test")
+    assert set(fresh.branches) == {b"b1"}
+    assert branch_state(fresh, b"b1") == branch_state(store, b"b1")
+    assert fresh.dbs[0].data == store.dbs[0].data
+    b1 = fresh.branches[b"b1"]
+    assert b1.fork_lsn == store.branches[b"b1"].fork_lsn
+    assert b1.dbs[0].data.get(b"a") is None and b1.dbs[1].data.get(b"in-db1") == b"x"
