@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
-from store import HistoryPolicy, PrunedError, Store, UpdateRecord
 from flusher.checkpoint import image, load_image
+from store import HistoryPolicy, PrunedError, Store, UpdateRecord
 from store.ops import apply_op
 from store.values import copy_value
 
