@@ -49,6 +49,7 @@ from commands.parsing import string2ll
 from commands.registry import COMMANDS, Command, Flag, command, container
 from commands.replies import OK, CloseAfterReply, Frames, Reply, Simple, Verbatim
 from commands.session import ServerState, Session, Stats
+from commands.ts_docs import docs_for
 from store.ops import DEL
 
 REDIS_VERSION = "7.0.15"
@@ -1166,6 +1167,9 @@ def _synth_info(cmd: Command) -> list[Any]:
 
 
 def _synth_docs(cmd: Command) -> dict[str, Any]:
+    documented = docs_for(cmd.name)
+    if documented is not None:
+        return documented
     doc = (cmd.handler.__doc__ or "").strip().splitlines() if cmd.handler else []
     pairs: list[list[Any]] = [["summary", doc[0]]] if doc else []
     group = "generic"
