@@ -21,8 +21,11 @@ from store.ops import DEL, RESTORE, Op, Undo, apply_op
 from store.values import copy_value
 
 
+_time = time.time
+
+
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return int(_time() * 1000)
 
 
 class WriteMeta(NamedTuple):
@@ -38,7 +41,7 @@ class UpdateRecord(NamedTuple):
 
     lsn: int
     time_ms: int
-    ops: tuple[tuple[int, bytes | None, Op], ...]  # (database, key, op)
+    ops: tuple[tuple[Any, bytes | None, Op], ...]  # (database, key, op)
     cmds: tuple[str, ...]  # the command behind each op
     meta: WriteMeta | None
 
@@ -283,15 +286,17 @@ class Store:
             return 0
         self.pending = []
         lsn = self.lsn = self.lsn + 1
-        t = now_ms()
+        t = int(_time() * 1000)
         if t < self.last_time_ms:
             t = self.last_time_ms
         self.last_time_ms = t
-        ops = []
-        cmds = []
-        for dbi, key, op, _undo, cmd in pending:
-            ops.append((dbi, key, op))
-            cmds.append(cmd)
+        if len(pending) == 1:
+            dbi, key, op, _undo, cmd = pending[0]
+            ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
+            cmds: tuple[str, ...] = (cmd,)
+        else:
+            ops = tuple([(p[0], p[1], p[2]) for p in pending])
+            cmds = tuple([p[4] for p in pending])
         self._version(pending, lsn, t, meta)
         if self.tables:
             self.last_commit_sync = any(
@@ -303,7 +308,7 @@ class Store:
         self.index_times.append(t)
         if self._views:
             self._views.clear()
-        self.sink.append(UpdateRecord(lsn, t, tuple(ops), tuple(cmds), meta))
+        self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
         if self.observers:
             obs = self.observers
             for dbi, key, _op, _undo, _cmd in pending:
