@@ -23,6 +23,7 @@ from flusher.codec import iter_items, pack
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
 from store import Snapshot, Store, VersionEntry, WriteMeta
+from store.ops import CREATED
 
 MANIFEST_FORMAT = 1
 
@@ -151,7 +152,14 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
                 db.schedule_expiry(key, expire)
         if chain:
             db.chains[key] = [
-                VersionEntry(lsn, t, cmd, undo, None if meta is None else WriteMeta(*meta), snap)
+                VersionEntry(
+                    lsn,
+                    t,
+                    cmd,
+                    CREATED if undo == CREATED else undo,
+                    None if meta is None else WriteMeta(*meta),
+                    snap,
+                )
                 for lsn, t, cmd, undo, meta, snap in chain
             ]
         if floor is not None:

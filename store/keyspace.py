@@ -20,7 +20,6 @@ from typing import Any, NamedTuple, Protocol
 from store.ops import DEL, RESTORE, Op, Undo, apply_op
 from store.values import copy_value
 
-
 _time = time.time
 
 

@@ -53,6 +53,9 @@ SREM = "srem"  # (SREM, (member, ...))
 ZADD = "zadd"  # (ZADD, ((member, score), ...))
 ZREM = "zrem"  # (ZREM, (member, ...))
 
+# The undo of creating a key (shared: most keys' first version holds it).
+CREATED: Undo = ((RESTORE, None, None),)
+
 ApplyFn = Callable[["Database", bytes, Op], Undo]
 APPLY: dict[str, ApplyFn] = {}
 
@@ -104,6 +107,8 @@ def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
     elif ttl != KEEP_TTL:
         expires[key] = ttl
         db.schedule_expiry(key, ttl)
+    if old is None and oldexp is None:
+        return CREATED
     return ((RESTORE, old, oldexp),)
 
 
@@ -150,7 +155,7 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     if h is None:
         h = {}
         db.data[key] = h
-        undo: Undo = ((RESTORE, None, None),)
+        undo: Undo = CREATED
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -190,7 +195,7 @@ def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
     if lst is None:
         lst = deque()
         db.data[key] = lst
-        undo: Undo = ((RESTORE, None, None),)
+        undo: Undo = CREATED
     else:
         undo = ((LPOP if left else RPOP, len(items)),)
     if left:
@@ -248,7 +253,7 @@ def _apply_sadd(db: Database, key: bytes, op: Op) -> Undo:
     if s is None:
         s = set()
         db.data[key] = s
-        undo: Undo = ((RESTORE, None, None),)
+        undo: Undo = CREATED
     else:
         added = tuple(m for m in members if m not in s)
         undo = ((SREM, added),) if added else ()
@@ -280,7 +285,7 @@ def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
         db.data[key] = z
         for m, sc in op[1]:
             z.add(m, sc)
-        return ((RESTORE, None, None),)
+        return CREATED
     olds: list[tuple[bytes, float]] = []
     news: list[bytes] = []
     seen: set[bytes] = set()

@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from store.ops import RESTORE, Op, Undo, register
+from store.ops import CREATED, Op, Undo, register
 from store.values import TYPE_NAMES
 
 if TYPE_CHECKING:
@@ -382,7 +382,7 @@ def _apply_xadd(db: Database, key: bytes, op: Op) -> Undo:
     if s is None:
         s = Stream()
         db.data[key] = s
-        undo: Undo = ((RESTORE, None, None),)
+        undo: Undo = CREATED
     else:
         tail = s.nodes[-1].nbytes if s.nodes else 0
         undo = ((XUNADD, op[1], s.meta(), tail),)
