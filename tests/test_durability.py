@@ -412,3 +412,38 @@ def test_waitaof_waits_for_object_storage(storage: list[str]) -> None:
     finally:
         r.close()
         p.stop()
+
+
+def test_compaction_deletes_what_checkpoints_cover_and_restart_still_works(
+    tmp_path: Path,
+) -> None:
+    storage = [
+        "--storage", f"file://{tmp_path}/store", "--flush-interval-ms", "5",
+        "--checkpoint-every-records", "40", "--keep-checkpoints", "1",
+    ]  # fmt: skip
+    p = start_temporalstore(storage)
+    r = client(p)
+    root = tmp_path / "store"
+    for round_ in range(4):
+        for i in range(50):
+            r.set(f"k:{round_ * 50 + i}", i)
+        deadline = time.monotonic() + 20
+        while int(r.info("persistence")["checkpoints_written"]) <= round_:
+            assert time.monotonic() < deadline, "no checkpoint after 50 records"
+            time.sleep(0.1)
+    info = r.info("persistence")
+    assert int(info["checkpoints_written"]) >= 3
+    ckpt_lsn = int(info["last_checkpoint_lsn"])
+    assert len(list((root / "checkpoints").glob("*/store.ckpt"))) == 1
+    firsts = sorted(int(f.stem) for f in (root / "segments").iterdir())
+    # Every segment but the last starts after what the kept checkpoint covers.
+    assert all(first > ckpt_lsn - 40 for first in firsts[:-1]), (firsts, ckpt_lsn)
+    r.close()
+    kill9(p)
+    q = start_temporalstore(storage)
+    r = client(q)
+    try:
+        assert len(r.keys("k:*")) == 200
+    finally:
+        r.close()
+        q.stop()
