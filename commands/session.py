@@ -97,6 +97,8 @@ class Durability(Protocol):
 
     def info(self) -> dict[str, Any]: ...
 
+    async def read_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]: ...
+
 
 class Faults(Protocol):
     """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""

@@ -19,12 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from flusher import paths, segment
-from flusher.checkpoint import Manifest, new_manifest, newest_manifest, write_checkpoint
-from flusher.codec import encode_record
+from flusher.checkpoint import (
+    Manifest,
+    new_manifest,
+    newest_manifest,
+    read_checkpoint,
+    write_checkpoint,
+)
+from flusher.codec import encode_record, iter_records
 from flusher.flusher import FencedError, Flusher, put_segment
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from replay.replay import Progress, Recovery, ReplayError, list_segments, recover
-from store import Store, UpdateRecord, WriteMeta, now_ms
+from store import HistoryPolicy, PrunedError, Store, UpdateRecord, WriteMeta, now_ms
 
 log = logging.getLogger("temporalstore")
 
@@ -137,6 +143,43 @@ class DurableStore:
 
     async def wait_capacity(self, timeout: float) -> bool:
         return await self.flusher.wait_capacity(timeout)
+
+    async def read_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]:
+        """A key's (value, expire) just after `lsn`, from object storage: the newest
+        checkpoint at or before it plus the segments up to it, replayed into a
+        scratch store. Slow (it reads everything up to `lsn`), for versions that
+        retention dropped from memory. Raises PrunedError if storage no longer
+        reaches back that far either."""
+        ckpts = sorted(
+            c
+            for k in await self.objects.list(paths.CHECKPOINTS)
+            if (c := paths.parse_checkpoint(k)) is not None and c <= lsn
+        )
+        scratch = Store(databases=len(self.store.dbs), history=HistoryPolicy("versions", 1))
+        base = 0
+        if ckpts:
+            await read_checkpoint(self.objects, scratch, ckpts[-1])
+            base = ckpts[-1]
+        segments = await list_segments(self.objects)
+        covering = []
+        for i, (first, name) in enumerate(segments):
+            last = segments[i + 1][0] - 1 if i + 1 < len(segments) else None
+            if first <= lsn and (last is None or last > base):
+                covering.append((first, name))
+        if not covering or (covering[0][0] > base + 1):
+            raise PrunedError(lsn, key)
+        for _first, name in covering:
+            data = await self.objects.get(name)
+            if data is None:
+                raise PrunedError(lsn, key)
+            _header, raw = await asyncio.to_thread(
+                segment.decode, data, name, segment.SEGMENT_MAGIC
+            )
+            for record in iter_records(raw):
+                if base < record.lsn <= lsn:
+                    scratch.replay(record)
+        db = scratch.dbs[dbi]
+        return db.data.get(key), db.expires.get(key)
 
     def last_error(self) -> str:
         return self.flusher.stats.last_error or "flush backlog over max-unflushed-bytes"
