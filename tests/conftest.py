@@ -133,8 +133,11 @@ def start_temporalstore(
         m = re.search(r"listening on [^ ]+:(\d+)", line)
         if m:
             port = int(m.group(1))
+        # Replay is done (the server answers -LOADING until then) once it logs the
+        # storage line with its writer epoch.
+        if port is not None and re.search(r"storage .*: epoch \d+", line):
             break
-    if port is None:
+    if port is None or proc.poll() is not None:
         proc.kill()
         raise RuntimeError("temporalstore did not start:\n" + "".join(lines))
     # Keep draining stderr so the server never blocks on a full pipe.
