@@ -27,6 +27,7 @@ from commands.parsing import string2ll
 from commands.registry import Flag, command
 from commands.replies import OK, PONG, CloseAfterReply, Reply, Simple
 from commands.session import Session
+from store import PrunedError
 
 REDIS_VERSION = b"7.0.15"
 PROTOVER_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
@@ -142,7 +143,10 @@ def cmd_select(s: Session, argv: list[bytes]) -> Reply:
         raise CommandError(INT_RANGE)
     if not 0 <= n < len(s.store.dbs):
         raise CommandError(DB_INDEX_OUT_OF_RANGE)
-    s.select(n)
+    try:
+        s.select(n)
+    except PrunedError as e:  # under TS.CHECKOUT AT: that database's history is gone
+        raise CommandError(str(e)) from None
     return OK
 
 

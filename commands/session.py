@@ -200,13 +200,16 @@ class Session:
         self.extra: dict[str, Any] = {}
 
     def select(self, dbi: int) -> None:
-        self.dbi = dbi
+        """Switch database (under a checkout, to its view: that raises PrunedError,
+        changing nothing, where the database's history there is no longer retained)."""
         if self.branch is not None:
-            self.db = self.store.branches[self.branch].dbs[dbi]
+            db = self.store.branches[self.branch].dbs[dbi]
         elif self.view_lsn is None:
-            self.db = self.store.dbs[dbi]
+            db = self.store.dbs[dbi]
         else:
-            self.db = self.store.view(dbi, self.view_lsn)
+            db = self.store.view(dbi, self.view_lsn)
+        self.dbi = dbi
+        self.db = db
 
     @property
     def subscriptions(self) -> int:

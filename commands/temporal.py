@@ -17,12 +17,26 @@ TS.CHECKOUT AT <at> | HEAD         this connection's reads answer as of <at>
 TS.DIFF <at> <at> [MATCH pattern] [COUNT n]
 TS.REVERT key <at>                 write the key's old value as a new version
 TS.RESTORE <at> [MATCH pattern]    TS.REVERT every matching key; replies the count
+
+A point in time is an LSN plus the clock at which expiry is judged: a TIME point
+reads with the clock at that time, any other point with the clock at its LSN's
+commit (or now, for the newest LSN, which is the present state). A key whose
+expiry time has passed by then does not exist at that point, even though its
+`expired` deletion is committed a little later.
+
+One commit (a MULTI/EXEC block, or a command touching a key twice such as LMOVE
+with one list) may leave several chain entries with the same LSN for a key; these
+verbs count and show them as one version.
+
+The full reference is docs/temporal.md.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from commands.common import glob_match
 from commands.errors import SYNTAX, CommandError
@@ -30,9 +44,9 @@ from commands.parsing import get_int
 from commands.registry import Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
-from store import PrunedError, WriteMeta, now_ms
+from store import PrunedError, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
-from store.stream import Stream
+from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
 
 NO_SNAPSHOT = "ERR no such snapshot '{}'"
@@ -45,12 +59,78 @@ RO = Flag.READONLY
 W = Flag.WRITE | Flag.DENYOOM
 
 
+class Point(NamedTuple):
+    """A resolved point in time: the state just after `lsn`, with expiry judged at
+    `at_ms` (keys whose expiry time is at or before it do not exist)."""
+
+    lsn: int
+    at_ms: int
+
+
 def pruned(e: PrunedError) -> CommandError:
+    """The reply for a read past retained history: `-PRUNED version <lsn> of <key> ...`."""
     return CommandError(str(e))
 
 
-def parse_at(s: Session, argv: list[bytes], i: int, key: bytes | None = None) -> tuple[int, int]:
-    """Parse a point in time at argv[i]; return (lsn, index after it)."""
+def _entry_lsn(e: VersionEntry) -> int:
+    return e.lsn
+
+
+def _base(s: Session) -> int:
+    """The LSN this connection reads at: its checked-out point, or the head."""
+    return s.view_lsn if s.view_lsn is not None else s.store.lsn
+
+
+def clock_of(s: Session, lsn: int) -> int:
+    """The clock for a point given as an LSN: its commit time, or now for the newest
+    LSN (the same clock `Store.view` uses, so TS.ASOF and TS.CHECKOUT AT agree)."""
+    store = s.store
+    return store.time_of(lsn) if lsn < store.lsn else now_ms()
+
+
+def _chains(s: Session) -> tuple[dict[bytes, list[VersionEntry]], dict[bytes, int]]:
+    """The selected database's version chains and floors, as this connection sees
+    them (a view's chains end at its point; its floors are the main line's)."""
+    floors = s.store.dbs[s.dbi].floors if s.view_lsn is not None else s.db.floors
+    return s.db.chains, floors
+
+
+def _back(s: Session, key: bytes, n: int) -> int:
+    """The LSN of the state `n` versions before the key's latest (as of this
+    connection's point). Before the key's first version it did not exist: that state
+    is readable when the key's whole history is retained, else PRUNED."""
+    base = _base(s)
+    if n == 0:
+        return base
+    chains, floors = _chains(s)
+    chain = chains.get(key, ())
+    end = bisect_right(chain, base, key=_entry_lsn)  # versions at or before base
+    seen = 0
+    last = -1
+    oldest = end  # index of the first entry of the oldest version seen
+    for k in range(end - 1, -1, -1):
+        lsn = chain[k].lsn
+        if lsn != last:
+            if seen == n:
+                return lsn
+            seen += 1
+            last = lsn
+        oldest = k
+    floor = floors.get(key)
+    if end == 0:
+        if floor is None:
+            return 0  # the key had no version at all by then: it never existed
+        raise pruned(PrunedError(floor, key))
+    first = chain[oldest]
+    if seen == n or (floor is None and first.created):
+        return first.lsn - 1  # the state before the oldest retained version
+    raise pruned(PrunedError(floor if floor is not None else first.lsn - 1, key))
+
+
+def parse_point(
+    s: Session, argv: list[bytes], i: int, key: bytes | None = None
+) -> tuple[Point, int]:
+    """Parse a point in time at argv[i]; return (point, index after it)."""
     if i + 1 >= len(argv):
         raise CommandError(SYNTAX)
     kind = argv[i].lower()
@@ -62,47 +142,52 @@ def parse_at(s: Session, argv: list[bytes], i: int, key: bytes | None = None) ->
             raise CommandError(NEGATIVE)
         if lsn > store.lsn:
             raise CommandError(FUTURE_VERSION.format(lsn, store.lsn))
+        point = Point(lsn, clock_of(s, lsn))
     elif kind == b"time":
         t = get_int(arg)
-        lsn = store.lsn if t >= now_ms() else store.lsn_at_time(t)
+        if t < 0:
+            raise CommandError(NEGATIVE)
+        now = now_ms()
+        point = Point(store.lsn, now) if t >= now else Point(store.lsn_at_time(t), t)
     elif kind == b"snapshot":
         snap = store.snapshots.get(arg)
         if snap is None:
             raise CommandError(NO_SNAPSHOT.format(arg.decode("utf-8", "replace")))
-        lsn = snap.lsn
+        point = Point(snap.lsn, clock_of(s, snap.lsn))
     elif kind == b"back":
         if key is None:
             raise CommandError(BACK_NEEDS_KEY)
         n = get_int(arg)
         if n < 0:
             raise CommandError(NEGATIVE)
-        chain = s.db.chains.get(key, [])
-        if n == 0:
-            lsn = store.lsn
-        elif n < len(chain):
-            lsn = chain[len(chain) - 1 - n].lsn
-        elif n == len(chain) and chain and chain[0].created:
-            lsn = chain[0].lsn - 1
-        else:
-            floor = s.db.floors.get(key, chain[0].lsn if chain else 0)
-            raise CommandError(
-                f"ERR PRUNED version {floor} of {key.decode('utf-8', 'replace')} "
-                "is no longer retained"
-            )
+        lsn = _back(s, key, n)
+        point = Point(lsn, clock_of(s, lsn))
     else:
         raise CommandError(SYNTAX)
-    return lsn, i + 2
+    return point, i + 2
+
+
+def parse_at(s: Session, argv: list[bytes], i: int, key: bytes | None = None) -> tuple[int, int]:
+    """Parse a point in time at argv[i]; return (lsn, index after it)."""
+    point, end = parse_point(s, argv, i, key)
+    return point.lsn, end
+
+
+def state_as_of(s: Session, key: bytes, point: Point) -> tuple[Any, int | None]:
+    """The key's (value, expire_ms) at `point`; (None, None) if it did not exist then
+    (or had expired by the point's clock). Raises the PRUNED error past retention."""
+    try:
+        value, expire = s.store.value_as_of(s.dbi, key, point.lsn)
+    except PrunedError as e:
+        raise pruned(e) from None
+    if value is None or (expire is not None and expire <= point.at_ms):
+        return None, None
+    return value, expire
 
 
 def value_as_of(s: Session, key: bytes, lsn: int) -> Any:
     """The key's value just after `lsn` (None if it did not exist, or had expired)."""
-    try:
-        value, expire = s.store.value_as_of(s.dbi, key, lsn)
-    except PrunedError as e:
-        raise pruned(e) from None
-    if value is not None and expire is not None and expire <= s.store.time_of(lsn):
-        return None
-    return value
+    return state_as_of(s, key, Point(lsn, clock_of(s, lsn)))[0]
 
 
 def read_shape(s: Session, value: Any) -> Reply:
@@ -130,8 +215,31 @@ def read_shape(s: Session, value: Any) -> Reply:
             out.append(sc)
         return out
     if t is Stream:
-        return [list(e) for e in value.entries.values()]
+        # By ID, as XRANGE walks it (the entries dict is not in ID order once an
+        # XDEL has been undone).
+        return value.range(MIN_ID, MAX_ID)
     raise CommandError("ERR unsupported value type")
+
+
+def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
+    """Every key of the selected database with a value or a history, sorted."""
+    db = s.store.dbs[s.dbi]
+    keys = dict.fromkeys(db.data)
+    keys.update(dict.fromkeys(db.chains))
+    return sorted(k for k in keys if pattern is None or glob_match(pattern, k))
+
+
+def _versions(chain: Sequence[VersionEntry], lo: int, hi: int) -> list[list[VersionEntry]]:
+    """The chain's entries with lo <= LSN <= hi, grouped by LSN (one group per version)."""
+    start = bisect_right(chain, lo - 1, key=_entry_lsn)
+    stop = bisect_right(chain, hi, key=_entry_lsn)
+    groups: list[list[VersionEntry]] = []
+    for e in chain[start:stop]:
+        if groups and groups[-1][0].lsn == e.lsn:
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    return groups
 
 
 @command("ts.version", 1, RO | Flag.FAST | Flag.LOADING)
@@ -142,16 +250,17 @@ def cmd_ts_version(s: Session, argv: list[bytes]) -> Reply:
 @command("ts.asof", 4, RO, 1, 1, 1)
 def cmd_ts_asof(s: Session, argv: list[bytes]) -> Reply:
     key = argv[1]
-    lsn, end = parse_at(s, argv, 2, key)
+    point, end = parse_point(s, argv, 2, key)
     if end != len(argv):
         raise CommandError(SYNTAX)
-    return read_shape(s, value_as_of(s, key, lsn))
+    return read_shape(s, state_as_of(s, key, point)[0])
 
 
 @command("ts.history", -2, RO, 1, 1, 1)
 def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
     key = argv[1]
-    lo, hi = 0, s.store.lsn
+    base = _base(s)
+    lo, hi = 0, base
     count: int | None = None
     rev = False
     author: bytes | None = None
@@ -179,20 +288,22 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
             i += 1
         else:
             raise CommandError(SYNTAX)
-    chain = s.db.chains.get(key, [])
-    entries = [e for e in chain if lo <= e.lsn <= hi]
+    chain = _chains(s)[0].get(key, [])
+    groups = _versions(chain, lo, min(hi, base))
     if author is not None:
-        entries = [e for e in entries if e.meta is not None and e.meta.author == author]
+        groups = [g for g in groups if g[0].meta is not None and g[0].meta.author == author]
     if rev:
-        entries.reverse()
+        groups.reverse()
     if count is not None:
-        entries = entries[:count]
+        groups = groups[:count]
     out: list[Reply] = []
-    for e in entries:
+    for g in groups:
+        e = g[0]
+        cmds = dict.fromkeys(x.cmd for x in g)
         item: dict[bytes, Reply] = {
             b"version": e.lsn,
             b"time": e.time_ms,
-            b"command": e.cmd.encode(),
+            b"command": ",".join(cmds).encode(),
             b"author": e.meta.author if e.meta is not None else None,
             b"message": e.meta.message if e.meta is not None else None,
         }
@@ -242,17 +353,24 @@ def cmd_ts_unseal(s: Session, argv: list[bytes]) -> Reply:
 
 @command("ts.snapshots", 1, RO)
 def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
-    return [
-        {b"name": snap.name, b"version": snap.lsn, b"time": snap.time_ms, b"trigger": snap.trigger}
-        for snap in sorted(s.store.snapshots.values(), key=lambda x: x.lsn)
-    ]
+    store = s.store
+    out: list[Reply] = []
+    for snap in sorted(store.snapshots.values(), key=lambda x: x.lsn):
+        # The commit time of the seal's version, as the time index (and a restart)
+        # has it; a seal not yet committed (inside EXEC) has only its own.
+        t = store.time_of(snap.lsn) if snap.lsn <= store.lsn else snap.time_ms
+        out.append({b"name": snap.name, b"version": snap.lsn, b"time": t, b"trigger": snap.trigger})
+    return out
 
 
-@command("ts.checkout", -2, Flag.LOADING)
+# Refused inside MULTI: EXEC runs queued commands without the READONLY check, so a
+# queued checkout followed by a write would write into the historical view.
+@command("ts.checkout", -2, Flag.LOADING | Flag.NO_MULTI)
 def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
     opt = argv[1].lower()
     if opt == b"head" and len(argv) == 2:
         s.view_lsn = None
+        s.branch = None
         s.select(s.dbi)
         return OK
     if opt == b"at":
@@ -264,22 +382,21 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
         except PrunedError as e:
             raise pruned(e) from None
         s.view_lsn = lsn
+        s.branch = None  # a view of the main line
         s.select(s.dbi)
+        return OK
+    if len(argv) == 2:
+        from commands.branches import checkout_branch  # TS.CHECKOUT <branch>
+
+        checkout_branch(s, argv[1])
         return OK
     raise CommandError(SYNTAX)
 
 
-def _view_data(s: Session, lsn: int) -> dict[bytes, Any]:
-    try:
-        return s.store.view(s.dbi, lsn).data
-    except PrunedError as e:
-        raise pruned(e) from None
-
-
 @command("ts.diff", -5, RO)
 def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
-    a, i = parse_at(s, argv, 1)
-    b, i = parse_at(s, argv, i)
+    a, i = parse_point(s, argv, 1)
+    b, i = parse_point(s, argv, i)
     pattern: bytes | None = None
     count: int | None = None
     while i < len(argv):
@@ -293,32 +410,45 @@ def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
         else:
             raise CommandError(SYNTAX)
         i += 2
-    old, new = _view_data(s, a), _view_data(s, b)
-    out: list[Reply] = []
-    for key in sorted(old.keys() | new.keys()):
-        if pattern is not None and not glob_match(pattern, key):
-            continue
-        if key not in old:
-            change = b"added"
-        elif key not in new:
-            change = b"removed"
-        elif old[key] != new[key] or type(old[key]) is not type(new[key]):
-            change = b"changed"
-        else:
-            continue
-        out.append([key, change])
+    db = s.store.dbs[s.dbi]
+    chains, floors = db.chains, db.floors
+    lo, hi = min(a.lsn, b.lsn), max(a.lsn, b.lsn)
+    out: dict[bytes, Reply] = {}
+    for key in _keys(s, pattern):
         if count is not None and len(out) >= count:
             break
+        chain = chains.get(key, ())
+        k = bisect_right(chain, lo, key=_entry_lsn)
+        if k < len(chain) and chain[k].lsn <= hi:
+            old, old_exp = state_as_of(s, key, a)
+            new, new_exp = state_as_of(s, key, b)
+        else:
+            floor = floors.get(key)
+            if floor is not None and lo < floor:
+                raise pruned(PrunedError(lo, key))
+            # No version in between: one committed state, alive or not by each clock.
+            old, old_exp = new, new_exp = state_as_of(s, key, Point(hi, 0))
+            if old is not None and old_exp is not None:
+                if old_exp <= a.at_ms:
+                    old, old_exp = None, None
+                if new_exp is not None and new_exp <= b.at_ms:
+                    new, new_exp = None, None
+        if old is None and new is None:
+            continue
+        if old is None:
+            out[key] = b"added"
+        elif new is None:
+            out[key] = b"removed"
+        elif type(old) is not type(new) or old != new or old_exp != new_exp:
+            out[key] = b"changed"
     return out
 
 
-def _revert(s: Session, key: bytes, lsn: int) -> bool:
-    try:
-        value, expire = s.store.value_as_of(s.dbi, key, lsn)
-    except PrunedError as e:
-        raise pruned(e) from None
-    if value is not None and expire is not None and expire <= now_ms():
-        value, expire = None, None
+def _revert(s: Session, key: bytes, value: Any, expire: int | None) -> bool:
+    """Write an old state (from `state_as_of`) as the key's new version; False if the
+    key already holds it."""
+    if expire is not None and expire <= now_ms():
+        value, expire = None, None  # its time has passed: restoring it would delete it
     current = s.db.get(key)
     if current == value and (value is None or s.db.expires.get(key) == expire):
         if value is None or type(current) is type(value):
@@ -330,21 +460,20 @@ def _revert(s: Session, key: bytes, lsn: int) -> bool:
 @command("ts.revert", 4, W, 1, 1, 1)
 def cmd_ts_revert(s: Session, argv: list[bytes]) -> Reply:
     key = argv[1]
-    lsn, end = parse_at(s, argv, 2, key)
+    point, end = parse_point(s, argv, 2, key)
     if end != len(argv):
         raise CommandError(SYNTAX)
-    return int(_revert(s, key, lsn))
+    return int(_revert(s, key, *state_as_of(s, key, point)))
 
 
 @command("ts.restore", -3, W)
 def cmd_ts_restore(s: Session, argv: list[bytes]) -> Reply:
-    lsn, i = parse_at(s, argv, 1)
+    point, i = parse_point(s, argv, 1)
     pattern: bytes | None = None
     if i < len(argv):
         if argv[i].lower() != b"match" or i + 2 != len(argv):
             raise CommandError(SYNTAX)
         pattern = argv[i + 1]
-    then = _view_data(s, lsn)
-    keys = sorted(then.keys() | set(s.db.keys()))
-    keys = [k for k in keys if pattern is None or glob_match(pattern, k)]
-    return sum(_revert(s, k, lsn) for k in keys)
+    # Read every old state first, so a PRUNED key fails the command before any write.
+    states = [(key, *state_as_of(s, key, point)) for key in _keys(s, pattern)]
+    return sum(_revert(s, key, value, expire) for key, value, expire in states)

@@ -521,7 +521,11 @@ class Store:
         if j < n:
             snap = chain[j].snap
             assert snap is not None
+            # The copy is of the state after the whole commit: when one commit left
+            # several entries for this key, start undoing from its last one.
             start = j
+            while start + 1 < n and chain[start + 1].lsn == chain[j].lsn:
+                start += 1
             if snap[0] is not None:
                 scratch.data[key] = copy_value(snap[0])
                 if snap[1] is not None:
