@@ -54,7 +54,7 @@ def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
     from commands.temporal import parse_at
 
     name = argv[2]
-    if not name or name.lower() in (MAIN, b"head") or b" " in name:
+    if not name or name.lower() in (MAIN, b"head", b"at") or b" " in name:
         raise CommandError(RESERVED.format(_name(name)))
     fork = s.store.lsn
     if len(argv) > 3:

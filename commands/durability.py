@@ -15,7 +15,8 @@ TS.FAULT OUTAGE ON|OFF | LATENCY ms | ERROR-RATE p | FAIL-AFTER-PUT n | RESET
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_float, get_range_long, string2ll
@@ -47,6 +48,11 @@ async def _wait_local(s: Session, timeout: float | None) -> bool:
     if dur is None:
         return True
     return await dur.wait_durable(s.last_write_lsn, timeout)
+
+
+def deferred(coro: Callable[[], Coroutine[Any, Any, Reply]]) -> Deferred:
+    """A reply computed by a coroutine (the connection waits for it, in order)."""
+    return _deferred(lambda: asyncio.get_running_loop().create_task(coro()))
 
 
 def _deferred(run: Callable[[], asyncio.Future[Reply] | asyncio.Task[Reply]]) -> Deferred:

@@ -39,10 +39,11 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from commands.common import glob_match
+from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.registry import Flag, command
-from commands.replies import OK, Reply
+from commands.replies import OK, ErrorReply, Reply
 from commands.session import Session
 from store import PrunedError, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
@@ -177,7 +178,7 @@ def state_as_of(s: Session, key: bytes, point: Point) -> tuple[Any, int | None]:
     """The key's (value, expire_ms) at `point`; (None, None) if it did not exist then
     (or had expired by the point's clock). Raises the PRUNED error past retention."""
     try:
-        value, expire = s.store.value_as_of(s.dbi, key, point.lsn)
+        value, expire = s.store.value_as_of(s.db.ident, key, point.lsn)
     except PrunedError as e:
         raise pruned(e) from None
     if value is None or (expire is not None and expire <= point.at_ms):
@@ -253,7 +254,25 @@ def cmd_ts_asof(s: Session, argv: list[bytes]) -> Reply:
     point, end = parse_point(s, argv, 2, key)
     if end != len(argv):
         raise CommandError(SYNTAX)
-    return read_shape(s, state_as_of(s, key, point)[0])
+    try:
+        return read_shape(s, state_as_of(s, key, point)[0])
+    except CommandError as e:
+        dur = s.server.durability
+        if not e.text.startswith(b"PRUNED") or dur is None or s.in_exec or s.branch is not None:
+            raise
+    # Retention dropped it from memory: read it back from object storage (slow).
+
+    async def from_storage() -> Reply:
+        assert dur is not None
+        try:
+            value, expire = await dur.read_as_of(s.dbi, key, point.lsn)
+        except PrunedError as e:
+            return ErrorReply(str(e).encode())
+        if value is not None and expire is not None and expire <= point.at_ms:
+            value = None
+        return read_shape(s, value)
+
+    return deferred(from_storage)
 
 
 @command("ts.history", -2, RO, 1, 1, 1)
@@ -393,10 +412,8 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
     raise CommandError(SYNTAX)
 
 
-@command("ts.diff", -5, RO)
-def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
-    a, i = parse_point(s, argv, 1)
-    b, i = parse_point(s, argv, i)
+def _diff_options(argv: list[bytes], i: int) -> tuple[bytes | None, int | None]:
+    """TS.DIFF's [MATCH pattern] [COUNT n]."""
     pattern: bytes | None = None
     count: int | None = None
     while i < len(argv):
@@ -410,6 +427,61 @@ def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
         else:
             raise CommandError(SYNTAX)
         i += 2
+    return pattern, count
+
+
+def _is_branch(argv: list[bytes], i: int) -> bool:
+    return i + 1 < len(argv) and argv[i].lower() == b"branch"
+
+
+def _states(s: Session, argv: list[bytes], i: int) -> tuple[dict[bytes, Any], int]:
+    """Every key's (value, expire) at a point, or at a branch head (BRANCH <name>)."""
+    from commands.branches import get_branch
+
+    if _is_branch(argv, i):
+        db = get_branch(s, argv[i + 1]).dbs[s.dbi]
+        return {k: (db.data.get(k), db.expires.get(k)) for k in list(db.data)}, i + 2
+    point, end = parse_point(s, argv, i)
+    try:
+        view = s.store.view(s.dbi, point.lsn)
+    except PrunedError as e:
+        raise pruned(e) from None
+    states: dict[bytes, Any] = {}
+    for k, v in view.data.items():
+        exp = view.expires.get(k)
+        if exp is None or exp > point.at_ms:
+            states[k] = (v, exp)
+    return states, end
+
+
+def _diff_states(
+    old: dict[bytes, Any], new: dict[bytes, Any], pattern: bytes | None, count: int | None
+) -> dict[bytes, Reply]:
+    out: dict[bytes, Reply] = {}
+    for key in sorted(old.keys() | new.keys()):
+        if pattern is not None and not glob_match(pattern, key):
+            continue
+        if count is not None and len(out) >= count:
+            break
+        if key not in old:
+            out[key] = b"added"
+        elif key not in new:
+            out[key] = b"removed"
+        elif type(old[key][0]) is not type(new[key][0]) or old[key] != new[key]:
+            out[key] = b"changed"
+    return out
+
+
+@command("ts.diff", -5, RO)
+def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
+    if _is_branch(argv, 1) or _is_branch(argv, 3):
+        before, i = _states(s, argv, 1)
+        after, i = _states(s, argv, i)
+        pattern, count = _diff_options(argv, i)
+        return _diff_states(before, after, pattern, count)
+    a, i = parse_point(s, argv, 1)
+    b, i = parse_point(s, argv, i)
+    pattern, count = _diff_options(argv, i)
     db = s.store.dbs[s.dbi]
     chains, floors = db.chains, db.floors
     lo, hi = min(a.lsn, b.lsn), max(a.lsn, b.lsn)

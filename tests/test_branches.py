@@ -155,3 +155,37 @@ def test_branches_survive_replay_and_checkpoints(how: str) -> None:
     b1 = fresh.branches[b"b1"]
     assert b1.fork_lsn == store.branches[b"b1"].fork_lsn
     assert b1.dbs[0].data.get(b"a") is None and b1.dbs[1].data.get(b"in-db1") == b"x"
+
+
+def test_diff_between_branch_heads_and_points() -> None:
+    store, s, _ = setup()
+    run(s, "SET", "same", "1")
+    run(s, "SET", "gone", "1")
+    run(s, "TS.BRANCH", "CREATE", "b")
+    fork = store.lsn
+    on(s, "b")
+    run(s, "SET", "new", "1")
+    run(s, "DEL", "gone")
+    run(s, "APPEND", "same", "x")
+    on(s, None)
+    diff = run(s, "TS.DIFF", "VERSION", str(fork), "BRANCH", "b")
+    assert diff == {b"new": b"added", b"gone": b"removed", b"same": b"changed"}
+    assert run(s, "TS.DIFF", "BRANCH", "b", "VERSION", str(fork), "MATCH", "n*") == {
+        b"new": b"removed"
+    }
+    assert run(s, "TS.DIFF", "BRANCH", "b", "BRANCH", "b") == {}
+    assert run(s, "TS.DIFF", "BRANCH", "nope", "VERSION", "1").startswith(b"ERR no such branch")
+
+
+def test_temporal_verbs_on_a_branch_read_its_history() -> None:
+    store, s, _ = setup()
+    run(s, "SET", "k", "main-1")
+    run(s, "TS.BRANCH", "CREATE", "b")
+    on(s, "b")
+    run(s, "SET", "k", "b-1")
+    v = store.lsn
+    run(s, "SET", "k", "b-2")
+    assert run(s, "TS.ASOF", "k", "VERSION", str(v)) == b"b-1"
+    assert run(s, "TS.ASOF", "k", "BACK", "1") == b"b-1"
+    on(s, None)
+    assert run(s, "TS.ASOF", "k", "VERSION", str(v)) == b"main-1"

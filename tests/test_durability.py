@@ -447,3 +447,54 @@ def test_compaction_deletes_what_checkpoints_cover_and_restart_still_works(
     finally:
         r.close()
         q.stop()
+
+
+def test_branches_snapshots_and_history_survive_kill9(storage: list[str]) -> None:
+    p = start_temporalstore(storage)
+    r = client(p)
+    r.set("doc", "v1")
+    r.execute_command("TS.SEAL", "first")
+    r.execute_command("TS.BRANCH", "CREATE", "draft")
+    r.execute_command("TS.CHECKOUT", "draft")
+    r.execute_command("TS.META", "AUTHOR", "agent-7")
+    r.set("doc", "draft-edit")
+    r.hset("notes", "a", "1")
+    r.execute_command("TS.CHECKOUT", "HEAD")
+    r.set("doc", "v2")
+    r.execute_command("TS.WAITDURABLE", "0")
+    r.close()
+    kill9(p)
+    q = start_temporalstore(storage)
+    r = client(q)
+    try:
+        assert r.get("doc") == b"v2"
+        assert r.execute_command("TS.ASOF", "doc", "SNAPSHOT", "first") == b"v1"
+        r.execute_command("TS.CHECKOUT", "draft")
+        assert r.get("doc") == b"draft-edit" and r.hgetall("notes") == {b"a": b"1"}
+        history = r.execute_command("TS.HISTORY", "doc")
+        assert any(b"agent-7" in (h if isinstance(h, list) else list(h.values())) for h in history)
+        r.execute_command("TS.CHECKOUT", "HEAD")
+        assert r.exists("notes") == 0
+        assert r.execute_command("TS.MERGE", "draft", "STRATEGY", "THEIRS") == 2
+        assert r.get("doc") == b"draft-edit"
+    finally:
+        r.close()
+        q.stop()
+
+
+def test_versions_pruned_from_memory_are_read_from_storage(tmp_path: Path) -> None:
+    storage = ["--storage", f"file://{tmp_path}/s", "--history", "versions:2"]
+    p = start_temporalstore(storage)
+    r = client(p)
+    try:
+        r.set("k", "first")
+        first = r.execute_command("TS.VERSION")
+        for i in range(10):
+            r.set("k", f"later-{i}")
+        r.execute_command("TS.WAITDURABLE", "0")
+        # Memory keeps 2 versions; the first is still in the segments.
+        assert r.execute_command("TS.ASOF", "k", "VERSION", first) == b"first"
+        assert r.execute_command("TS.ASOF", "k", "VERSION", first - 1) is None
+    finally:
+        r.close()
+        p.stop()
