@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from commands.common import glob_match
+from commands.durability import deferred
 from commands.errors import LOADING, SYNTAX, CommandError
 from commands.parsing import string2ll
 from commands.registry import COMMANDS, Command, Flag, command, container
-from commands.replies import OK, CloseAfterReply, Frames, Reply, Simple, Verbatim
+from commands.replies import OK, CloseAfterReply, ErrorReply, Frames, Reply, Simple, Verbatim
 from commands.session import ServerState, Session, Stats
 from commands.ts_docs import docs_for
 from store.ops import DEL
@@ -208,14 +209,31 @@ def _saved(s: Session) -> None:
 
 @command("save", 1, Flag.ADMIN | Flag.NOSCRIPT | Flag.NO_ASYNC_LOADING | Flag.NO_MULTI)
 def cmd_save(s: Session, argv: list[bytes]) -> Reply:
-    _saved(s)
-    return OK
+    """Write a checkpoint now (and compact); reply once it is stored."""
+    dur = s.server.durability
+    if dur is None:
+        _saved(s)
+        return OK
+
+    async def save() -> Reply:
+        assert dur is not None
+        try:
+            await dur.checkpoint()
+        except Exception as e:  # storage down or fenced: Redis answers an error too
+            return ErrorReply(f"ERR checkpoint failed: {e}".encode())
+        _saved(s)
+        return OK
+
+    return deferred(save)
 
 
 @command("bgsave", -1, Flag.ADMIN | Flag.NOSCRIPT | Flag.NO_ASYNC_LOADING)
 def cmd_bgsave(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() != b"schedule"):
         raise CommandError(SYNTAX)
+    dur = s.server.durability
+    if dur is not None:
+        dur.checkpoint_soon()
     _saved(s)
     return Simple(b"Background saving started")
 

@@ -99,6 +99,10 @@ class Durability(Protocol):
 
     async def read_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]: ...
 
+    async def checkpoint(self) -> int: ...
+
+    def checkpoint_soon(self) -> None: ...
+
 
 class Faults(Protocol):
     """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""

@@ -75,6 +75,8 @@ class DurableStore:
         self.last_checkpoint_status = "ok"
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._requested = False
+        self._checkpoint_lock = asyncio.Lock()
 
     @property
     def sync(self) -> bool:
@@ -224,15 +226,24 @@ class DurableStore:
                 time.monotonic() - self.checkpoint_time >= cfg.checkpoint_every_seconds
                 and self.store.lsn > self.checkpoint_lsn
             )
-            if (due_records or due_time) and self.fenced is None:
+            if (due_records or due_time or self._requested) and self.fenced is None:
+                self._requested = False
                 try:
                     await self.checkpoint()
                 except (ObjectStoreError, FencedError) as e:
                     self.last_checkpoint_status = "err"
                     log.warning("checkpoint failed: %s", e)
 
+    def checkpoint_soon(self) -> None:
+        """Ask the background task for a checkpoint at its next check (BGSAVE)."""
+        self._requested = True
+
     async def checkpoint(self) -> int:
         """Write a checkpoint of the store as it is now and point a manifest at it."""
+        async with self._checkpoint_lock:
+            return await self._checkpoint()
+
+    async def _checkpoint(self) -> int:
         lsn, _size = await write_checkpoint(self.objects, self.store, self.flusher)
         newest = await newest_manifest(self.objects)
         if newest is not None and newest.epoch > self.manifest.epoch:

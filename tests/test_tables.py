@@ -73,7 +73,9 @@ def test_table_lifecycle_and_errors(tmp_path: Path) -> None:
 
 
 def test_retention_is_per_table(tmp_path: Path) -> None:
-    p = start_temporalstore(["--storage", f"file://{tmp_path}/s", "--history", "all"])
+    p = start_temporalstore(
+        ["--storage", f"file://{tmp_path}/s", "--history", "all", "--keep-checkpoints", "1"]
+    )
     r = redis.Redis(port=p.port, decode_responses=True)
     try:
         r.execute_command("TS.TABLE", "CREATE", "t:short", "RETAIN", "VERSIONS", "2")
@@ -83,6 +85,8 @@ def test_retention_is_per_table(tmp_path: Path) -> None:
             r.set("other", i)
             if i == 0:
                 first_short = first_long = r.execute_command("TS.VERSION")
+        assert r.execute_command("TS.ASOF", "other", "VERSION", first_long) == "0"
+        assert r.execute_command("SAVE")  # compact: storage keeps only the checkpoint now
         assert r.execute_command("TS.ASOF", "other", "VERSION", first_long) == "0"
         with pytest.raises(redis.ResponseError, match=r"PRUNED version \d+ of t:short:k"):
             r.execute_command("TS.ASOF", "t:short:k", "VERSION", first_short)

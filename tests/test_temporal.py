@@ -158,7 +158,9 @@ def fresh_db(c: Conn, n: int) -> int:
 
 @pytest.fixture(scope="module")
 def pruning_server() -> Iterator[ServerProcess]:
-    p = start_temporalstore(["--history", "versions:2"])
+    # SAVE writes a checkpoint and compacts down to it, so versions retention
+    # dropped from memory are then gone from object storage too: PRUNED everywhere.
+    p = start_temporalstore(["--history", "versions:2", "--keep-checkpoints", "1"])
     yield p
     p.stop()
 
@@ -953,6 +955,7 @@ def test_pruned_under_versions_2(pruning_server: ServerProcess, resp: int) -> No
         c("SET", key, str(i))
         lsns.append(c.version())
     first = lsns[0]
+    assert c("SAVE") == b"OK"
     h = history(c, key)
     assert 2 <= len(h) <= 4 and h[-1][b"version"] == lsns[-1]
     # The floor (the newest version dropped) is still readable: the oldest retained
@@ -1005,6 +1008,7 @@ def test_snapshot_pins_history(pruning_server: ServerProcess, resp: int) -> None
     assert c("TS.UNSEAL", name) == 1
     for i in range(6):
         c("SET", key, f"after-{i}")
+    assert c("SAVE") == b"OK"
     assert c.err("TS.ASOF", key, "VERSION", sealed) == pruned(key, sealed)
     assert len(history(c, key)) <= 4
     c.close()
