@@ -32,22 +32,22 @@ def _default(obj: Any) -> Any:
     if t is tuple:
         return list(obj)
     if t is deque:
-        return msgpack.ExtType(EXT_LIST, _pack(list(obj)))
+        return msgpack.ExtType(EXT_LIST, _pack_nested(list(obj)))
     if t is set:
-        return msgpack.ExtType(EXT_SET, _pack(list(obj)))
+        return msgpack.ExtType(EXT_SET, _pack_nested(list(obj)))
     if t is HashSet:
-        return msgpack.ExtType(EXT_HASHSET, _pack(list(obj)))
+        return msgpack.ExtType(EXT_HASHSET, _pack_nested(list(obj)))
     if t is HashTable:
-        return msgpack.ExtType(EXT_HASHTABLE, _pack(dict(obj)))
+        return msgpack.ExtType(EXT_HASHTABLE, _pack_nested(dict(obj)))
     if t is WriteMeta:
         return list(obj)
     if t is ZSet:
-        return msgpack.ExtType(EXT_ZSET, _pack([obj.big, list(obj.scores.items())]))
+        return msgpack.ExtType(EXT_ZSET, _pack_nested([obj.big, list(obj.scores.items())]))
     if t is bytearray:
         return msgpack.ExtType(EXT_RAW, bytes(obj))
     if t is Stream:
         state = [list(obj.entries.items()), [n.state() for n in obj.nodes], obj.meta()]
-        return msgpack.ExtType(EXT_STREAM, _pack(state))
+        return msgpack.ExtType(EXT_STREAM, _pack_nested(state))
     raise TypeError(f"cannot serialize {t.__name__}")
 
 
@@ -79,9 +79,18 @@ def _ext(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
+# strict_types: subclasses (HashTable, bytearray) reach _default instead of being
+# written as their base type, so their Redis encoding survives. One packer, reused.
+_PACKER = msgpack.Packer(default=_default, use_bin_type=True, strict_types=True)
+
+
 def _pack(obj: Any) -> bytes:
-    # strict_types: subclasses (HashTable, bytearray) reach _default instead of being
-    # written as their base type, so their Redis encoding survives.
+    data: bytes = _PACKER.pack(obj)
+    return data
+
+
+def _pack_nested(obj: Any) -> bytes:
+    """Extension payloads are packed while the shared packer is busy: a fresh one."""
     data: bytes = msgpack.packb(obj, default=_default, use_bin_type=True, strict_types=True)
     return data
 

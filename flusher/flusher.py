@@ -192,10 +192,15 @@ class Flusher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
+        next_due = self.clock() + self.interval
         while not self.closed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+            # A fixed rate: the time a flush took counts against the next interval.
+            delay = next_due - self.clock()
+            if delay > 0 and not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
             self._wake.clear()
+            next_due = max(self.clock(), next_due) + self.interval
             if self.pending and self.fenced is None:
                 with contextlib.suppress(FencedError):
                     await self.flush_once()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -146,6 +147,9 @@ class LoadProgress:
 
 
 async def serve(config: Config) -> int:
+    # Every write allocates a few long-lived containers (records, versions); a larger
+    # young generation keeps the collector from running on every few thousand writes.
+    gc.set_threshold(50_000, 50, 100)
     store = Store(databases=config.databases, history=HistoryPolicy.parse(config.history))
     state = ServerState(store, config)
     state.write_wait_s = config.write_wait_ms / 1000
@@ -175,6 +179,10 @@ async def serve(config: Config) -> int:
     durable.start()
     state.durability = durable
     state.loading = False
+    # Everything alive now (imports, the replayed store) is long-lived and holds no
+    # cycles that matter: keep the cyclic collector from walking it again and again.
+    gc.collect()
+    gc.freeze()
     await server.serve_until_stopped()
     await durable.close()
     log.info("stopped at LSN %d (durable %d)", store.lsn, durable.durable_lsn)

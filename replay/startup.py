@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -92,7 +93,11 @@ class DurableStore:
         config: DurabilityConfig,
         progress: Progress | None = None,
     ) -> DurableStore:
-        rec = await recover(store, objects, progress)
+        gc.disable()  # replay builds long-lived objects only: no cycles to find
+        try:
+            rec = await recover(store, objects, progress)
+        finally:
+            gc.enable()
         previous = rec.manifest
         epoch = (previous.epoch if previous else 0) + 1
         manifest = new_manifest(epoch, 0, previous.checkpoint_lsn if previous else None)
@@ -257,6 +262,7 @@ class DurableStore:
         self.checkpoint_time = time.monotonic()
         self.checkpoints_written += 1
         self.last_checkpoint_status = "ok"
+        gc.freeze()  # what the checkpoint covered is long-lived: stop re-walking it
         log.info("checkpoint at LSN %d (previous %d)", lsn, previous)
         if self.config.keep_checkpoints > 0:
             with contextlib.suppress(ObjectStoreError):

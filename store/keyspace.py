@@ -348,7 +348,14 @@ class Store:
             snap = None
             if len(chain) % every == every - 1:
                 v = db.data.get(key)
-                if v is not None and type(v) is not bytes:
+                # A full copy every `every` versions, but never more often than every
+                # len/8 versions, so a write costs O(1) amortized even on a huge
+                # collection (an as-of read then undoes up to len/8 versions).
+                if (
+                    v is not None
+                    and type(v) is not bytes
+                    and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
+                ):
                     snap = (copy_value(v), db.expires.get(key))
             chain.append(VersionEntry(lsn, t, cmd, undo, meta, snap))
             if keep.kind == "versions":
