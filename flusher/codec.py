@@ -113,27 +113,8 @@ def decode_record(data: bytes) -> UpdateRecord:
     return _record(unpack(data))
 
 
-def iter_records(body: bytes) -> Iterator[UpdateRecord]:
-    """Records packed back to back (a segment body)."""
-    unpacker = msgpack.Unpacker(
-        None,
-        ext_hook=_ext,
-        use_list=False,
-        raw=False,
-        strict_map_key=False,
-        max_buffer_size=max(len(body), 1024),
-    )
-    unpacker.feed(body)
-    for t in unpacker:
-        yield _record(t)
-
-
-def pack(obj: Any) -> bytes:
-    """Any store value or structure (checkpoint items)."""
-    return _pack(obj)
-
-
 def iter_items(body: bytes) -> Iterator[Any]:
+    """msgpack values packed back to back (a segment or checkpoint body)."""
     unpacker = msgpack.Unpacker(
         None,
         ext_hook=_ext,
@@ -144,3 +125,14 @@ def iter_items(body: bytes) -> Iterator[Any]:
     )
     unpacker.feed(body)
     yield from unpacker
+
+
+def iter_records(body: bytes) -> Iterator[UpdateRecord]:
+    """Update records packed back to back (a segment body)."""
+    for t in iter_items(body):
+        yield _record(t)
+
+
+def pack(obj: Any) -> bytes:
+    """Any store value or structure (checkpoint items)."""
+    return _pack(obj)
