@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck pytest compat redis-server install clean
+.PHONY: run test lint typecheck pytest compat redis-server install clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: lint typecheck pytest
 # Prints "differential: N of M command cases identical to redis-server".
 compat: $(STAMP) redis-server
 	$(BIN)/pytest -q tests
+
+# Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
+# bench-results.json (see bench/run.py).
+bench: $(STAMP) redis-server
+	$(BIN)/python -m bench.run
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""`make bench`: TemporalStore side by side with redis-server (see bench/run.py)."""

@@ -1,0 +1,750 @@
+"""`make bench`: TemporalStore side by side with a real redis-server, in one run.
+
+Every server is started here on a free port and pinned to CPU 0; redis-benchmark,
+the pipelined loader, the INFO samplers and moto (standing in for remote S3) run on
+CPU 1. Runs of the two servers alternate so drift affects both alike, and tables
+show medians of --runs runs. Writes docs/benchmarks.md (keeping its hand-written
+"where the time goes" section) and bench-results.json.
+
+    python -m bench.run                 # everything (what `make bench` runs)
+    python -m bench.run --quick         # small sizes, one run: checks the suite itself
+    python -m bench.run --items 1,7     # a subset (the report shows only those)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import rb
+from bench.client import Client, Sampler, encode, wait_flushed
+from bench.proc import (
+    CORES,
+    LOAD_CPU,
+    PINNED,
+    REPO,
+    SERVER_CPU,
+    Proc,
+    create_bucket,
+    pin_self,
+    restart,
+    start_moto,
+    start_ours,
+    start_redis,
+    tmpdir,
+)
+
+TESTS = ["set", "get", "incr", "lpush", "hset", "zadd"]
+PIPELINES = [1, 16]
+BUCKET = "tsbench"
+NO_CHECKPOINTS = (
+    "--checkpoint-every-records",
+    "1000000000",
+    "--checkpoint-every-seconds",
+    "1000000",
+)
+
+
+@dataclass
+class Settings:
+    runs: int = 3
+    requests: int = 100_000  # item 1: SET and GET
+    other_requests: int = 50_000  # item 1: INCR, LPUSH, HSET, ZADD
+    # Redis at -P 16 gets 10x the requests: 100,000 take it under 0.1 s, too short to
+    # measure (connection set-up and one scheduling hiccup would dominate).
+    redis_pipelined_factor: int = 10
+    store_requests: int = 50_000  # item 2: async SET runs and every GET run
+    sync_requests: int = 10_000  # item 2: sync-mode SET runs, 50 clients
+    sync_clients: tuple[tuple[int, int], ...] = ((1, 300), (10, 1_500), (50, 10_000))
+    mem_keys: int = 1_000_000
+    value_bytes: int = 100
+    version_keys: int = 50_000
+    version_rounds: int = 10
+    deep_versions: int = 100_000
+    hash_fields: int = 1_000
+    hash_versions: int = 10_000
+    history_requests: int = 50_000
+    hash_requests: int = 3_000
+    profile_seconds: int = 8
+
+    @classmethod
+    def quick(cls) -> Settings:
+        return cls(
+            runs=1,
+            requests=20_000,
+            other_requests=10_000,
+            store_requests=10_000,
+            sync_requests=2_000,
+            sync_clients=((1, 100), (10, 500), (50, 2_000)),
+            mem_keys=100_000,
+            version_keys=10_000,
+            deep_versions=10_000,
+            hash_versions=1_000,
+            history_requests=10_000,
+            hash_requests=500,
+            profile_seconds=3,
+        )
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def med(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def pct(xs: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, int(-(-p * len(s) // 100)) - 1))
+    return s[k]
+
+
+def show_server(p: Proc, tmp: list[str] | None = None) -> str:
+    """A server's command line with the per-run port and directories as placeholders."""
+    out: list[str] = []
+    for a in p.argv:
+        a = "$PORT" if a == str(p.port) else a
+        a = re.sub(r"/tmp/tsbench-[A-Za-z0-9_-]+", "$TMPDIR", a)
+        a = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:$MOTO_PORT", a)
+        a = re.sub(r"s3://[^ ]+", "s3://" + BUCKET + "/$PREFIX", a)
+        out.append(a)
+    return shlex.join(out)
+
+
+# -- loaders ---------------------------------------------------------------------------
+
+
+def _value(rng: random.Random, size: int) -> bytes:
+    return rng.randbytes(size // 2 + 1).hex()[:size].encode()
+
+
+def set_commands(keys: int, size: int, prefix: str = "key:", seed: int = 1) -> Iterator[bytes]:
+    rng = random.Random(seed)
+    for i in range(keys):
+        yield encode([b"SET", b"%s%07d" % (prefix.encode(), i), _value(rng, size)])
+
+
+def load(port: int, commands: Iterator[bytes]) -> tuple[int, float]:
+    t0 = time.monotonic()
+    with Client(port) as c:
+        n = c.pipeline(commands)
+    return n, time.monotonic() - t0
+
+
+LOADER_DOC = (
+    "bench loader (bench/client.py): `SET key:NNNNNNN <{size} random hex bytes>` for "
+    "{keys} distinct keys, pipelined 1,000 commands deep over one connection"
+)
+
+
+# -- 1, 3, 8: throughput, latency, flush lag ----------------------------------------------
+
+
+def item_throughput(s: Settings) -> dict[str, Any]:
+    rows: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
+        str(p): {t: {"redis": [], "ours": []} for t in TESTS} for p in PIPELINES
+    }
+    lag: dict[str, list[float]] = {str(p): [] for p in PIPELINES}
+    commands: dict[str, str] = {}
+    for rep in range(s.runs):
+        for p in PIPELINES:
+            # Both servers run side by side (each on a fresh store, the idle one costs
+            # nothing) and each test runs on one, then the other, the order alternating:
+            # paired runs seconds apart, so drift on the machine hits both alike.
+            servers = {
+                "redis": start_redis("--appendonly", "no"),
+                "ours": start_ours(f"file://{tmpdir('ours')}"),
+            }
+            for kind, srv in servers.items():
+                commands[f"server_{kind}"] = show_server(srv)
+            for i, t in enumerate(TESTS):
+                order = ["redis", "ours"] if (rep + i) % 2 == 0 else ["ours", "redis"]
+                for kind in order:
+                    srv = servers[kind]
+                    n = s.requests if t in ("set", "get") else s.other_requests
+                    if kind == "redis" and p > 1:
+                        n *= s.redis_pipelined_factor
+                    a = rb.argv(srv.port, requests=n, pipeline=p, tests=t)
+                    commands[f"P{p}_{t}_{kind}"] = rb.show(a)
+                    sampler = None
+                    if kind == "ours" and t == "set":
+                        sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
+                        sampler.start()
+                    t0, c0 = time.monotonic(), srv.cpu_seconds()
+                    try:
+                        (row,) = rb.run(a)
+                    finally:
+                        if sampler is not None:
+                            lag[str(p)] += sampler.stop()
+                    busy = (srv.cpu_seconds() - c0) / (time.monotonic() - t0)
+                    rows[str(p)][t][kind].append(row.as_dict() | {"server_cpu": busy})
+            for srv in servers.values():
+                srv.stop()
+            log(f"throughput run {rep + 1}/{s.runs} -P {p} done")
+    summary: dict[str, Any] = {}
+    for p in PIPELINES:
+        for t in TESTS:
+            r = rows[str(p)][t]
+            mr = med([x["rps"] for x in r["redis"]])
+            mo = med([x["rps"] for x in r["ours"]])
+            summary[f"P{p}:{t}"] = {
+                "redis_rps": mr,
+                "ours_rps": mo,
+                "ratio": mo / mr,
+                "run_ratios": [
+                    o["rps"] / q["rps"] for o, q in zip(r["ours"], r["redis"], strict=True)
+                ],
+                "redis_cpu": med([x["server_cpu"] for x in r["redis"]]),
+                "ours_cpu": med([x["server_cpu"] for x in r["ours"]]),
+                "redis_p50_ms": med([x["p50_ms"] for x in r["redis"]]),
+                "redis_p99_ms": med([x["p99_ms"] for x in r["redis"]]),
+                "ours_p50_ms": med([x["p50_ms"] for x in r["ours"]]),
+                "ours_p99_ms": med([x["p99_ms"] for x in r["ours"]]),
+            }
+    flush_lag = {
+        f"P{p}": {
+            "samples": len(lag[str(p)]),
+            "p50_ms": pct(lag[str(p)], 50),
+            "p99_ms": pct(lag[str(p)], 99),
+            "max_ms": max(lag[str(p)], default=float("nan")),
+        }
+        for p in PIPELINES
+    }
+    return {
+        "runs": rows,
+        "summary": summary,
+        "flush_lag": flush_lag,
+        "commands": commands,
+        "requests": s.requests,
+        "other_requests": s.other_requests,
+        "redis_pipelined_factor": s.redis_pipelined_factor,
+    }
+
+
+# -- 2, 6: what durability costs; sync mode ----------------------------------------------
+
+STORE_CONFIGS = ["file-async", "s3-async", "s3-sync", "file-sync"]
+
+
+def _persistence(port: int) -> dict[str, str]:
+    with Client(port) as c:
+        return c.info("persistence")
+
+
+def item_durability(s: Settings) -> dict[str, Any]:
+    moto = start_moto()
+    create_bucket(moto, BUCKET)
+    endpoint = f"http://127.0.0.1:{moto.port}"
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in STORE_CONFIGS}
+    lag: dict[str, list[float]] = {c: [] for c in STORE_CONFIGS if c.endswith("async")}
+    commands: dict[str, str] = {}
+    try:
+        for rep in range(s.runs):
+            k = rep % len(STORE_CONFIGS)
+            order = STORE_CONFIGS[k:] + STORE_CONFIGS[:k]
+            for cfg in order:
+                medium, mode = cfg.split("-")
+                flags: list[str] = ["--durability", mode]
+                if medium == "s3":
+                    storage = f"s3://{BUCKET}/{cfg}-{rep}"
+                    flags += ["--s3-endpoint-url", endpoint]
+                else:
+                    storage = f"file://{tmpdir(cfg)}"
+                srv = start_ours(storage, *flags)
+                commands[f"server_{cfg}"] = show_server(srv)
+                for p in PIPELINES:
+                    sweep = [(50, s.sync_requests if mode == "sync" else s.store_requests)]
+                    if cfg == "s3-sync" and p == 1:
+                        sweep = list(s.sync_clients)
+                    for clients, n in sweep:
+                        a = rb.argv(srv.port, clients=clients, requests=n, pipeline=p, tests="set")
+                        commands[f"set_c{clients}_P{p}_{mode}"] = rb.show(a)
+                        before = _persistence(srv.port)
+                        sampler = None
+                        if mode == "async":
+                            sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
+                            sampler.start()
+                        try:
+                            (row,) = rb.run(a)
+                        finally:
+                            if sampler is not None:
+                                lag[cfg] += sampler.stop()
+                        if mode == "async":
+                            wait_flushed(srv.port)
+                        after = _persistence(srv.port)
+                        writes = int(after["last_lsn"]) - int(before["last_lsn"])
+                        puts = int(after["object_puts"]) - int(before["object_puts"])
+                        d = row.as_dict() | {"writes": writes, "puts": puts}
+                        runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
+                    a = rb.argv(srv.port, requests=s.store_requests, pipeline=p, tests="get")
+                    commands[f"get_P{p}"] = rb.show(a)
+                    (row,) = rb.run(a)
+                    runs[cfg].setdefault(f"get:c50:P{p}", []).append(row.as_dict())
+                srv.stop()
+                log(f"durability run {rep + 1}/{s.runs} {cfg} done")
+    finally:
+        moto.stop()
+    summary: dict[str, dict[str, Any]] = {}
+    for cfg, by in runs.items():
+        for key, rs in by.items():
+            summary.setdefault(cfg, {})[key] = {
+                "rps": med([r["rps"] for r in rs]),
+                "p50_ms": med([r["p50_ms"] for r in rs]),
+                "p99_ms": med([r["p99_ms"] for r in rs]),
+                "puts_per_write": (
+                    med([r["puts"] / r["writes"] for r in rs if r.get("writes")])
+                    if "puts" in rs[0]
+                    else None
+                ),
+            }
+    flush_lag = {
+        cfg: {"samples": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99)}
+        for cfg, v in lag.items()
+    }
+    return {
+        "runs": runs,
+        "summary": summary,
+        "flush_lag": flush_lag,
+        "commands": commands,
+        "moto": show_server(moto),
+    }
+
+
+# -- 4, 5: memory and restart -----------------------------------------------------------------
+
+
+def _memory(p: Proc) -> dict[str, int]:
+    with Client(p.port) as c:
+        used = int(c.info("memory")["used_memory"])
+    return {"rss": p.rss_bytes(), "used_memory": used}
+
+
+def _load_and_measure(srv: Proc, s: Settings) -> dict[str, Any]:
+    empty = _memory(srv)
+    n, secs = load(srv.port, set_commands(s.mem_keys, s.value_bytes))
+    if srv.name == "temporalstore":
+        wait_flushed(srv.port)
+    full = _memory(srv)
+    log(f"memory {srv.name}: {full['rss'] / 2**20:.0f} MiB RSS for {n:,} keys in {secs:.1f}s")
+    return {"empty": empty, "loaded": full, "load_seconds": secs, "server": show_server(srv)}
+
+
+def _versions(s: Settings) -> dict[str, Any]:
+    """Ours keeps `version_rounds` versions of `version_keys` keys."""
+    ver: dict[str, Any] = {"keys": s.version_keys, "rounds": s.version_rounds}
+    srv = start_ours(f"file://{tmpdir('ver')}")
+    ver["server"] = show_server(srv)
+    t0 = time.monotonic()
+    for rnd in range(1, s.version_rounds + 1):
+        load(srv.port, set_commands(s.version_keys, s.value_bytes, seed=rnd))
+        if rnd in (1, s.version_rounds):
+            wait_flushed(srv.port)
+            ver[f"round{rnd}"] = _memory(srv)
+    ver["load_seconds"] = time.monotonic() - t0
+    srv.stop()
+    r = start_redis("--appendonly", "no")
+    load(r.port, set_commands(s.version_keys, s.value_bytes))
+    ver["redis_latest"] = _memory(r)
+    r.stop()
+    extra_versions = s.version_keys * (s.version_rounds - 1)
+    ver["bytes_per_extra_version"] = (
+        ver[f"round{s.version_rounds}"]["rss"] - ver["round1"]["rss"]
+    ) / extra_versions
+    return ver
+
+
+def item_memory_restart(s: Settings) -> dict[str, Any]:
+    """Items 4 and 5 share the expensive part: ours loads the 1M keys once, is
+    measured, then killed with -9 and restarted from its segments."""
+    mem: dict[str, Any] = {"keys": s.mem_keys, "value_bytes": s.value_bytes}
+    mem["loader"] = LOADER_DOC.format(size=s.value_bytes, keys=f"{s.mem_keys:,}")
+    redis = start_redis("--appendonly", "no")
+    mem["redis"] = _load_and_measure(redis, s)
+    redis.stop()
+    ours = start_ours(f"file://{tmpdir('replay')}", *NO_CHECKPOINTS)
+    mem["ours"] = _load_and_measure(ours, s)
+    mem["versions"] = _versions(s)
+
+    rs: dict[str, Any] = {"records": s.mem_keys}
+    rs["written_lsn"] = int(_persistence(ours.port)["last_lsn"])
+    rs["ours_server"] = show_server(ours)
+    ours.kill9()
+    aof_dir = tmpdir("aof")
+    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", workdir=aof_dir)
+    load(redis.port, set_commands(s.mem_keys, s.value_bytes))
+    with Client(redis.port) as c:
+        while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
+            time.sleep(0.1)
+    time.sleep(1.5)  # appendfsync no: the AOF is written at once, fsync'd within ~1 s
+    rs["redis_server"] = show_server(redis)
+    redis.kill9()
+    rs["aof_bytes"] = sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file())
+    ours_runs: list[dict[str, Any]] = []
+    redis_runs: list[float] = []
+    for rep in range(s.runs):
+        order = ["ours", "redis"] if rep % 2 == 0 else ["redis", "ours"]
+        for kind in order:
+            if kind == "ours":
+                srv = ours = restart(ours)
+            else:
+                srv = redis = restart(redis)
+            with Client(srv.port) as c:
+                keys = c.call("DBSIZE")
+            if keys != s.mem_keys:
+                raise RuntimeError(f"{srv.name} came back with {keys} keys, not {s.mem_keys}")
+            if kind == "ours":
+                p = _persistence(ours.port)
+                ours_runs.append(
+                    {
+                        "serving_s": ours.serving_s,
+                        "replay_records": int(p["replay_records"]),
+                        "replay_seconds": float(p["replay_seconds"]),
+                        "rss": ours.rss_bytes(),
+                    }
+                )
+            else:
+                redis_runs.append(redis.serving_s)
+            srv.kill9()
+        log(f"restart run {rep + 1}/{s.runs} done")
+    serving = med([r["serving_s"] for r in ours_runs])
+    replay_s = med([r["replay_seconds"] for r in ours_runs])
+    replayed = ours_runs[0]["replay_records"]
+    # Extrapolation to 10M records: the fixed start-up cost (process start to serving
+    # minus replay) plus 10M records at the measured replay rate.
+    fixed = max(0.0, serving - replay_s)
+    rate = replayed / replay_s if replay_s > 0 else float("nan")
+    rs.update(
+        {
+            "ours_runs": ours_runs,
+            "redis_runs": redis_runs,
+            "ours_serving_s": serving,
+            "ours_replay_s": replay_s,
+            "ours_replay_records": replayed,
+            "ours_records_per_s_replay": rate,
+            "ours_records_per_s_end_to_end": replayed / serving,
+            "redis_serving_s": med(redis_runs),
+            "redis_records_per_s_end_to_end": s.mem_keys / med(redis_runs),
+            "ours_fixed_startup_s": fixed,
+            "ours_10m_extrapolated_s": fixed + 10_000_000 / rate,
+        }
+    )
+    return {"memory": mem, "restart": rs}
+
+
+# -- 7: history ---------------------------------------------------------------------------------
+
+
+def _ts_version(port: int) -> int:
+    with Client(port) as c:
+        v: int = c.call("TS.VERSION")
+        return v
+
+
+def item_history(s: Settings) -> dict[str, Any]:
+    srv = start_ours(f"file://{tmpdir('hist')}", "--history", "all")
+    out: dict[str, Any] = {"server": show_server(srv)}
+    # A string key with `deep_versions` versions.
+    v0 = _ts_version(srv.port)
+    rng = random.Random(7)
+    load(
+        srv.port,
+        (encode([b"SET", b"deep:str", _value(rng, s.value_bytes)]) for _ in range(s.deep_versions)),
+    )
+    v1 = _ts_version(srv.port)
+    if v1 - v0 != s.deep_versions:
+        raise RuntimeError(f"expected {s.deep_versions} versions, LSN moved {v1 - v0}")
+    # A hash of `hash_fields` fields with `hash_versions` versions.
+    h0 = _ts_version(srv.port)
+    first = [b"HSET", b"deep:hash"]
+    for i in range(s.hash_fields):
+        first += [b"f%04d" % i, _value(rng, 20)]
+
+    def hash_writes() -> Iterator[bytes]:
+        yield encode(first)
+        for j in range(1, s.hash_versions):
+            yield encode([b"HSET", b"deep:hash", b"f%04d" % (j % s.hash_fields), b"v%07d" % j])
+
+    load(srv.port, hash_writes())
+    h1 = _ts_version(srv.port)
+    if h1 - h0 != s.hash_versions:
+        raise RuntimeError(f"expected {s.hash_versions} hash versions, LSN moved {h1 - h0}")
+    wait_flushed(srv.port)
+    deep = s.deep_versions // 20  # the 5,000th of 100,000 versions: 95,000 newer ones
+    mid = s.deep_versions // 2
+    hdeep = s.hash_versions // 2
+    cases: list[tuple[str, list[str], int]] = [
+        ("GET deep:str", ["GET", "deep:str"], s.history_requests),
+        (
+            f"TS.ASOF deep:str VERSION <version {deep:,}>",
+            ["TS.ASOF", "deep:str", "VERSION", str(v0 + deep)],
+            s.history_requests,
+        ),
+        (
+            f"TS.ASOF deep:str VERSION <version {mid:,}>",
+            ["TS.ASOF", "deep:str", "VERSION", str(v0 + mid)],
+            s.history_requests,
+        ),
+        ("HGETALL deep:hash", ["HGETALL", "deep:hash"], s.hash_requests),
+        (
+            f"TS.ASOF deep:hash VERSION <version {hdeep:,}>",
+            ["TS.ASOF", "deep:hash", "VERSION", str(h0 + hdeep)],
+            s.hash_requests,
+        ),
+    ]
+    # Each command answers correctly before it is timed.
+    with Client(srv.port) as c:
+        for _name, cmd, _n in cases:
+            c.call(*cmd)
+        if c.call("TS.ASOF", "deep:str", "VERSION", str(v0 + deep)) is None:
+            raise RuntimeError("TS.ASOF found no value at the deep version")
+        old_hash = c.call("TS.ASOF", "deep:hash", "VERSION", str(h0 + hdeep))
+        if len(old_hash) != 2 * s.hash_fields:
+            raise RuntimeError(f"TS.ASOF hash has {len(old_hash) // 2} fields")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _c, _n in cases}
+    commands: dict[str, str] = {}
+    for rep in range(s.runs):
+        seq = cases if rep % 2 == 0 else list(reversed(cases))
+        for name, cmd, n in seq:
+            a = rb.argv(srv.port, requests=n, command=cmd)
+            commands[name] = rb.show(a)
+            (row,) = rb.run(a)
+            runs[name].append(row.as_dict())
+        log(f"history run {rep + 1}/{s.runs} done")
+    srv.stop()
+    summary = {
+        name: {"rps": med([r["rps"] for r in rs]), "p99_ms": med([r["p99_ms"] for r in rs])}
+        for name, rs in runs.items()
+    }
+    names = [c[0] for c in cases]
+    out.update(
+        {
+            "deep_versions": s.deep_versions,
+            "hash_fields": s.hash_fields,
+            "hash_versions": s.hash_versions,
+            "runs": runs,
+            "summary": summary,
+            "commands": commands,
+            "str_get": names[0],
+            "str_deep": names[1],
+            "str_mid": names[2],
+            "hash_get": names[3],
+            "hash_deep": names[4],
+            "ratio_str_deep": summary[names[1]]["rps"] / summary[names[0]]["rps"],
+            "ratio_str_mid": summary[names[2]]["rps"] / summary[names[0]]["rps"],
+            "ratio_hash_deep": summary[names[4]]["rps"] / summary[names[3]]["rps"],
+        }
+    )
+    return out
+
+
+# -- profile --------------------------------------------------------------------------------
+
+
+def item_profile(s: Settings) -> dict[str, Any]:
+    from bench.profile import profile_set_load
+
+    return {"profile": profile_set_load(s.profile_seconds)}
+
+
+# -- driver ---------------------------------------------------------------------------------------
+
+# Each returns its named sections of the results.
+ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
+    "1": (
+        "throughput, latency, flush lag (items 1, 3, 8)",
+        lambda s: {"throughput": item_throughput(s)},
+    ),
+    "2": ("durability and sync mode (items 2, 6)", lambda s: {"durability": item_durability(s)}),
+    "4": ("memory and restart (items 4, 5)", item_memory_restart),
+    "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
+    "p": ("profile", item_profile),
+}
+SECTIONS = {
+    "1": ["throughput"],
+    "2": ["durability"],
+    "4": ["memory", "restart"],
+    "7": ["history"],
+    "p": ["profile"],
+}
+
+
+class LoadMeter:
+    """CPU time the rest of the machine used while a part ran: all busy time in
+    /proc/stat minus this runner's and its (reaped) children's CPU time. Other
+    people's work on a shared machine shows up here."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.busy0 = self._busy()
+        self.ours0 = self._ours()
+
+    @staticmethod
+    def _busy() -> float:
+        f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        v = [int(x) for x in f]
+        # user nice system idle iowait irq softirq steal ...
+        return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _ours() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def result(self) -> dict[str, float]:
+        wall = time.monotonic() - self.t0
+        other = max(0.0, (self._busy() - self.busy0) - (self._ours() - self.ours0))
+        return {
+            "wall_s": round(wall, 1),
+            "other_cpu_s": round(other, 1),
+            "other_share_of_machine": round(other / (wall * CORES), 3) if wall else 0.0,
+            "loadavg_end": float(Path("/proc/loadavg").read_text().split()[0]),
+        }
+
+
+SERVER_PACKAGES = ["proxy", "commands", "store", "flusher", "replay"]
+
+
+def code_version() -> dict[str, Any]:
+    """Which server code was measured: the commit, the server files changed from it,
+    and a hash of the server sources (compared at the end: others may edit the
+    checkout while the benchmark runs)."""
+    import hashlib
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    h = hashlib.sha256()
+    for pkg in SERVER_PACKAGES:
+        for f in sorted((REPO / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes())
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "subject": git("log", "-1", "--format=%s"),
+        "uncommitted_server_files": git(
+            "status", "--porcelain", "--", *SERVER_PACKAGES
+        ).splitlines(),
+        "sources_sha256": h.hexdigest()[:16],
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    redis_version = subprocess.run(
+        ["redis-server", "--version"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    mem_total = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_total = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {
+        "cores": CORES,
+        "cpu_model": model,
+        "memory_bytes": mem_total,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "redis_server": redis_version,
+        "pinned": PINNED,
+        "server_cpu": SERVER_CPU if PINNED else None,
+        "load_cpu": LOAD_CPU if PINNED else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run")
+    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,p")
+    ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
+    ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
+    ap.add_argument("--json", default=str(REPO / "bench-results.json"))
+    ap.add_argument(
+        "--render",
+        action="store_true",
+        help="only rewrite --doc from an existing --json (no measurements)",
+    )
+    ns = ap.parse_args(argv)
+    if ns.render:
+        from bench.report import render
+
+        doc = Path(ns.doc)
+        res = json.loads(Path(ns.json).read_text())
+        doc.write_text(render(res, doc.read_text() if doc.exists() else ""))
+        return 0
+    s = Settings.quick() if ns.quick else Settings()
+    if ns.runs is not None:
+        s.runs = ns.runs
+    os.chdir(REPO)
+    pin_self()
+    results: dict[str, Any] = {
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": machine(),
+        "settings": asdict(s),
+        "quick": ns.quick,
+        "item_seconds": {},
+        "other_load": {},
+        "code": code_version(),
+    }
+    t_all = time.monotonic()
+    for key in ns.items.split(","):
+        key = key.strip()
+        label, fn = ITEMS[key]
+        log(f"part {key}: {label}")
+        meter = LoadMeter()
+        try:
+            results.update(fn(s))
+        except Exception as e:  # a failed part is reported, the others still run
+            log(f"part {key} ({label}) failed: {e!r}")
+            for name in SECTIONS[key]:
+                results[name] = {"error": repr(e)}
+        load = meter.result()
+        results["item_seconds"][label] = load["wall_s"]
+        results["other_load"][label] = load
+    results["total_seconds"] = round(time.monotonic() - t_all, 1)
+    end = code_version()
+    results["code_changed_during_run"] = end["sources_sha256"] != results["code"]["sources_sha256"]
+    if results["code_changed_during_run"]:
+        log("WARNING: the server's source files changed while the benchmark ran")
+    from bench.report import evaluate, render
+
+    results["targets"] = evaluate(results)
+    Path(ns.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+    doc = Path(ns.doc)
+    old = doc.read_text() if doc.exists() else ""
+    doc.write_text(render(results, old))
+    for t in results["targets"]:
+        log(f"{t['verdict']:4} {t['target']}: {t['measured']}")
+    log(f"wrote {ns.json} and {ns.doc} in {results['total_seconds']:.0f}s")
+    failed = [k for k, v in results.items() if isinstance(v, dict) and "error" in v]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
