@@ -51,6 +51,8 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ),
     ("write-wait-ms", "5000", "how long a write waits for the flush backlog before TRYAGAIN"),
     ("fault-injection", "no", "yes: enable TS.FAULT to inject object storage faults (tests)"),
+    ("maxclients", "10000", "connections beyond this get Redis' max-clients error"),
+    ("timeout", "0", "close clients idle this many seconds (0: never)"),
 ]
 
 
@@ -93,7 +95,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         raise SystemExit("temporalstore: --durability must be async or sync")
     if ns.fault_injection not in ("yes", "no"):
         raise SystemExit("temporalstore: --fault-injection must be yes or no")
-    return Config(
+    config = Config(
         host=ns.host,
         port=num("port", ns.port),
         storage=ns.storage,
@@ -112,6 +114,9 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         write_wait_ms=num("write-wait-ms", ns.write_wait_ms),
         fault_injection=ns.fault_injection == "yes",
     )
+    config.params["maxclients"] = str(num("maxclients", ns.maxclients, 1))
+    config.params["timeout"] = str(num("timeout", ns.timeout))
+    return config
 
 
 def durability_config(config: Config) -> DurabilityConfig:

@@ -20,7 +20,7 @@ from typing import Any, cast
 import hiredis
 
 from commands.dispatch import DISPATCHER, lookup
-from commands.errors import PROTOCOL_INVALID_MULTIBULK, TRYAGAIN_STORAGE
+from commands.errors import MAX_CLIENTS, PROTOCOL_INVALID_MULTIBULK, TRYAGAIN_STORAGE
 from commands.registry import Command
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
 from commands.session import Durability, ServerState, Session
@@ -40,6 +40,13 @@ QUERY_BUFFER_ERROR = "ERR Protocol error: query buffer limit"
 
 HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
+
+
+def _int_param(state: ServerState, name: str, default: int) -> int:
+    try:
+        return int(state.config.params.get(name, default))
+    except ValueError:
+        return default
 
 
 def _is_write(argv: list[bytes]) -> bool:
@@ -94,8 +101,15 @@ class Connection(asyncio.Protocol):
             push=self.push,
             close=self.kill,
         )
-        state.clients[self.session.id] = self.session
         state.stats.connections_received += 1
+        if len(state.clients) >= _int_param(state, "maxclients", 10000):
+            # As Redis: the error, then the connection is closed.
+            state.stats.rejected_connections += 1
+            self.closing = True
+            self.transport.write(b"-" + MAX_CLIENTS.encode() + b"\r\n")
+            self.transport.close()
+            return
+        state.clients[self.session.id] = self.session
         self.server.connections.add(self)
         self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
 
@@ -583,9 +597,31 @@ class Server:
     async def _cron(self) -> None:
         """Active expiry, ten times a second (Redis' hz 10)."""
         store = self.state.store
+        ticks = 0
         while True:
             await asyncio.sleep(0.1)
             self.state.stats.expired_keys += store.active_expire()
+            ticks += 1
+            if ticks % 10 == 0:
+                self.close_idle_clients()
+
+    def close_idle_clients(self) -> None:
+        """`timeout` (seconds, 0 = never): close clients idle that long, except those
+        blocked, subscribed or in MULTI, as Redis does."""
+        limit = _int_param(self.state, "timeout", 0)
+        if limit <= 0:
+            return
+        now = time.time()
+        for conn in list(self.connections):
+            s = conn.session
+            if (
+                s is not None
+                and not s.blocked
+                and not (s.channels or s.patterns)
+                and s.multi is None
+                and now - s.last_interaction > limit
+            ):
+                conn.kill()
 
     async def serve_until_stopped(self) -> None:
         assert self.stopping is not None
