@@ -189,3 +189,47 @@ def test_temporal_verbs_on_a_branch_read_its_history() -> None:
     assert run(s, "TS.ASOF", "k", "BACK", "1") == b"b-1"
     on(s, None)
     assert run(s, "TS.ASOF", "k", "VERSION", str(v)) == b"main-1"
+
+
+@pytest.mark.parametrize("resp", [2, 3])
+def test_reply_shapes_on_the_wire(resp: int) -> None:
+    """TS.BRANCH LIST, TS.TABLE INFO/LIST and TS.DIFF are maps per entry in RESP3 and
+    flat field/value arrays in RESP2; errors are plain error replies."""
+    from tests.conftest import start_temporalstore
+    from tests.resp_client import RawClient, parse
+
+    p = start_temporalstore()
+    c = RawClient(p.port)
+    try:
+        if resp == 3:
+            c.call("HELLO", "3")
+        c.call("SET", "k", "1")
+        assert c.call("TS.BRANCH", "CREATE", "b") == b"+OK\r\n"
+        c.call("TS.CHECKOUT", "b")
+        c.call("SET", "k", "2")
+        c.call("TS.CHECKOUT", "HEAD")
+        listed = parse(c.call("TS.BRANCH", "LIST"))
+        entry = listed[1][0]
+        assert entry[0] == ("%" if resp == 3 else "*")
+        names = [x[1] for x in entry[1][0::2]]
+        assert names == [b"name", b"parent", b"fork", b"latest", b"changed"]
+        diff = parse(c.call("TS.DIFF", "VERSION", "1", "BRANCH", "b"))
+        assert diff[0] == ("%" if resp == 3 else "*")
+        assert [x[1] for x in diff[1]] == [b"k", b"added"]
+        assert c.call("TS.TABLE", "CREATE", "a:b") == b"+OK\r\n"
+        info = parse(c.call("TS.TABLE", "INFO", "a:b"))
+        assert info[0] == ("%" if resp == 3 else "*")
+        assert [x[1] for x in info[1][0::2]][:4] == [
+            b"name",
+            b"durability",
+            b"retain",
+            b"snapshot-every",
+        ]
+        assert c.call("TS.MERGE", "b") == b":1\r\n"
+        assert c.call("TS.MERGE", "nope") == b"-ERR no such branch 'nope'\r\n"
+        assert c.call("TS.TABLE", "INFO", "x") == b"-ERR table name must be <namespace>:<table>\r\n"
+        assert c.call("TS.BRANCH") == b"-ERR wrong number of arguments for 'ts.branch' command\r\n"
+        assert c.call("TS.BRANCH", "NOPE").startswith(b"-ERR unknown subcommand 'NOPE'")
+    finally:
+        c.close()
+        p.stop()
