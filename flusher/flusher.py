@@ -51,13 +51,9 @@ class FlushStats:
 def estimate_size(record: UpdateRecord) -> int:
     """Bytes a record adds to the unflushed backlog (cheap, approximate)."""
     n = 24
-    for _dbi, key, op in record.ops:
-        n += 16 + (len(key) if key is not None else 0)
+    for _dbi, _key, op in record.ops:
         v = op[1] if len(op) > 1 else None
-        if type(v) is bytes:
-            n += len(v)
-        elif v is not None:
-            n += 64 if not hasattr(v, "__len__") else 16 * len(v) + 16
+        n += 64 + len(v) if type(v) is bytes else 128
     return n
 
 
@@ -91,7 +87,7 @@ class Flusher:
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
-        self.pending: deque[tuple[UpdateRecord, int, float]] = deque()  # record, size, time
+        self.pending: deque[tuple[UpdateRecord, int]] = deque()  # record, estimated size
         self.pending_bytes = 0
         self.stats = FlushStats()
         self.fenced: str | None = None
@@ -107,7 +103,7 @@ class Flusher:
 
     def append(self, record: UpdateRecord) -> None:
         size = estimate_size(record)
-        self.pending.append((record, size, self.clock()))
+        self.pending.append((record, size))
         self.pending_bytes += size
         self.last_lsn = record.lsn
         if self.pending_bytes >= self.segment_max_bytes:
@@ -123,7 +119,7 @@ class Flusher:
         """Age of the oldest write not yet durable."""
         if not self.pending:
             return 0
-        return int((self.clock() - self.pending[0][2]) * 1000)
+        return max(0, int(time.time() * 1000) - self.pending[0][0].time_ms)
 
     def over_capacity(self) -> bool:
         return self.pending_bytes > self.max_unflushed_bytes
@@ -209,7 +205,7 @@ class Flusher:
         """Write one segment with the oldest pending records (up to the size cap)."""
         batch: list[UpdateRecord] = []
         size = 0
-        for record, rsize, _t in self.pending:
+        for record, rsize in self.pending:
             if batch and size + rsize > self.segment_max_bytes:
                 break
             batch.append(record)
@@ -221,7 +217,7 @@ class Flusher:
         )
         await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
         for _ in batch:
-            _r, rsize, _t = self.pending.popleft()
+            _r, rsize = self.pending.popleft()
             self.pending_bytes -= rsize
         self.durable_lsn = last
         st = self.stats
