@@ -53,6 +53,7 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("fault-injection", "no", "yes: enable TS.FAULT to inject object storage faults (tests)"),
     ("maxclients", "10000", "connections beyond this get Redis' max-clients error"),
     ("timeout", "0", "close clients idle this many seconds (0: never)"),
+    ("protected-mode", "yes", "yes: with no password, accept only loopback clients"),
 ]
 
 
@@ -116,6 +117,9 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     )
     config.params["maxclients"] = str(num("maxclients", ns.maxclients, 1))
     config.params["timeout"] = str(num("timeout", ns.timeout))
+    if ns.protected_mode not in ("yes", "no"):
+        raise SystemExit("temporalstore: --protected-mode must be yes or no")
+    config.params["protected-mode"] = ns.protected_mode
     return config
 
 

@@ -42,6 +42,40 @@ HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
 
 
+PROTECTED_MODE_DENIED = (
+    b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
+    b"password is set for the default user. In this mode connections are only accepted from "
+    b"the loopback interface. If you want to connect from external computers to Redis you may "
+    b"adopt one of the following solutions: 1) Just disable protected mode sending the command "
+    b"'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from "
+    b"the same host the server is running, however MAKE SURE Redis is not publicly accessible "
+    b"from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) "
+    b"Alternatively you can just disable the protected mode by editing the Redis configuration "
+    b"file, and setting the protected mode option to 'no', and then restarting the server. 3) "
+    b"If you started the server manually just for testing, restart it with the "
+    b"'--protected-mode no' option. 4) Setup a an authentication password for the default "
+    b"user. NOTE: You only need to do one of the above things in order for the server to start "
+    b"accepting connections from the outside.\r\n"
+)
+
+
+def is_loopback(peer: Any) -> bool:
+    """A client on this host: a loopback address (or a Unix socket)."""
+    if not isinstance(peer, tuple) or not peer:
+        return True
+    host = str(peer[0])
+    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
+
+
+def protected_denied(state: ServerState, peer: Any) -> bool:
+    """Redis' protected mode: with no password, only loopback clients are accepted."""
+    return (
+        state.config.params.get("protected-mode", "yes") == "yes"
+        and state.config.requirepass is None
+        and not is_loopback(peer)
+    )
+
+
 def _int_param(state: ServerState, name: str, default: int) -> int:
     try:
         return int(state.config.params.get(name, default))
@@ -102,6 +136,12 @@ class Connection(asyncio.Protocol):
             close=self.kill,
         )
         state.stats.connections_received += 1
+        if protected_denied(state, peer):
+            state.stats.rejected_connections += 1
+            self.closing = True
+            self.transport.write(PROTECTED_MODE_DENIED)
+            self.transport.close()
+            return
         if len(state.clients) >= _int_param(state, "maxclients", 10000):
             # As Redis: the error, then the connection is closed.
             state.stats.rejected_connections += 1

@@ -53,3 +53,35 @@ def test_idle_clients_are_closed_after_timeout() -> None:
             c.close()
     finally:
         ours.stop()
+
+
+def test_protected_mode_accepts_only_loopback_without_a_password() -> None:
+    from commands.session import Config, ServerState
+    from proxy.server import PROTECTED_MODE_DENIED, protected_denied
+    from store import Store
+
+    state = ServerState(Store(), Config())
+    remote, local6, local4 = ("10.1.2.3", 5555), ("::1", 5555, 0, 0), ("127.0.0.1", 5555)
+    assert protected_denied(state, remote)
+    assert not protected_denied(state, local4) and not protected_denied(state, local6)
+    assert not protected_denied(state, ("::ffff:127.0.0.1", 1, 0, 0))
+    state.config.requirepass = "secret"
+    assert not protected_denied(state, remote)
+    state.config.requirepass = None
+    state.config.params["protected-mode"] = "no"
+    assert not protected_denied(state, remote)
+    assert PROTECTED_MODE_DENIED.startswith(b"-DENIED Redis is running in protected mode")
+    assert PROTECTED_MODE_DENIED.endswith(b"\r\n") and PROTECTED_MODE_DENIED.count(b"\r\n") == 1
+
+
+def test_bound_beyond_loopback_still_serves_loopback_clients() -> None:
+    ours = start_temporalstore(["--host", "0.0.0.0", "--protected-mode", "yes"])
+    try:
+        c = RawClient(ours.port)
+        assert c.call("PING") == b"+PONG\r\n"
+        assert c.call("CONFIG", "GET", "protected-mode") == (
+            b"*2\r\n$14\r\nprotected-mode\r\n$3\r\nyes\r\n"
+        )
+        c.close()
+    finally:
+        ours.stop()
