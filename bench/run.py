@@ -119,8 +119,10 @@ def pct(xs: list[float], p: float) -> float:
 def show_server(p: Proc, tmp: list[str] | None = None) -> str:
     """A server's command line with the per-run port and directories as placeholders."""
     out: list[str] = []
+    root = str(Path(__file__).resolve().parent.parent) + "/"
     for a in p.argv:
         a = "$PORT" if a == str(p.port) else a
+        a = a.replace(root, "")  # paths relative to the repository
         a = re.sub(r"/tmp/tsbench-[A-Za-z0-9_-]+", "$TMPDIR", a)
         a = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:$MOTO_PORT", a)
         a = re.sub(r"s3://[^ ]+", "s3://" + BUCKET + "/$PREFIX", a)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -35,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "commands" / "redis_commands.json"
 REDIS_TAG = "7.0.15"
-# A bare clone of github.com/redis/redis, where this project keeps one.
-DEFAULT_REDIS_GIT = Path("/work/.mirror/redis+redis/repo")
+# A bare clone of github.com/redis/redis (for config.c); override with REDIS_GIT.
+DEFAULT_REDIS_GIT = Path(os.environ.get("REDIS_GIT", "redis.git"))
 
 
 # -- a minimal RESP client that keeps the raw bytes -------------------------------------
