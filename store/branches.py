@@ -10,6 +10,7 @@ back on the branch. Branches pin the main line's history at their fork point.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -20,8 +21,9 @@ from store.keyspace import (
     VersionEntry,
     WriteMeta,
     _entry_lsn,
+    undo_versions,
 )
-from store.ops import Op, apply_op
+from store.ops import Op
 from store.values import copy_value
 
 _MISSING = object()
@@ -155,19 +157,8 @@ class BranchDatabase(Database):
         chain = self.chains.get(key)
         if not chain or lsn < chain[0].lsn:
             return self.store.value_as_of(self.index, key, min(lsn, self.fork_lsn))
-        i = len(chain) - 1
-        scratch = Database(-1)
-        value = self.data.get(key)
-        if value is not None:
-            scratch.data[key] = copy_value(value)
-            exp = self.expires.get(key)
-            if exp is not None:
-                scratch.expires[key] = exp
-        while i >= 0 and chain[i].lsn > lsn:
-            for u in chain[i].undo:
-                apply_op(scratch, key, u)
-            i -= 1
-        return scratch.data.get(key), scratch.expires.get(key)
+        newer = chain[bisect_right(chain, lsn, key=_entry_lsn) :]
+        return undo_versions(key, self.data.get(key), self.expires.get(key), reversed(newer))
 
 
 class Branch:

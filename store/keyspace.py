@@ -13,7 +13,7 @@ import heapq
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -224,6 +224,22 @@ DbOpHandler = Callable[[int, Op, int, int], None]
 
 # Called with every new Store (branches register their ops and checkpoint state).
 STORE_INIT_HOOKS: list[Callable[[Store], None]] = []
+
+
+def undo_versions(
+    key: bytes, value: Any, expire: int | None, newest_first: Iterable[VersionEntry]
+) -> tuple[Any, int | None]:
+    """Start from a copy of (value, expire) and undo each version in turn (newest
+    first): the key's state before the oldest of them."""
+    scratch = Database(-1)
+    if value is not None:
+        scratch.data[key] = copy_value(value)
+        if expire is not None:
+            scratch.expires[key] = expire
+    for entry in newest_first:
+        for u in entry.undo:
+            apply_op(scratch, key, u)
+    return scratch.data.get(key), scratch.expires.get(key)
 
 
 def _entry_lsn(e: VersionEntry) -> int:
@@ -524,7 +540,6 @@ class Store:
         j = i
         while j < n and chain[j].snap is None:
             j += 1
-        scratch = Database(-1)
         if j < n:
             snap = chain[j].snap
             assert snap is not None
@@ -533,22 +548,11 @@ class Store:
             start = j
             while start + 1 < n and chain[start + 1].lsn == chain[j].lsn:
                 start += 1
-            if snap[0] is not None:
-                scratch.data[key] = copy_value(snap[0])
-                if snap[1] is not None:
-                    scratch.expires[key] = snap[1]
+            value, expire = snap
         else:
             start = n - 1
-            cur = db.data.get(key)
-            if cur is not None:
-                scratch.data[key] = copy_value(cur)
-                exp = db.expires.get(key)
-                if exp is not None:
-                    scratch.expires[key] = exp
-        for k in range(start, i - 1, -1):
-            for u in chain[k].undo:
-                apply_op(scratch, key, u)
-        return scratch.data.get(key), scratch.expires.get(key)
+            value, expire = db.data.get(key), db.expires.get(key)
+        return undo_versions(key, value, expire, reversed(chain[i : start + 1]))
 
     # -- points in time ----------------------------------------------------------------
 
