@@ -114,18 +114,22 @@ def _items(store: Store) -> Iterator[bytes]:
         expires = db.expires
         keys = dict.fromkeys(data)
         keys.update(dict.fromkeys(db.chains))
+        chains = db.chains
         for key in keys:
-            chain = [
-                (
-                    e.lsn,
-                    e.time_ms,
-                    e.cmd,
-                    e.undo,
-                    None if e.meta is None else tuple(e.meta),
-                    e.snap,
-                )
-                for e in db.chains.get(key, ())
-            ]
+            born = chains.born(key)
+            chain: Any = born
+            if born is None:
+                chain = [
+                    (
+                        e.lsn,
+                        e.time_ms,
+                        e.cmd,
+                        e.undo,
+                        None if e.meta is None else tuple(e.meta),
+                        e.snap,
+                    )
+                    for e in chains.get(key, ())
+                ]
             yield pack((db.index, key, data.get(key), expires.get(key), chain, db.floors.get(key)))
 
 
@@ -143,6 +147,8 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
         raise segment.CorruptObject(
             f"{name}: holds {head['databases']} databases, the server has {len(store.dbs)}"
         )
+    store.index_lsns = array("q", head["index_lsns"])
+    store.index_times = array("q", head["index_times"])
     for dbi, key, value, expire, chain, floor in it:
         db = store.dbs[dbi]
         if value is not None:
@@ -150,7 +156,12 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
             if expire is not None:
                 db.expires[key] = expire
                 db.schedule_expiry(key, expire)
-        if chain:
+        if chain and type(chain[0]) is int:
+            # (LSN, command): the key's one version created it (see store.Chains).
+            lsn, cmd = chain
+            if not db.chains.set_born(key, lsn, cmd):
+                db.chains[key] = [VersionEntry(lsn, store.time_of(lsn), cmd, CREATED, None)]
+        elif chain:
             db.chains[key] = [
                 VersionEntry(
                     lsn,
@@ -164,8 +175,6 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
             ]
         if floor is not None:
             db.floors[key] = floor
-    store.index_lsns = array("q", head["index_lsns"])
-    store.index_times = array("q", head["index_times"])
     store.snapshots = {
         name: Snapshot(name, lsn, t, trigger) for name, lsn, t, trigger in head["snapshots"]
     }

@@ -126,6 +126,7 @@ class BranchDatabase(Database):
 
     def __init__(self, store: Store, branch: bytes, index: int, fork_lsn: int) -> None:
         super().__init__(index, store._expired)
+        self.chains.time_of = store.time_of
         self.ident = (branch, index)
         self.overlay = True
         self.fork_lsn = fork_lsn
@@ -220,13 +221,11 @@ def _apply_branch_op(store: Store) -> None:
                 data.deleted = set(deleted)
                 expires.own = dict(exp_own)
                 expires.deleted = set(exp_deleted)
-                db.chains = {
-                    k: [
+                for k, c in chains.items():
+                    db.chains[k] = [
                         VersionEntry(lsn, t, cmd, undo, None if m is None else WriteMeta(*m))
                         for lsn, t, cmd, undo, m in c
                     ]
-                    for k, c in chains.items()
-                }
             store.branches[name] = b
 
     store.extra_state["branches"] = (save, load)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from store.ops import DEL, RESTORE, Op, Undo, apply_op
+from store.ops import CREATED, DEL, RESTORE, Op, Undo, apply_op
 from store.values import copy_value
 
 _time = time.time
@@ -59,6 +59,77 @@ class VersionEntry(NamedTuple):
     def created(self) -> bool:
         """This version brought the key into existence (nothing older to read)."""
         return len(self.undo) == 1 and self.undo[0][0] == RESTORE and self.undo[0][1] is None
+
+
+# A key whose only version created it (no metadata) keeps that version packed in
+# one int: its LSN shifted past a small code naming the command. The commit time is
+# the time index's; the undo is CREATED. Most keys are written once, and this saves
+# a list, a VersionEntry and a time per key (most of the history's memory).
+_CMD_BITS = 10
+_CMD_MASK = (1 << _CMD_BITS) - 1
+_cmd_names: list[str] = []
+_cmd_codes: dict[str, int] = {}
+_dict_get = dict.get
+_dict_set = dict.__setitem__
+
+
+def cmd_code(cmd: str) -> int | None:
+    """The packing code of a command name (None once the code space is full)."""
+    code = _cmd_codes.get(cmd)
+    if code is None and len(_cmd_names) <= _CMD_MASK:
+        code = _cmd_codes[cmd] = len(_cmd_names)
+        _cmd_names.append(cmd)
+    return code
+
+
+class Chains(dict[bytes, Any]):
+    """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
+    always see lists of `VersionEntry`; a packed first version is unpacked on the
+    way (and stays packed). Only the commit point writes packed entries."""
+
+    __slots__ = ("time_of",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.time_of: Callable[[int], int] = _no_time
+
+    def born(self, key: bytes) -> tuple[int, str] | None:
+        """(LSN, command) of a key whose chain is one packed creation, else None."""
+        v = _dict_get(self, key)
+        if type(v) is int:
+            return v >> _CMD_BITS, _cmd_names[v & _CMD_MASK]
+        return None
+
+    def set_born(self, key: bytes, lsn: int, cmd: str) -> bool:
+        """Record a key's creating version packed; False where it cannot be."""
+        code = cmd_code(cmd)
+        if code is None:
+            return False
+        _dict_set(self, key, lsn << _CMD_BITS | code)
+        return True
+
+    def unpack(self, v: Any) -> list[VersionEntry]:
+        if type(v) is not int:
+            return v  # type: ignore[no-any-return]
+        lsn = v >> _CMD_BITS
+        return [VersionEntry(lsn, self.time_of(lsn), _cmd_names[v & _CMD_MASK], CREATED, None)]
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        v = _dict_get(self, key, default)
+        return self.unpack(v) if type(v) is int else v
+
+    def __getitem__(self, key: bytes) -> list[VersionEntry]:
+        return self.unpack(dict.__getitem__(self, key))
+
+    def values(self) -> list[list[VersionEntry]]:  # type: ignore[override]
+        return [self.unpack(v) for v in dict.values(self)]
+
+    def items(self) -> list[tuple[bytes, list[VersionEntry]]]:  # type: ignore[override]
+        return [(k, self.unpack(v)) for k, v in dict.items(self)]
+
+
+def _no_time(lsn: int) -> int:
+    return 0
 
 
 class PrunedError(Exception):
@@ -151,7 +222,7 @@ class Database:
         self.on_expire = on_expire
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
-        self.chains: dict[bytes, list[VersionEntry]] = {}
+        self.chains = Chains()
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
         # key -> LSN of the newest version retention dropped: older states are gone.
         self.floors: dict[bytes, int] = {}
@@ -256,6 +327,8 @@ class Store:
         sink: RecordSink | None = None,
     ) -> None:
         self.dbs = [Database(i, self._expired) for i in range(databases)]
+        for db in self.dbs:
+            db.chains.time_of = self.time_of
         self.expired_keys = 0
         self.history = history or HistoryPolicy()
         self.sink: RecordSink = sink or CountingSink()
@@ -357,10 +430,15 @@ class Store:
                     every = policy.snapshot_every
             db = dbs[dbi] if type(dbi) is int else self.db_of(dbi)
             chains = db.chains
-            chain = chains.get(key)
+            chain = _dict_get(chains, key)
             if chain is None:
+                if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
+                    continue
                 chains[key] = [VersionEntry(lsn, t, cmd, undo, meta)]
                 continue
+            if type(chain) is int:
+                chain = chains.unpack(chain)
+                _dict_set(chains, key, chain)
             snap = None
             if len(chain) % every == every - 1:
                 v = db.data.get(key)

@@ -14,8 +14,8 @@ import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher.checkpoint import image, load_image
-from store import HistoryPolicy, PrunedError, Store, UpdateRecord
-from store.ops import apply_op
+from store import HistoryPolicy, PrunedError, Store, UpdateRecord, VersionEntry
+from store.ops import CREATED, apply_op
 from store.values import copy_value
 
 
@@ -189,10 +189,34 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
         for lsn, snap in seen.items():
             for k in keys:
                 assert other.value_as_of(0, k, lsn) == snap.get((0, k), (None, None))
+        assert _versions(other) == _versions(store)
     # A whole-database view at each LSN holds exactly the keys that existed then.
     for lsn, snap in seen.items():
         view = store.view(0, lsn)
         assert {k: v for (d, k), (v, _e) in snap.items() if d == 0} == view.data
+
+
+def _versions(store: Store) -> dict[bytes, list[tuple[Any, ...]]]:
+    """Every key's history in database 0, without the full copies (a replayed store
+    may take them at other versions)."""
+    return {k: [tuple(e)[:5] for e in chain] for k, chain in store.dbs[0].chains.items()}
+
+
+def test_a_key_written_once_keeps_its_version_packed() -> None:
+    store, s, _ = make()
+    run(s, "SET", "once", "v")
+    lsn, t = store.lsn, store.last_time_ms
+    chains = store.dbs[0].chains
+    assert chains.born(b"once") == (lsn, "set")
+    assert chains.get(b"once") == [VersionEntry(lsn, t, "set", CREATED, None)]
+    run(s, "APPEND", "once", "w")
+    # The second version unpacks the first, which keeps its LSN, time and command.
+    assert chains.born(b"once") is None
+    assert [(e.lsn, e.time_ms, e.cmd) for e in chains[b"once"]] == [
+        (lsn, t, "set"),
+        (store.lsn, store.last_time_ms, "append"),
+    ]
+    assert store.value_as_of(0, b"once", lsn) == (b"v", None)
 
 
 def test_undo_of_repeated_members_in_one_op() -> None:
