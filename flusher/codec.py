@@ -43,8 +43,6 @@ def _default(obj: Any) -> Any:
         return list(obj)
     if t is ZSet:
         return msgpack.ExtType(EXT_ZSET, _pack_nested([obj.big, list(obj.scores.items())]))
-    if t is bytearray:
-        return msgpack.ExtType(EXT_RAW, bytes(obj))
     if t is Stream:
         state = [list(obj.entries.items()), [n.state() for n in obj.nodes], obj.meta()]
         return msgpack.ExtType(EXT_STREAM, _pack_nested(state))
@@ -99,9 +97,41 @@ def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, ext_hook=_ext, use_list=False, raw=False, strict_map_key=False)
 
 
+# Records whose ops hold only plain values (bytes, numbers, tuples of them: SET,
+# INCR, HSET, LPUSH, ...) need no extension types; a packer without strict_types
+# writes their tuples as arrays in C, the same bytes the strict packer writes
+# through `_default`, without a Python call per tuple.
+_PLAIN_PACKER = msgpack.Packer(use_bin_type=True)
+_PLAIN = frozenset({bytes, str, int, float, bool, type(None)})
+
+
+def _plain(op: tuple[Any, ...]) -> bool:
+    """Holds only plain values, at most two tuples deep (e.g. HSET's pairs)."""
+    for x in op:
+        t = type(x)
+        if t in _PLAIN:
+            continue
+        if t is not tuple:
+            return False
+        for y in x:
+            ty = type(y)
+            if ty in _PLAIN:
+                continue
+            if ty is not tuple:
+                return False
+            for z in y:
+                if type(z) not in _PLAIN:
+                    return False
+    return True
+
+
 def encode_record(r: UpdateRecord) -> bytes:
-    meta = None if r.meta is None else tuple(r.meta)
-    return _pack((r.lsn, r.time_ms, r.ops, r.cmds, meta))
+    for _dbi, _key, op in r.ops:
+        if not _plain(op):
+            meta = None if r.meta is None else tuple(r.meta)
+            return _pack((r.lsn, r.time_ms, r.ops, r.cmds, meta))
+    data: bytes = _PLAIN_PACKER.pack(r)
+    return data
 
 
 def _record(t: Any) -> UpdateRecord:
