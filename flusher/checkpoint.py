@@ -149,19 +149,22 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
         )
     store.index_lsns = array("q", head["index_lsns"])
     store.index_times = array("q", head["index_times"])
+    dbs = store.dbs
     for dbi, key, value, expire, chain, floor in it:
-        db = store.dbs[dbi]
+        db = dbs[dbi]
         if value is not None:
             db.data[key] = value
             if expire is not None:
                 db.expires[key] = expire
                 db.schedule_expiry(key, expire)
-        if chain and type(chain[0]) is int:
+        if not chain:
+            pass
+        elif type(chain[0]) is int:
             # (LSN, command): the key's one version created it (see store.Chains).
             lsn, cmd = chain
             if not db.chains.set_born(key, lsn, cmd):
                 db.chains[key] = [VersionEntry(lsn, store.time_of(lsn), cmd, CREATED, None)]
-        elif chain:
+        else:
             db.chains[key] = [
                 VersionEntry(
                     lsn,

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from flusher import paths, segment
 from flusher.checkpoint import Manifest, newest_manifest, read_checkpoint
-from flusher.codec import iter_records
+from flusher.codec import iter_items
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from store import Store
+from store.keyspace import LsnMismatch
 
 Progress = Callable[[int, int], None]  # (records applied, segments left)
 
@@ -82,22 +83,24 @@ async def recover(
             if header.first != first:
                 raise ReplayError(f"{key}: header says LSN {header.first}, name says {first}")
             expected = first
-            count = 0
-            for record in iter_records(raw):
-                if record.lsn != expected:
-                    raise ReplayError(
-                        f"{key}: record LSN {record.lsn} where {expected} was expected"
-                    )
-                expected += 1
-                count += 1
-                if record.lsn > rec.lsn:
-                    store.replay(record)
-                    rec.lsn = record.lsn
-                    rec.records += 1
-                    if rec.records % 5000 == 0:
-                        if progress is not None:
-                            progress(rec.records, len(segments) - i)
-                        await asyncio.sleep(0)
+            items = iter_items(raw)
+            while True:
+                # In slices, so the event loop answers LOADING between them.
+                try:
+                    nxt_lsn, applied = store.replay_items(items, expected, rec.lsn, 5000)
+                except LsnMismatch as e:
+                    raise ReplayError(f"{key}: {e}") from None
+                taken = nxt_lsn - expected
+                expected = nxt_lsn
+                if applied:
+                    rec.lsn = expected - 1
+                    rec.records += applied
+                if taken < 5000:
+                    break
+                if progress is not None:
+                    progress(rec.records, len(segments) - i)
+                await asyncio.sleep(0)
+            count = expected - first
             if count != header.count or expected - 1 != header.last:
                 raise ReplayError(
                     f"{key}: header promises LSN {header.first}-{header.last} "

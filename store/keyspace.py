@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import time
 from array import array
 from bisect import bisect_right
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from store.ops import CREATED, DEL, RESTORE, Op, Undo, apply_op
+from store.ops import CREATED, DEL, RESTORE, SET, Op, Undo, apply_op
 from store.values import copy_value
 
 _time = time.time
@@ -105,7 +106,7 @@ class Chains(dict[bytes, Any]):
         code = cmd_code(cmd)
         if code is None:
             return False
-        _dict_set(self, key, lsn << _CMD_BITS | code)
+        self[key] = lsn << _CMD_BITS | code
         return True
 
     def unpack(self, v: Any) -> list[VersionEntry]:
@@ -130,6 +131,15 @@ class Chains(dict[bytes, Any]):
 
 def _no_time(lsn: int) -> int:
     return 0
+
+
+class LsnMismatch(Exception):
+    """A replayed record's LSN is not the next one."""
+
+    def __init__(self, got: int, expected: int) -> None:
+        self.got = got
+        self.expected = expected
+        super().__init__(f"record LSN {got} where {expected} was expected")
 
 
 class PrunedError(Exception):
@@ -513,6 +523,56 @@ class Store:
         pins = [snap.lsn for snap in self.snapshots.values()]
         pins.extend(b.fork_lsn for b in self.branches.values())
         return min(pins) if pins else 1 << 62
+
+    def replay_items(
+        self, items: Iterator[Any], expected: int, skip_through: int, limit: int
+    ) -> tuple[int, int]:
+        """Replay up to `limit` records from `items`, raw as decoded (lsn, time_ms,
+        ops, cmds, meta): they must carry consecutive LSNs from `expected` (else
+        `LsnMismatch`); those at or below `skip_through` are counted, not applied.
+        Returns (the next expected LSN, records applied); fewer than `limit` were
+        taken only when `items` ran out.
+
+        The common record, one SET without TTL creating a key on the main line,
+        takes a short path with the result `replay` would give; others go there."""
+        dbs = self.dbs
+        add_lsn, add_time = self.index_lsns.append, self.index_times.append
+        codes = _cmd_codes
+        applied = 0
+        last_t = self.last_time_ms
+        for lsn, t, ops, cmds, meta in itertools.islice(items, limit):
+            if lsn != expected:
+                raise LsnMismatch(lsn, expected)
+            expected += 1
+            if lsn <= skip_through:
+                continue
+            applied += 1
+            if meta is None and len(ops) == 1:
+                dbi, key, op = ops[0]
+                if type(dbi) is int and op[0] == SET and op[2] is None and type(op[1]) is bytes:
+                    db = dbs[dbi]
+                    data = db.data
+                    chains = db.chains
+                    code = codes.get(cmds[0])
+                    if (
+                        code is not None
+                        and key not in data
+                        and key not in db.expires
+                        and key not in chains
+                    ):
+                        data[key] = op[1]
+                        chains[key] = lsn << _CMD_BITS | code
+                        add_lsn(lsn)
+                        add_time(t)
+                        last_t = t
+                        continue
+            self.replay(UpdateRecord(lsn, t, ops, cmds, None if meta is None else WriteMeta(*meta)))
+            last_t = self.last_time_ms
+        if applied:
+            self.lsn = expected - 1
+            if last_t > self.last_time_ms:
+                self.last_time_ms = last_t
+        return expected, applied
 
     def replay(self, record: UpdateRecord) -> None:
         """Apply a persisted record exactly as it was committed (same LSN, time and

@@ -14,7 +14,9 @@ import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher.checkpoint import image, load_image
+from flusher.codec import encode_record, iter_items
 from store import HistoryPolicy, PrunedError, Store, UpdateRecord, VersionEntry
+from store.keyspace import LsnMismatch
 from store.ops import CREATED, apply_op
 from store.values import copy_value
 
@@ -180,8 +182,8 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
     # a store whose history answers exactly the same.
     replayed = Store(databases=4)
     replayed.snapshot_every = 3
-    for record in sink.records:
-        replayed.replay(record)
+    body = b"".join(encode_record(r) for r in sink.records)
+    assert replayed.replay_items(iter_items(body), 1, 0, 1 << 30) == (store.lsn + 1, store.lsn)
     raw, _count = image(store)
     loaded = Store(databases=4)
     load_image(loaded, raw, "test")
@@ -217,6 +219,25 @@ def test_a_key_written_once_keeps_its_version_packed() -> None:
         (store.lsn, store.last_time_ms, "append"),
     ]
     assert store.value_as_of(0, b"once", lsn) == (b"v", None)
+
+
+def test_replay_checks_lsns_and_skips_what_it_has() -> None:
+    store, s, sink = make()
+    for i in range(4):
+        run(s, "SET", f"k{i}", "v")
+    body = b"".join(encode_record(r) for r in sink.records)
+    fresh = Store(databases=4)
+    # Records 1-2 are already there (say, from a checkpoint): counted, not applied.
+    fresh.replay_items(iter_items(b"".join(encode_record(r) for r in sink.records[:2])), 1, 0, 9)
+    assert fresh.replay_items(iter_items(body), 1, 2, 9) == (5, 2)
+    assert fresh.dbs[0].data == store.dbs[0].data and fresh.lsn == 4
+    with pytest.raises(LsnMismatch):
+        Store(databases=4).replay_items(iter_items(body), 2, 0, 9)
+    # A limit takes that many records and leaves the rest in the iterator.
+    items = iter_items(body)
+    part = Store(databases=4)
+    assert part.replay_items(items, 1, 0, 3) == (4, 3)
+    assert part.replay_items(items, 4, 0, 3) == (5, 1)
 
 
 def test_undo_of_repeated_members_in_one_op() -> None:
