@@ -3,13 +3,16 @@ checkpoint is current, and which writer epoch owns the prefix).
 
 A checkpoint image is a msgpack stream: first a header map (lsn, last_time_ms,
 databases), then one item per key: (db, key, value or None, expire or None,
-version chain), so that restart time does not grow with total history.
+version chain), so that restart time does not grow with total history. The
+image is built in a forked child (see `checkpoint_object`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import os
 import socket
 import time
@@ -19,13 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from flusher import paths, segment
-from flusher.codec import iter_items, pack
+from flusher.codec import iter_items, pack, pack_plain
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
-from store import Snapshot, Store, VersionEntry, WriteMeta
+from store import Database, Snapshot, Store, VersionEntry, WriteMeta
 from store.ops import CREATED
 
 MANIFEST_FORMAT = 1
+log = logging.getLogger("temporalstore")
 
 
 @dataclass(frozen=True)
@@ -110,27 +114,28 @@ def _items(store: Store) -> Iterator[bytes]:
         }
     )
     for db in store.dbs:
-        data = db.data
-        expires = db.expires
-        keys = dict.fromkeys(data)
-        keys.update(dict.fromkeys(db.chains))
-        chains = db.chains
-        for key in keys:
+        data, expires, chains, floors = db.data, db.expires, db.chains, db.floors
+        index = db.index
+        for key, value in data.items():
             born = chains.born(key)
-            chain: Any = born
-            if born is None:
-                chain = [
-                    (
-                        e.lsn,
-                        e.time_ms,
-                        e.cmd,
-                        e.undo,
-                        None if e.meta is None else tuple(e.meta),
-                        e.snap,
-                    )
-                    for e in chains.get(key, ())
-                ]
-            yield pack((db.index, key, data.get(key), expires.get(key), chain, db.floors.get(key)))
+            if born is not None and type(value) is bytes and key not in floors:
+                # The common item (a string written once): plain values only.
+                yield pack_plain((index, key, value, expires.get(key), born, None))
+            else:
+                yield pack(_item(db, key, value, born))
+        for key in chains:
+            if key not in data:  # history of a key that no longer exists
+                yield pack(_item(db, key, None, chains.born(key)))
+
+
+def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
+    chain: Any = born
+    if born is None:
+        chain = [
+            (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta), e.snap)
+            for e in db.chains.get(key, ())
+        ]
+    return (db.index, key, value, db.expires.get(key), chain, db.floors.get(key))
 
 
 def image(store: Store) -> tuple[bytes, int]:
@@ -190,17 +195,79 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
 async def write_checkpoint(
     objects: ObjectStore, store: Store, flusher: Flusher | None = None
 ) -> tuple[int, int]:
-    """Write the store's image; return (lsn, bytes stored). The image is taken in
-    one go on the event loop (a consistent cut); compression runs in a thread.
-    Segments up to the image's LSN are made durable first, so the log stays
-    contiguous with the checkpoint (fencing relies on it)."""
-    lsn = store.lsn
-    raw, count = image(store)
+    """Write the store's image; return (lsn, bytes stored). Segments up to the
+    image's LSN are made durable first, so the log stays contiguous with the
+    checkpoint (fencing relies on it)."""
+    lsn, data = await checkpoint_object(store)
     if flusher is not None:
         await flusher.wait_durable(lsn)
-    data = await asyncio.to_thread(segment.encode, segment.CHECKPOINT_MAGIC, lsn, lsn, count, raw)
     await objects.put(paths.checkpoint(lsn), data)
     return lsn, len(data)
+
+
+async def checkpoint_object(store: Store) -> tuple[int, bytes]:
+    """(LSN, the compressed checkpoint object) of the store as it is now.
+
+    As Redis' BGSAVE: a forked child serializes its copy-on-write snapshot of the
+    store and sends the object back through a pipe, so the event loop keeps serving
+    while the image is built (a consistent cut at the fork). Where fork is not
+    available or the child fails, the image is taken in one go on the event loop."""
+    lsn = store.lsn
+    child = _fork_image(store, lsn) if hasattr(os, "fork") else None
+    if child is not None:
+        pid, fd = child
+        try:
+            data = await asyncio.to_thread(_read_all, fd)
+        finally:
+            os.close(fd)
+        _pid, status = await asyncio.to_thread(os.waitpid, pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code == 0 and data:
+            return lsn, data
+        log.warning("checkpoint child exited with %d; taking the image in-process", code)
+    lsn = store.lsn
+    raw, count = image(store)
+    return lsn, await asyncio.to_thread(
+        segment.encode, segment.CHECKPOINT_MAGIC, lsn, lsn, count, raw
+    )
+
+
+def _fork_image(store: Store, lsn: int) -> tuple[int, int] | None:
+    """Fork a child that writes the checkpoint object to a pipe and exits;
+    (its pid, the read end) or None if it could not be started."""
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as e:
+        os.close(r)
+        os.close(w)
+        log.warning("cannot fork for a checkpoint (%s); taking the image in-process", e)
+        return None
+    if pid:
+        os.close(w)
+        return pid, r
+    code = 1  # the child: never returns
+    try:
+        gc.disable()  # collection would touch (and so copy) every page
+        os.close(r)
+        # Hold no client or listening socket open past the parent's close.
+        os.closerange(3, w)
+        os.closerange(w + 1, 1 << 16)
+        raw, count = image(store)
+        data = segment.encode(segment.CHECKPOINT_MAGIC, lsn, lsn, count, raw)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view) :]
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _read_all(fd: int) -> bytes:
+    parts = []
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 async def read_checkpoint(objects: ObjectStore, store: Store, lsn: int) -> None:
