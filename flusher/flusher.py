@@ -48,15 +48,6 @@ class FlushStats:
     last_error: str = ""
 
 
-def estimate_size(record: UpdateRecord) -> int:
-    """Bytes a record adds to the unflushed backlog (cheap, approximate)."""
-    n = 24
-    for _dbi, _key, op in record.ops:
-        v = op[1] if len(op) > 1 else None
-        n += 64 + len(v) if type(v) is bytes else 128
-    return n
-
-
 async def put_segment(objects: ObjectStore, key: str, data: bytes) -> bool:
     """Write a segment once. True: it is stored (now or by an earlier attempt of
     ours); False: another writer's object holds the name."""
@@ -87,7 +78,9 @@ class Flusher:
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
-        self.pending: deque[tuple[UpdateRecord, int]] = deque()  # record, estimated size
+        # (lsn, commit time, encoded record): encoded as it arrives, so the backlog is
+        # counted exactly and holds no objects for the garbage collector to walk.
+        self.pending: deque[tuple[int, int, bytes]] = deque()
         self.pending_bytes = 0
         self.stats = FlushStats()
         self.fenced: str | None = None
@@ -102,10 +95,10 @@ class Flusher:
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        size = estimate_size(record)
-        self.pending.append((record, size))
-        self.pending_bytes += size
-        self.last_lsn = record.lsn
+        data = encode_record(record)
+        lsn = self.last_lsn = record.lsn
+        self.pending.append((lsn, record.time_ms, data))
+        self.pending_bytes += len(data)
         if self.pending_bytes >= self.segment_max_bytes:
             self._wake.set()
 
@@ -119,7 +112,7 @@ class Flusher:
         """Age of the oldest write not yet durable."""
         if not self.pending:
             return 0
-        return max(0, int(time.time() * 1000) - self.pending[0][0].time_ms)
+        return max(0, int(time.time() * 1000) - self.pending[0][1])
 
     def over_capacity(self) -> bool:
         return self.pending_bytes > self.max_unflushed_bytes
@@ -203,22 +196,22 @@ class Flusher:
 
     async def flush_once(self) -> None:
         """Write one segment with the oldest pending records (up to the size cap)."""
-        batch: list[UpdateRecord] = []
+        batch: list[bytes] = []
         size = 0
-        for record, rsize in self.pending:
-            if batch and size + rsize > self.segment_max_bytes:
+        for _lsn, _t, encoded in self.pending:
+            if batch and size + len(encoded) > self.segment_max_bytes:
                 break
-            batch.append(record)
-            size += rsize
-        raw = b"".join(encode_record(r) for r in batch)
-        first, last = batch[0].lsn, batch[-1].lsn
+            batch.append(encoded)
+            size += len(encoded)
+        raw = b"".join(batch)
+        first, last = self.pending[0][0], self.pending[len(batch) - 1][0]
         data = await asyncio.to_thread(
             segment.encode, segment.SEGMENT_MAGIC, first, last, len(batch), raw
         )
         await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
         for _ in batch:
-            _r, rsize = self.pending.popleft()
-            self.pending_bytes -= rsize
+            self.pending.popleft()
+        self.pending_bytes -= size
         self.durable_lsn = last
         st = self.stats
         st.segments_written += 1
