@@ -23,12 +23,11 @@ from flusher.objectstore import (
     LocalObjectStore,
     ObjectStore,
     ObjectStoreError,
-    S3ObjectStore,
     Unavailable,
     _os_error,
-    _s3_error,
     open_object_store,
 )
+from flusher.s3 import S3ObjectStore, _s3_error
 from tests.conftest import free_port, make_bucket
 
 T = TypeVar("T")
