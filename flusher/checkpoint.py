@@ -26,6 +26,7 @@ from flusher.codec import iter_items, pack, pack_plain
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
 from store import Database, Snapshot, Store, VersionEntry, WriteMeta
+from store.keyspace import cmd_names, translate_codes
 from store.ops import CREATED
 
 MANIFEST_FORMAT = 1
@@ -101,6 +102,10 @@ async def newest_manifest(objects: ObjectStore) -> Manifest | None:
 # -- images ---------------------------------------------------------------------------
 
 
+BATCH = 4096
+"""Keys per batch item (see `_items`)."""
+
+
 def _items(store: Store) -> Iterator[bytes]:
     yield pack(
         {
@@ -111,21 +116,36 @@ def _items(store: Store) -> Iterator[bytes]:
             "index_times": store.index_times.tobytes(),
             "snapshots": [tuple(snap) for snap in store.snapshots.values()],
             "extra": store.checkpoint_extra(),
+            "cmd_names": cmd_names(),
         }
     )
     for db in store.dbs:
         data, expires, chains, floors = db.data, db.expires, db.chains, db.floors
         index = db.index
+        # The common key, a string written once with no expiry, goes into batch
+        # items of parallel arrays: restart loads them with two dict updates.
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        packed: list[int] = []
         for key, value in data.items():
-            born = chains.born(key)
-            if born is not None and type(value) is bytes and key not in floors:
-                # The common item (a string written once): plain values only.
-                yield pack_plain((index, key, value, expires.get(key), born, None))
+            p = chains.packed(key)
+            if p is not None and type(value) is bytes and key not in expires and key not in floors:
+                keys.append(key)
+                values.append(value)
+                packed.append(p)
+                if len(keys) == BATCH:
+                    yield pack_plain((BATCH_TAG, index, keys, values, packed))
+                    keys, values, packed = [], [], []
             else:
-                yield pack(_item(db, key, value, born))
+                yield pack(_item(db, key, value, chains.born(key)))
+        if keys:
+            yield pack_plain((BATCH_TAG, index, keys, values, packed))
         for key in chains:
             if key not in data:  # history of a key that no longer exists
                 yield pack(_item(db, key, None, chains.born(key)))
+
+
+BATCH_TAG = "b"
 
 
 def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
@@ -155,7 +175,16 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
     store.index_lsns = array("q", head["index_lsns"])
     store.index_times = array("q", head["index_times"])
     dbs = store.dbs
-    for dbi, key, value, expire, chain, floor in it:
+    names: list[str] = head.get("cmd_names", [])
+    table = translate_codes(names)
+    for item in it:
+        if item[0] == BATCH_TAG:
+            _tag, dbi, keys, values, packed = item
+            db = dbs[dbi]
+            db.data.update(zip(keys, values, strict=True))
+            db.chains.add_packed(keys, packed, names, table)
+            continue
+        dbi, key, value, expire, chain, floor = item
         db = dbs[dbi]
         if value is not None:
             db.data[key] = value

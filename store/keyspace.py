@@ -83,6 +83,18 @@ def cmd_code(cmd: str) -> int | None:
     return code
 
 
+def cmd_names() -> list[str]:
+    """The command names packed versions refer to, by code (checkpoints keep them)."""
+    return list(_cmd_names)
+
+
+def translate_codes(names: list[str]) -> list[int | None] | None:
+    """This process's codes for another's command `names` (a checkpoint's): None
+    when they are the same codes, so packed versions can be taken as they are."""
+    table = [cmd_code(name) for name in names]
+    return None if all(c == i for i, c in enumerate(table)) else table
+
+
 class Chains(dict[bytes, Any]):
     """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
     always see lists of `VersionEntry`; a packed first version is unpacked on the
@@ -108,6 +120,24 @@ class Chains(dict[bytes, Any]):
             return False
         self[key] = lsn << _CMD_BITS | code
         return True
+
+    def packed(self, key: bytes) -> int | None:
+        """The packed creating version of `key`, if that is all its chain is."""
+        v = _dict_get(self, key)
+        return v if type(v) is int else None
+
+    def add_packed(
+        self, keys: Iterable[bytes], packed: Iterable[int], names: list[str], table: Any
+    ) -> None:
+        """Take packed versions written by a process whose command codes were `names`;
+        `table` is `translate_codes(names)` (None: the same codes, no work per key)."""
+        if table is None:
+            self.update(zip(keys, packed, strict=True))
+            return
+        for key, v in zip(keys, packed, strict=True):
+            lsn, cmd = v >> _CMD_BITS, names[v & _CMD_MASK]
+            if not self.set_born(key, lsn, cmd):
+                self[key] = [VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)]
 
     def unpack(self, v: Any) -> list[VersionEntry]:
         if type(v) is not int:

@@ -15,7 +15,7 @@ from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
-from store import Store
+from store import Store, keyspace
 
 
 def _store() -> Store:
@@ -92,3 +92,20 @@ def test_in_process_when_the_child_fails(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(checkpoint, "image", fails_in_child)
     lsn, data = asyncio.run(checkpoint_object(store))
     assert _state(_loaded(data, lsn)) == _state(store)
+
+
+def test_packed_versions_from_a_process_with_other_command_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Packed versions name their command by a per-process code; a checkpoint
+    carries its table and a process that numbered its commands otherwise
+    translates them."""
+    store = _store()
+    expected = _state(store)
+    raw, _count = image(store)
+    monkeypatch.setattr(keyspace, "_cmd_names", ["xadd", "rpush"])
+    monkeypatch.setattr(keyspace, "_cmd_codes", {"xadd": 0, "rpush": 1})
+    fresh = Store(databases=4)
+    load_image(fresh, raw, "test")
+    assert _state(fresh) == expected
+    assert fresh.dbs[0].chains.born(b"once") == (1, "set")
