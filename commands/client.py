@@ -266,7 +266,7 @@ def cmd_client_kill(s: Session, argv: list[bytes]) -> Reply:
             elif opt == b"laddr":
                 laddr = val
             elif opt == b"user":
-                if val != b"default":
+                if s.server.users.get(val) is None:
                     raise CommandError(NO_SUCH_USER.format(val.decode("utf-8", "replace")))
                 user = val
             elif opt == b"skipme":

@@ -9,8 +9,7 @@ HELLO [protover [AUTH username password] [SETNAME clientname]]
 
 from __future__ import annotations
 
-import hmac
-
+from commands.acl import authenticate, default_auth
 from commands.cleanup import unsubscribe_all, unwatch_all
 from commands.client import set_client_name
 from commands.errors import (
@@ -20,7 +19,6 @@ from commands.errors import (
     NOT_INTEGER,
     SYNTAX,
     WRONG_ARITY,
-    WRONGPASS,
     CommandError,
 )
 from commands.parsing import string2ll
@@ -64,33 +62,16 @@ def cmd_quit(s: Session, argv: list[bytes]) -> Reply:
     return CloseAfterReply(OK)
 
 
-def check_password(s: Session, user: bytes, password: bytes) -> bool:
-    """The only user is `default`; without requirepass it takes any password."""
-    required = s.server.config.requirepass
-    if user != b"default":
-        return False
-    if required is None:
-        return True
-    return hmac.compare_digest(password, required.encode())
-
-
-def _login(s: Session, user: bytes, password: bytes) -> None:
-    if not check_password(s, user, password):
-        raise CommandError(WRONGPASS)
-    s.authenticated = True
-    s.user = user
-
-
 @command("auth", -2, PRE_AUTH | Flag.SENTINEL)
 def cmd_auth(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) > 3:
         raise CommandError(SYNTAX)
     if len(argv) == 2:
-        if s.server.config.requirepass is None:
+        if s.server.users.default.nopass:
             raise CommandError(AUTH_NOT_SET)
-        _login(s, b"default", argv[1])
+        authenticate(s, argv[0], b"default", argv[1])
     else:
-        _login(s, argv[1], argv[2])
+        authenticate(s, argv[0], argv[1], argv[2])
     return OK
 
 
@@ -110,7 +91,7 @@ def cmd_hello(s: Session, argv: list[bytes]) -> Reply:
         more = len(argv) - 1 - j
         opt = argv[j].lower()
         if opt == b"auth" and more >= 2:
-            _login(s, argv[j + 1], argv[j + 2])
+            authenticate(s, argv[0], argv[j + 1], argv[j + 2])
             j += 2
         elif opt == b"setname" and more:
             set_client_name(s, argv[j + 1])
@@ -162,6 +143,5 @@ def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     s.resp = 2
     s.name = None
     s.meta = None
-    s.authenticated = s.server.config.requirepass is None
-    s.user = b"default"
+    default_auth(s)
     return RESET_REPLY

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from time import perf_counter_ns
 
+from commands.acl import denied as acl_denied
 from commands.cleanup import unwatch_all
 from commands.errors import (
     FENCED,
@@ -19,6 +20,7 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
+from commands.limits import OOM, oom_rejects
 from commands.registry import COMMANDS, Command, CommandStats, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
@@ -73,9 +75,13 @@ class Dispatcher:
             return self.reject(s, cmd, argv)
         assert isinstance(cmd, Command)
         s.last_cmd_name = cmd.name
-        if not s.authenticated and not cmd.flags & Flag.NO_AUTH:
+        if not s.authenticated and not cmd.flags & Flag.NO_AUTH and s.server.users.auth_required():
             return self.reject(s, NOAUTH.encode(), argv, cmd)
+        if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
+            return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
         server = s.server
+        if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
+            return self.reject(s, OOM.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:

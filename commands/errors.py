@@ -82,3 +82,28 @@ FENCED = (
     "so it accepts no more writes"
 )
 TRYAGAIN_STORAGE = "TRYAGAIN object storage unavailable: {}"
+NOPERM_COMMAND = "NOPERM this user has no permissions to run the '{}' command"
+NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
+NOPERM_CHANNEL = (
+    "NOPERM this user has no permissions to access one of the channels used as arguments"
+)
+NOPERM_EXEC = (
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the "
+    "EXEC call. This command is no longer allowed for the following reason: {}"
+)
+ACL_USERNAME_SPACES = "ERR Usernames can't contain spaces or null characters"
+ACL_DEFAULT_UNDELETABLE = "ERR The 'default' user cannot be removed"
+ACL_UNKNOWN_CATEGORY = "ERR Unknown category '%s'"
+ACL_GENPASS_RANGE = (
+    "ERR ACL GENPASS argument must be the number of bits for the output password, "
+    "a positive number up to 4096"
+)
+ACL_NO_ACLFILE = (
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    "Redis configuration file set) in order to store users in the Redis configuration."
+)
+ACL_SAVE_FAILED = (
+    "ERR There was an error trying to save the ACLs. Please check the server logs for more "
+    "information"
+)

@@ -1,6 +1,7 @@
 """Imports every command family so the command table is complete."""
 
 from commands import (
+    acl,
     branches,
     client,
     connection,
@@ -20,6 +21,7 @@ from commands import (
 )
 
 __all__ = [
+    "acl",
     "branches",
     "client",
     "connection",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import platform
 import re
@@ -46,12 +47,16 @@ from typing import Any
 from commands.common import glob_match
 from commands.durability import deferred
 from commands.errors import LOADING, SYNTAX, CommandError
+from commands.limits import config_changed, memtoull, merge_output_limits, rss_bytes
 from commands.parsing import string2ll
 from commands.registry import COMMANDS, Command, Flag, command, container
 from commands.replies import OK, CloseAfterReply, ErrorReply, Frames, Reply, Simple, Verbatim
-from commands.session import ServerState, Session, Stats
+from commands.session import Config, ServerState, Session, Stats
 from commands.ts_docs import docs_for
+from commands.users import own_categories
 from store.ops import DEL
+
+log = logging.getLogger("temporalstore")
 
 REDIS_VERSION = "7.0.15"
 INVALID_FIRST_DB = "ERR invalid first DB index"
@@ -74,18 +79,6 @@ DEBUG_REFUSED = (
 ADMIN = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 LOADING_STALE = Flag.LOADING | Flag.STALE
 CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def rss_bytes() -> int:
-    """Resident set size, from /proc (or the peak from getrusage where there is none)."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 _STARTUP_RSS = rss_bytes()  # the server imports this module as it starts
 
 
@@ -491,7 +484,7 @@ lsn:{store.lsn}
 last_commit_time_ms:{store.last_time_ms}
 history_policy:{store.history}
 versioned_keys:{versioned}
-storage:{cfg.storage}
+storage:{storage}
 flush_interval_ms:{cfg.flush_interval_ms}
 """)
 
@@ -638,9 +631,16 @@ def _info_keyspace(s: Session) -> str:
 
 
 def _info_temporalstore(s: Session) -> str:
+    from flusher.objectstore import redact  # credentials in a URL are never shown
+
     store = s.store
     versioned = sum(len(db.chains) for db in store.dbs)
-    return _TEMPORALSTORE.format(store=store, cfg=s.server.config, versioned=versioned)
+    return _TEMPORALSTORE.format(
+        store=store,
+        cfg=s.server.config,
+        versioned=versioned,
+        storage=redact(s.server.config.storage),
+    )
 
 
 def _empty(s: Session) -> str:
@@ -808,9 +808,34 @@ def config_get_value(server: ServerState, name: str) -> str:
         return str(cfg.databases)
     if name == "requirepass":
         return cfg.requirepass or ""
+    if name == "aclfile":
+        return cfg.aclfile or ""
     if name == "dir":
         return os.getcwd()
     return _config_values(server).get(name, "")
+
+
+# A deliberate difference from Redis 7.0, which answers CONFIG GET requirepass with the
+# password itself: secrets are never shown (a set one reads as REDACTED, an unset one "").
+REDACTED = "<redacted>"
+SECRET_PARAMS = frozenset(
+    {"requirepass", "masterauth", "tls-key-file-pass", "tls-client-key-file-pass"}
+)
+# TLS is set up when the server starts: CONFIG SET may not change these (Redis' texts for
+# a TLS setting or port it cannot apply).
+_SET_AT_START = {
+    "tls-port": "Unable to listen on this port. Check server logs.",
+    "tls-cert-file": "Unable to update TLS configuration. Check server logs.",
+    "tls-key-file": "Unable to update TLS configuration. Check server logs.",
+    "tls-ca-cert-file": "Unable to update TLS configuration. Check server logs.",
+    "tls-auth-clients": "Unable to update TLS configuration. Check server logs.",
+}
+
+
+def shown_config_value(server: ServerState, name: str) -> str:
+    """What CONFIG GET shows: the value, unless it is a secret."""
+    value = config_get_value(server, name)
+    return REDACTED if value and name in SECRET_PARAMS else value
 
 
 @command("config|get", -3, ADMIN)
@@ -823,28 +848,14 @@ def cmd_config_get(s: Session, argv: list[bytes]) -> Reply:
             p = table.get(arg.decode("utf-8", "replace").lower())
             if p is not None and arg.lower() not in seen:
                 seen.add(arg.lower())
-                out[arg] = config_get_value(s.server, p.canonical).encode()
+                out[arg] = shown_config_value(s.server, p.canonical).encode()
             continue
         for name, p in table.items():
             key = name.encode()
             if "hidden" not in p.flags and key not in seen and glob_match(arg, key, nocase=True):
                 seen.add(key)
-                out[key] = config_get_value(s.server, p.canonical).encode()
+                out[key] = shown_config_value(s.server, p.canonical).encode()
     return out
-
-
-def _memtoull(text: str) -> int | None:
-    m = re.fullmatch(r"([0-9]*)([a-zA-Z]*)", text)
-    if m is None:
-        return None
-    mul = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 10**6, "mb": 1 << 20, "g": 10**9}.get(
-        m.group(2).lower(), 1 << 30 if m.group(2).lower() == "gb" else None
-    )
-    if mul is None:
-        return None
-    digits = m.group(1)
-    val = min(int(digits), 2**64 - 1) if digits else 0
-    return (val * mul) % 2**64
 
 
 def _numeric(p: ConfigParam, value: str) -> str:
@@ -853,7 +864,7 @@ def _numeric(p: ConfigParam, value: str) -> str:
     spec = p.spec
     ll: int | None = None
     if spec.get("memory"):
-        u = _memtoull(value)
+        u = memtoull(value)
         if u is not None:
             ll = u - 2**64 if u >= 2**63 else u
     if ll is None and spec.get("percent") and len(value) > 1 and value.endswith("%"):
@@ -939,6 +950,10 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
             "A" if classes >= _NOTIFY_ALL else "".join(c for c in _NOTIFY_CLASSES if c in classes)
         )
         return text + "".join(c for c in "KEm" if c in classes)
+    if name == "client-output-buffer-limit":
+        return merge_output_limits(
+            config_get_value(server, name), value.split(" ") if value else []
+        )
     if name in ("port", "bind") and value != config_get_value(server, name):
         if name == "port":
             raise ValueError("Unable to listen on this port. Check server logs.")
@@ -948,6 +963,14 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
 
 def config_normalize(server: ServerState, p: ConfigParam, value: str) -> str:
     """The value as CONFIG GET will show it, or ValueError with Redis' reason."""
+    shown = _normalize(server, p, value)
+    if p.canonical in _SET_AT_START and shown != config_get_value(server, p.canonical):
+        log.warning("CONFIG SET %s: TLS settings are fixed when the server starts", p.name)
+        raise ValueError(_SET_AT_START[p.canonical])
+    return shown
+
+
+def _normalize(server: ServerState, p: ConfigParam, value: str) -> str:
     kind = p.spec.get("type", "string")
     if kind == "bool":
         if value.lower() not in ("yes", "no"):
@@ -962,12 +985,26 @@ def config_normalize(server: ServerState, p: ConfigParam, value: str) -> str:
     return _numeric(p, value)
 
 
+def set_at_start(config: Config, name: str, value: str) -> None:
+    """A parameter given as a start-up flag, checked and stored as CONFIG SET would
+    (ValueError with Redis' reason). Multi-word values split on any whitespace."""
+    p = _config_table()[name]
+    kind = p.spec.get("type")
+    if kind == "special":
+        current = config.params.get(name) or command_data()["config_defaults"][name]
+        config.params[name] = merge_output_limits(current, value.split())
+    else:
+        config.params[name] = _enum(p, value) if kind == "enum" else _numeric(p, value)
+
+
 def _config_store(server: ServerState, name: str, value: str) -> None:
     cfg = server.config
     if name == "requirepass":
         cfg.requirepass = value or None
+        server.users.set_default_password(cfg.requirepass)  # as Redis: the default user's
     elif name not in ("port", "bind", "databases", "dir"):
         _config_values(server)[name] = value
+    config_changed(server, name, value)
 
 
 @command("config|set", -4, ADMIN)
@@ -1074,25 +1111,6 @@ _FLAG_NAMES = [
 ]
 
 
-def _acl_categories(flags: Flag) -> list[str]:
-    """ACL categories implied by our flags, in Redis' category order."""
-    cats = []
-    if flags & Flag.WRITE:
-        cats.append("@write")
-    if flags & Flag.READONLY:
-        cats.append("@read")
-    if flags & Flag.PUBSUB:
-        cats.append("@pubsub")
-    if flags & Flag.ADMIN:
-        cats.append("@admin")
-    cats.append("@fast" if flags & Flag.FAST else "@slow")
-    if flags & Flag.BLOCKING:
-        cats.append("@blocking")
-    if flags & Flag.ADMIN:
-        cats.append("@dangerous")
-    return cats
-
-
 class OrderedSet(frozenset[Any]):
     """A RESP3 set reply whose members (maps included: they need not be hashable) go on
     the wire in the order given. Only `len` and iteration are meaningful."""
@@ -1177,7 +1195,7 @@ def _typed(v: Any) -> Any:
 
 def _synth_info(cmd: Command) -> list[Any]:
     flags = [{"+": n} for f, n in _FLAG_NAMES if cmd.flags & f]
-    cats = [{"+": n} for n in _acl_categories(cmd.flags)]
+    cats = [{"+": n} for n in own_categories(cmd)]  # what ACL CAT lists it under
     first, last, step = cmd.first_key, cmd.last_key, cmd.step
     specs = [_typed(_range_spec(first, last, step))] if first else []
     return [cmd.name, cmd.arity, {"~": flags}, first, last, step, {"~": cats}, {"~": []},

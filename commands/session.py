@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from commands.limits import Limits
 from commands.registry import CommandStats
+from commands.users import Users
 from store import Database, Store, WriteMeta
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class Config:
     keep_checkpoints: int = 2
     write_wait_ms: int = 5000
     fault_injection: bool = False
+    aclfile: str | None = None  # ACL users loaded at start (ACL LOAD / ACL SAVE)
     # Redis parameters clients commonly read; settable where meaningful.
     params: dict[str, str] = field(
         default_factory=lambda: {
@@ -146,6 +149,13 @@ class ServerState:
         self.faults: Faults | None = None  # set when started with --fault-injection yes
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
+        # Limits in force (from `config.params`, kept current by CONFIG SET), and whether
+        # the used memory was past maxmemory when the cron last looked.
+        self.limits = Limits.from_params(self.config.params)
+        self.over_maxmemory = False
+        # ACL users (`commands.users`): requirepass is the default user's password; the
+        # aclfile's users are loaded (AclFileError names what is wrong in it).
+        self.users = Users(self.config.params, self.config.requirepass, self.config.aclfile)
         # INFO commandstats/latencystats (full command name -> counters) and errorstats
         # (error replies by their first word), kept by the dispatcher.
         self.command_stats: dict[str, CommandStats] = {}
@@ -181,8 +191,10 @@ class Session:
         self.name: bytes | None = None
         self.lib_name: bytes | None = None
         self.lib_ver: bytes | None = None
-        self.authenticated = server.config.requirepass is None
+        self.authenticated = server.users.default.login_free
         self.user = b"default"
+        # The user may run anything: the dispatcher's ACL check is skipped (commands.acl).
+        self.acl_all = server.users.default.unrestricted
         self.multi: list[tuple[Any, list[bytes]]] | None = None
         self.multi_error = False
         self.in_exec = False

@@ -20,6 +20,7 @@ was already expired when watched.
 
 from __future__ import annotations
 
+from commands.acl import exec_denied
 from commands.cleanup import unwatch_all
 from commands.dispatch import DISPATCHER
 from commands.errors import (
@@ -118,7 +119,8 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
     s.in_exec = True
     try:
         for cmd, cargv in queued:
-            reply = call(s, cmd, cargv)
+            denied = None if s.acl_all else exec_denied(s, cmd, cargv)  # rules may have changed
+            reply = call(s, cmd, cargv) if denied is None else DISPATCHER.reject(s, denied)
             if type(reply) is Blocked:
                 # Handlers do not block inside EXEC; should one, it timed out at once.
                 assert isinstance(reply, Blocked)

@@ -10,19 +10,24 @@ import asyncio
 import gc
 import logging
 import os
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import commands.families  # noqa: F401  (registers every command)
+from commands.server import set_at_start
 from commands.session import Config, ServerState
+from commands.users import AclFileError, Users
 from flusher.objectstore import (
     FaultyObjectStore,
     ObjectStore,
     ObjectStoreError,
     open_object_store,
+    redact,
 )
 from proxy.server import Server
+from proxy.tls import TLSConfigError, server_context
 from replay.replay import ReplayError
 from replay.startup import DurabilityConfig, DurableStore
 from store import HistoryPolicy, Store
@@ -31,11 +36,12 @@ log = logging.getLogger("temporalstore")
 
 SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("host", "127.0.0.1", "address to listen on"),
-    ("port", "6379", "port to listen on (0 picks a free port)"),
+    ("port", "6379", "port to listen on (0 picks a free port; none: no plain TCP listener)"),
     ("storage", "file://./data", "file://DIR or s3://bucket/prefix"),
     ("s3-endpoint-url", None, "S3 endpoint (MinIO, moto, ...)"),
     ("flush-interval-ms", "100", "how often update records are flushed"),
     ("requirepass", None, "password for the default user"),
+    ("aclfile", None, "ACL users loaded at start, in Redis' aclfile format (ACL LOAD/SAVE)"),
     ("databases", "16", "number of databases"),
     ("log-level", "info", "debug, info, warning or error"),
     ("history", "versions:64", "history kept in memory: all, versions:N or ms:N"),
@@ -54,7 +60,27 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("maxclients", "10000", "connections beyond this get Redis' max-clients error"),
     ("timeout", "0", "close clients idle this many seconds (0: never)"),
     ("protected-mode", "yes", "yes: with no password, accept only loopback clients"),
+    ("tls-port", None, "also serve TLS on this port (0 picks a free port)"),
+    ("tls-cert-file", None, "the server's TLS certificate (PEM)"),
+    ("tls-key-file", None, "its private key (PEM, not encrypted)"),
+    ("tls-ca-cert-file", None, "CA certificate(s) that client certificates are checked against"),
+    ("tls-auth-clients", "yes", "yes: clients need a certificate; optional: checked if sent; no"),
+    ("maxmemory", "0", "past this used memory (RSS; 100mb, 1gb...) writes get -OOM; 0: no limit"),
+    ("maxmemory-policy", "noeviction", "Redis' values are accepted; keys are never evicted"),
+    ("client-output-buffer-limit", None, 'per class: "<class> <hard> <soft> <seconds> ..."'),
+    ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
+    ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
 ]
+SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
+# Flags that are Redis parameters, checked and stored as CONFIG SET would.
+REDIS_PARAM_FLAGS = (
+    "maxmemory",
+    "maxmemory-policy",
+    "client-output-buffer-limit",
+    "client-query-buffer-limit",
+    "proto-max-bulk-len",
+    "tls-auth-clients",
+)
 
 
 def _env(flag: str, default: str | None) -> str | None:
@@ -98,7 +124,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         raise SystemExit("temporalstore: --fault-injection must be yes or no")
     config = Config(
         host=ns.host,
-        port=num("port", ns.port),
+        port=-1 if ns.port == "none" else num("port", ns.port),
         storage=ns.storage,
         s3_endpoint_url=ns.s3_endpoint_url,
         flush_interval_ms=num("flush-interval-ms", ns.flush_interval_ms, 1),
@@ -120,7 +146,42 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     if ns.protected_mode not in ("yes", "no"):
         raise SystemExit("temporalstore: --protected-mode must be yes or no")
     config.params["protected-mode"] = ns.protected_mode
+    config.aclfile = ns.aclfile or None
+    if config.aclfile:
+        try:  # read now, so that a bad file stops the start naming every problem in it
+            Users(config.params, config.requirepass, config.aclfile)
+        except AclFileError as e:
+            raise SystemExit(f"temporalstore: --aclfile: {e}") from None
+    for name in REDIS_PARAM_FLAGS:
+        value = getattr(ns, name.replace("-", "_"))
+        if value is not None:
+            try:
+                set_at_start(config, name, value)
+            except ValueError as e:
+                raise SystemExit(f"temporalstore: --{name}: {e}") from None
+    if config.port < 0 and ns.tls_port is None:
+        raise SystemExit("temporalstore: --port none needs --tls-port (nothing to listen on)")
+    if ns.tls_port is not None:
+        config.params["tls-port"] = str(num("tls-port", ns.tls_port))
+        for name in ("tls-cert-file", "tls-key-file", "tls-ca-cert-file"):
+            config.params[name] = getattr(ns, name.replace("-", "_")) or ""
     return config
+
+
+def tls_context(config: Config) -> ssl.SSLContext | None:
+    """The TLS listener's context when --tls-port is given (SystemExit if unusable)."""
+    params = config.params
+    if "tls-port" not in params:
+        return None
+    try:
+        return server_context(
+            params["tls-cert-file"],
+            params["tls-key-file"],
+            params["tls-ca-cert-file"],
+            params["tls-auth-clients"],
+        )
+    except TLSConfigError as e:
+        raise SystemExit(f"temporalstore: TLS: {e}") from None
 
 
 def durability_config(config: Config) -> DurabilityConfig:
@@ -173,13 +234,18 @@ async def serve(config: Config) -> int:
     except ObjectStoreError as e:
         log.error("cannot open storage: %s", e)
         return 1
-    port = await server.start(config.host, config.port)
-    log.info("listening on %s:%d", config.host, port)
+    tls = tls_context(config)
+    plain = config.port >= 0
+    port = await server.start(config.host, config.port, tls, int(config.params.get("tls-port", 0)))
+    if plain:
+        log.info("listening on %s:%d", config.host, port)
+    if tls is not None:
+        log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     progress = LoadProgress(state)
     try:
         durable = await DurableStore.open(store, objects, durability_config(config), progress)
     except (ReplayError, ObjectStoreError) as e:
-        log.error("cannot start from %s: %s", config.storage, e)
+        log.error("cannot start from %s: %s", redact(config.storage), e)
         await server.close()
         await objects.close()
         return 1
@@ -212,6 +278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
     )
+    # The S3 client libraries' debug output carries request headers (credentials,
+    # session tokens): --log-level debug is for our own lines only.
+    for name in SECRET_BEARING_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.INFO))
     loop_runner: Any = asyncio.run
     try:
         import uvloop

@@ -21,11 +21,12 @@ from commands.errors import (
     PROTOCOL_UNAUTH_MBULK,
     PROTOCOL_UNBALANCED_QUOTES,
 )
+from commands.limits import PROTO_MAX_BULK_DEFAULT
 from commands.parsing import format_double, string2ll
 from commands.replies import NULL_ARRAY, ErrorReply, Frames, Push, Simple, Verbatim
 
 INLINE_MAX = 64 * 1024
-PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
+PROTO_MAX_BULK_LEN = PROTO_MAX_BULK_DEFAULT  # until CONFIG SET proto-max-bulk-len
 INT_MAX = 2**31 - 1
 
 
@@ -33,7 +34,8 @@ class ProtocolError(Exception):
     """Malformed input: reply with `text`, then close (as Redis does)."""
 
     def __init__(self, text: str) -> None:
-        self.text = text.encode()
+        # One byte per character: a byte quoted from the input goes back as it came.
+        self.text = text.encode("latin-1")
         super().__init__(text)
 
 
@@ -118,7 +120,12 @@ class RequestParser:
         self.buf = bytearray()
         self.pos = 0
         self.authed = True
+        self.max_bulk = PROTO_MAX_BULK_LEN  # proto-max-bulk-len
         self.pending_error: ProtocolError | None = None
+        # An incomplete multibulk request: (its start, count, arguments read, where the
+        # next argument starts), so a request of millions of arguments is read once,
+        # not again from its start on every chunk.
+        self._mb: tuple[int, int, list[bytes], int] | None = None
 
     def feed(self, data: bytes) -> None:
         if self.pos and self.pos == len(self.buf):
@@ -147,52 +154,69 @@ class RequestParser:
                 if req:
                     out.append(req)
         except ProtocolError as e:
-            self.pending_error = e
+            # Without its traceback: the frames it holds refer back to this parser and
+            # its buffer, a cycle only the (rarely run) cyclic GC would free.
+            self.pending_error = e.with_traceback(None)
         self.pos = pos
         if pos > 65536 and pos * 2 > n:
             del self.buf[:pos]
             self.pos = 0
+            if self._mb is not None:
+                start, count, args, p = self._mb
+                self._mb = (start - pos, count, args, p - pos)
         return out
 
     def _multibulk(self, buf: bytearray, pos: int, n: int) -> tuple[list[bytes] | None, int]:
-        nl = buf.find(b"\r", pos, pos + INLINE_MAX + 2)
-        if nl < 0:
-            if n - pos > INLINE_MAX:
-                raise ProtocolError(PROTOCOL_BIG_MBULK_COUNT)
-            return None, pos
-        if nl + 1 >= n:
-            return None, pos
-        count = string2ll(bytes(buf[pos + 1 : nl]))
-        if count is None or count > INT_MAX:
-            raise ProtocolError(PROTOCOL_INVALID_MULTIBULK)
-        if count > 10 and not self.authed:
-            raise ProtocolError(PROTOCOL_UNAUTH_MBULK)
-        p = nl + 2
-        if count <= 0:
-            return [], p
-        args: list[bytes] = []
-        for _ in range(count):
+        if self._mb is not None and self._mb[0] == pos:
+            _start, count, args, p = self._mb
+        else:
+            nl = buf.find(b"\r", pos, pos + INLINE_MAX + 2)
+            if nl < 0:
+                if n - pos > INLINE_MAX:
+                    raise ProtocolError(PROTOCOL_BIG_MBULK_COUNT)
+                return None, pos
+            if nl + 1 >= n:
+                return None, pos
+            declared = string2ll(bytes(buf[pos + 1 : nl]))
+            if declared is None or declared > INT_MAX:
+                raise ProtocolError(PROTOCOL_INVALID_MULTIBULK)
+            count = declared
+            if count > 10 and not self.authed:
+                raise ProtocolError(PROTOCOL_UNAUTH_MBULK)
+            p = nl + 2
+            if count <= 0:
+                return [], p
+            args = []
+        self._mb = (pos, count, args, p)
+        while len(args) < count:
             if p >= n:
+                self._mb = (pos, count, args, p)
                 return None, pos
             nl = buf.find(b"\r", p, p + INLINE_MAX + 2)
             if nl < 0:
                 if n - p > INLINE_MAX:
                     raise ProtocolError(PROTOCOL_BIG_BULK_COUNT)
+                self._mb = (pos, count, args, p)
                 return None, pos
             if nl + 1 >= n:
+                self._mb = (pos, count, args, p)
                 return None, pos
             if buf[p] != 36:
-                raise ProtocolError(PROTOCOL_EXPECTED_DOLLAR.format(chr(buf[p])))
+                # As Redis, CR and LF become spaces: an error line must stay one line.
+                got = " " if buf[p] in (10, 13) else chr(buf[p])
+                raise ProtocolError(PROTOCOL_EXPECTED_DOLLAR.format(got))
             ln = string2ll(bytes(buf[p + 1 : nl]))
-            if ln is None or ln < 0 or ln > PROTO_MAX_BULK_LEN:
+            if ln is None or ln < 0 or ln > self.max_bulk:
                 raise ProtocolError(PROTOCOL_INVALID_BULK)
             if ln > 16384 and not self.authed:
                 raise ProtocolError(PROTOCOL_UNAUTH_BULK)
             start = nl + 2
             if start + ln + 2 > n:
+                self._mb = (pos, count, args, p)
                 return None, pos
             args.append(bytes(buf[start : start + ln]))
             p = start + ln + 2
+        self._mb = None
         return args, p
 
     def _inline(self, buf: bytearray, pos: int, n: int) -> tuple[list[bytes] | None, int]:
@@ -205,11 +229,14 @@ class RequestParser:
         return split_inline(bytes(buf[pos:end])), nl + 1
 
 
-def check_incomplete(data: bytes, authed: bool) -> ProtocolError | None:
+def check_incomplete(
+    data: bytes, authed: bool, max_bulk: int = PROTO_MAX_BULK_LEN
+) -> ProtocolError | None:
     """Redis rejects some requests before they are complete (a multibulk count or a
     bulk length out of range): check the requests at the start of `data`."""
     p = RequestParser()
     p.authed = authed
+    p.max_bulk = max_bulk
     p.feed(data)
     p.parse()
     return p.pending_error
@@ -234,6 +261,10 @@ def encode(r: Any, resp: int, out: list[bytes]) -> None:
         for x in r:
             encode(x, resp, out)
     elif t is ErrorReply:
+        if b"\r" in r or b"\n" in r:
+            # As Redis: an error quoting input stays one line, or it would end early
+            # and the rest would read as further replies.
+            r = r.replace(b"\r", b" ").replace(b"\n", b" ")
         out.append(b"-%b\r\n" % r)
     elif t is float:
         d = format_double(r)

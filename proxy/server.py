@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
+import ssl
 import time
 from collections import deque
 from typing import Any, cast
@@ -21,6 +23,7 @@ import hiredis
 
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, PROTOCOL_INVALID_MULTIBULK, TRYAGAIN_STORAGE
+from commands.limits import output_limit_reached, sample_memory
 from commands.registry import Command
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
 from commands.session import Durability, ServerState, Session
@@ -28,14 +31,16 @@ from proxy.resp import ProtocolError, RequestParser, check_incomplete, encode
 
 log = logging.getLogger("temporalstore")
 
-# Pub/sub clients are cut off past this much unread output (Redis: 32mb hard).
-PUBSUB_OUTPUT_LIMIT = 32 * 1024 * 1024
-# A client that stops reading while we still owe it replies: hard cap.
+# A client that stops reading while we still owe it replies: hard cap (whatever
+# client-output-buffer-limit says; reading from it is paused long before this).
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
-QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 CHECK_SMALL = 65536
+# A multibulk header (at the start of the input or of a line) with a count of a
+# million or more: read by the exact parser, never by hiredis (see `_parse`).
+_BIG_COUNT = re.compile(rb"(?:\A|\n)\*[0-9]{7}")
 DIAGNOSE_LIMIT = 1024 * 1024
-QUERY_BUFFER_ERROR = "ERR Protocol error: query buffer limit"
+# Past client-query-buffer-limit Redis closes the connection without a reply.
+QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
 
 
 HELD_PAUSE_ITEMS = 100_000
@@ -120,6 +125,7 @@ class Connection(asyncio.Protocol):
         self.held: list[bytes] | None = None  # replies waiting for durability (sync mode)
         self.close_when_released = False
         self.output_blocked = False  # stopped mid-pipeline until the client reads
+        self.soft_since = 0.0  # when its output went past the soft limit (0: it is not)
 
     # -- asyncio callbacks -------------------------------------------------------
 
@@ -155,6 +161,13 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        # The connection and its session refer to each other: only the cyclic GC frees
+        # them, and after gc.freeze() it rarely does. Drop the input buffers now, or
+        # every closed connection keeps what it last read (hundreds of KB each).
+        self.reader = hiredis.Reader()
+        self.exact = None
+        self.since = []
+        self.partial_head = None
         self.server.connections.discard(self)
         s = self.session
         if s is not None:
@@ -189,6 +202,16 @@ class Connection(asyncio.Protocol):
         if self.closing:
             return
         requests, error = self._parse(data)
+        if error is QUERY_BUFFER_OVERFLOW:
+            # As Redis, logged without the buffer's bytes (they may hold a password).
+            log.warning(
+                "closing client id=%d addr=%s: it reached the max query buffer length (%d)",
+                s.id,
+                s.addr,
+                s.server.limits.query_buffer,
+            )
+            self.kill()
+            return
         if self.waiting:
             self.backlog.extend(requests)
             if error is not None:
@@ -206,26 +229,33 @@ class Connection(asyncio.Protocol):
         if self.exact is not None:
             p = self.exact
             p.authed = s.authenticated
+            p.max_bulk = s.server.limits.proto_max_bulk
             p.feed(data)
             taken = p.parse()
             if p.pending_error is None and len(p) == 0:
                 self.exact = None  # back to the fast path on a clean boundary
-            elif len(p) > QUERY_BUFFER_LIMIT:
-                return taken, ProtocolError(QUERY_BUFFER_ERROR)
+            elif len(p) > s.server.limits.query_buffer:
+                return taken, QUERY_BUFFER_OVERFLOW
             return taken, p.pending_error
         was_partial = self.partial
         if not was_partial:
             self.since = [data]
             self.since_len = len(data)
             self.frames_since = 0
-        elif self.since_len < DIAGNOSE_LIMIT:
+        else:
             self.since.append(data)
             self.since_len += len(data)
-        else:
-            self.since = []  # too far from the last boundary to diagnose exactly
+        if _BIG_COUNT.search(data) is not None:
+            # hiredis allocates an array for its whole count as soon as it reads the
+            # header (and freeing it walks every slot): a count of millions, at the
+            # top or nested, would cost gigabytes and seconds. The exact parser reads
+            # from the last request boundary instead, lazily, and stays in charge
+            # until the next clean boundary (a match inside a payload only costs that).
+            return self._diagnose(self.frames_since)
         reader = self.reader
         reader.feed(data)
         out: list[list[bytes]] = []
+        refused = False
         try:
             while True:
                 req = reader.gets()
@@ -237,6 +267,10 @@ class Connection(asyncio.Protocol):
                     raise hiredis.ProtocolError("not an array of bulk strings")
                 out.append(req)
         except hiredis.ProtocolError:
+            refused = True
+        if refused:
+            # Outside the except block: an error raised while diagnosing must not carry
+            # hiredis' exception (and the frame holding this input) as its context.
             extra, err = self._diagnose(self.frames_since + len(out))
             return out + extra, err
         before = self.frames_since
@@ -245,11 +279,12 @@ class Connection(asyncio.Protocol):
             self.partial = True
         elif out and _ends_with_frame(data, out[-1]):
             self.partial = False
-        elif self.since:
+        elif self.since_len < DIAGNOSE_LIMIT:
             # Either hiredis holds part of a request, or it accepted something Redis
             # would not (a non-canonical encoding): let the exact parser decide.
             p = RequestParser()
             p.authed = s.authenticated
+            p.max_bulk = s.server.limits.proto_max_bulk
             p.feed(b"".join(self.since))
             valid = len(p.parse())
             if p.pending_error is not None:
@@ -270,15 +305,18 @@ class Connection(asyncio.Protocol):
                 head = data
             elif head is not None:
                 head += data
+            if head:
+                # The start is enough: a bad count or length comes first.
+                err = check_incomplete(
+                    head[: 2 * CHECK_SMALL + 2], s.authenticated, s.server.limits.proto_max_bulk
+                )
+                if err is not None:
+                    return out, err
             if head is not None and len(head) > 2 * CHECK_SMALL + 2:
                 head = None
             self.partial_head = head
-            if head:
-                err = check_incomplete(head, s.authenticated)
-                if err is not None:
-                    return out, err
-            if reader.len() > QUERY_BUFFER_LIMIT:
-                return out, ProtocolError(QUERY_BUFFER_ERROR)
+            if reader.len() > s.server.limits.query_buffer:
+                return out, QUERY_BUFFER_OVERFLOW
         return out, None
 
     def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
@@ -293,6 +331,7 @@ class Connection(asyncio.Protocol):
             return [], ProtocolError(PROTOCOL_INVALID_MULTIBULK)
         p = RequestParser()
         p.authed = s.authenticated
+        p.max_bulk = s.server.limits.proto_max_bulk
         p.feed(b"".join(self.since))
         valid = p.parse()
         if p.pending_error is None and len(p):
@@ -320,7 +359,7 @@ class Connection(asyncio.Protocol):
             if argv is None:
                 break
             if argv[0] == b"\x00protocol-error":
-                error = ProtocolError(argv[1].decode())
+                error = ProtocolError(argv[1].decode("latin-1"))
                 break
             s.last_cmd = argv[0]
             dur = s.server.durability
@@ -458,6 +497,35 @@ class Connection(asyncio.Protocol):
             assert self.session is not None
             self.session.server.stats.net_output_bytes += len(data)
             self.transport.write(data)
+            if self.transport.get_write_buffer_size():
+                self.check_output_limit()
+            elif self.soft_since:
+                self.soft_since = 0.0
+
+    def check_output_limit(self) -> None:
+        """client-output-buffer-limit for this client's class (pubsub while subscribed):
+        past the hard limit, or past the soft one for longer than its seconds, the
+        connection is closed, as Redis does. Counted: the bytes queued in the transport."""
+        t = self.transport
+        s = self.session
+        if t is None or s is None or t.is_closing():
+            return
+        limit = s.server.limits.output["pubsub" if s.channels or s.patterns else "normal"]
+        if not limit.active:
+            return
+        used = t.get_write_buffer_size()
+        since = output_limit_reached(limit, used, self.soft_since, time.time())
+        if since >= 0:
+            self.soft_since = since
+            return
+        log.warning(
+            "client id=%d addr=%s closed for overcoming of output buffer limits (%d bytes)",
+            s.id,
+            s.addr,
+            used,
+        )
+        self.closing = True
+        t.abort()
 
     def _close_after_write(self) -> None:
         self.closing = True
@@ -579,7 +647,7 @@ class Connection(asyncio.Protocol):
     # -- out of band ---------------------------------------------------------------
 
     def push(self, reply: Reply) -> None:
-        """A pub/sub message: written at once, cut off past the pub/sub limit."""
+        """A pub/sub message: written at once (`_send` applies the output limits)."""
         t = self.transport
         s = self.session
         if t is None or s is None or t.is_closing():
@@ -587,8 +655,6 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         encode(reply, s.resp, out)
         self._write(out)
-        if t.get_write_buffer_size() > PUBSUB_OUTPUT_LIMIT:
-            t.abort()
 
     def kill(self) -> None:
         """Close this connection (CLIENT KILL, shutdown)."""
@@ -614,16 +680,29 @@ class Server:
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
+        self.tls_port = 0
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(
+        self, host: str, port: int, tls: ssl.SSLContext | None = None, tls_port: int = 0
+    ) -> int:
+        """Listen on `port` (0: a free one; negative: no plain TCP listener) and, given a
+        TLS context, on `tls_port` too; the same protocol is served on both."""
         loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
-        srv = await loop.create_server(
-            lambda: Connection(self), host, port, reuse_address=True, backlog=511
-        )
-        self.servers.append(srv)
-        self.port = srv.sockets[0].getsockname()[1]
-        self.state.config.port = self.port
+        if port >= 0:
+            srv = await loop.create_server(
+                lambda: Connection(self), host, port, reuse_address=True, backlog=511
+            )
+            self.servers.append(srv)
+            self.port = srv.sockets[0].getsockname()[1]
+        self.state.config.port = self.port  # 0 without a plain listener, as Redis shows
+        if tls is not None:
+            srv = await loop.create_server(
+                lambda: Connection(self), host, tls_port, ssl=tls, reuse_address=True, backlog=511
+            )
+            self.servers.append(srv)
+            self.tls_port = srv.sockets[0].getsockname()[1]
+            self.state.config.params["tls-port"] = str(self.tls_port)
         self.state.shutdown_requested = self.request_shutdown
         task = loop.create_task(self._cron())
         self.tasks.add(task)
@@ -635,15 +714,25 @@ class Server:
             self.stopping.set()
 
     async def _cron(self) -> None:
-        """Active expiry, ten times a second (Redis' hz 10)."""
+        """Active expiry and the used memory against maxmemory, ten times a second
+        (Redis' hz 10); idle clients and output buffer limits once a second."""
         store = self.state.store
         ticks = 0
         while True:
             await asyncio.sleep(0.1)
             self.state.stats.expired_keys += store.active_expire()
+            sample_memory(self.state)
             ticks += 1
             if ticks % 10 == 0:
                 self.close_idle_clients()
+                self.check_output_limits()
+
+    def check_output_limits(self) -> None:
+        """A client past its soft output limit is closed once it has stayed there long
+        enough, even when nothing more is written to it (Redis' clientsCron)."""
+        for conn in list(self.connections):
+            if conn.transport is not None and conn.transport.get_write_buffer_size():
+                conn.check_output_limit()
 
     def close_idle_clients(self) -> None:
         """`timeout` (seconds, 0 = never): close clients idle that long, except those

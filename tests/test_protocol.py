@@ -88,6 +88,8 @@ ERROR_CASES = [
     b"*3000000000\r\n",
     b"*1\r\n:5\r\n",
     b"*1\r\n*1\r\n",
+    b"*1\r\n*3000000000\r\n",
+    b"*2\r\n$4\r\nECHO\r\n*2000000000\r\n",
     b"*1\r\n$-5\r\n",
     b"*1\r\n$abc\r\n",
     b"*1\r\n$600000000\r\n",
@@ -197,3 +199,42 @@ def test_client_that_never_reads_cannot_exhaust_memory(ts_server: ServerProcess)
     setup.call("DEL", "blob")
     setup.close()
     assert grown_mb < 300, f"server grew {grown_mb:.0f} MiB for a client that never reads"
+
+
+def _vm_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmSize")
+
+
+def test_huge_declared_counts_cost_nothing_until_arguments_arrive(
+    ts_server: ServerProcess,
+) -> None:
+    """A count of two billion, at the top or nested, is read lazily: the server
+    neither reserves memory for it nor stalls when the client goes away."""
+    before = _vm_kb(ts_server.proc.pid)
+    for data in (b"*2000000000\r\n$1\r\na\r\n", b"*2\r\n$1\r\na\r\n*2000000000\r\n"):
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", ts_server.port))
+            sock.sendall(data)
+            time.sleep(0.05)
+            sock.close()
+    other = RawClient(ts_server.port)
+    assert other.call("PING") == b"+PONG\r\n"
+    other.close()
+    grown_mb = (_vm_kb(ts_server.proc.pid) - before) / 1024
+    assert grown_mb < 1024, f"address space grew {grown_mb:.0f} MiB for declared counts"
+
+
+def test_a_request_of_a_million_arguments(ts_server: ServerProcess) -> None:
+    """Counts of a million and more take the exact parser: it reads such a request
+    once as its chunks arrive (and the request still works)."""
+    n = 1_200_000
+    c = RawClient(ts_server.port)
+    c.send(encode_command("RPUSH", "many", *[b"%d" % i for i in range(n - 2)]))
+    assert c.read_reply() == b":%d\r\n" % (n - 2)
+    assert c.call("LINDEX", "many", "-1") == b"$7\r\n%d\r\n" % (n - 3)
+    assert c.call("DEL", "many") == b":1\r\n"
+    c.close()
