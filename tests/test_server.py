@@ -607,15 +607,19 @@ def test_info_layout(diff: Differ) -> None:
         SET b 2 EX 1000
         SELECT 3
         SET c 3
-        INFO keyspace
-        INFO KEYSPACE
         INFO nosuch
         INFO cluster
         INFO modules
         INFO module_list Cluster
-        INFO cluster keyspace cluster
-        INFO Modules Cluster keyspace
     """)
+    # Redis estimates avg_ttl by sampling in its cron: 0 until the cron has run.
+    for args in [
+        ("keyspace",),
+        ("KEYSPACE",),
+        ("cluster", "keyspace", "cluster"),
+        ("Modules", "Cluster", "keyspace"),
+    ]:
+        diff.check("INFO", *args, normalize=lambda r: re.sub(rb"avg_ttl=\d+", b"avg_ttl=", r))
     for args in [
         (),
         ("default",),
