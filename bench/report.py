@@ -78,19 +78,28 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     rs = res.get("restart")
     if _ok(rs):
         assert rs is not None
+        for ck in rs.get("checkpoint", []):
+            rate = ck["ours_records_per_s"]
+            add(
+                f"restart from checkpoint + segments, {ck['records']:,} records:"
+                " >= 1,000,000 records/s",
+                f"{_n(rate)} records/s ({ck['ours_serving_s']:.2f} s to serving)",
+                rate >= 1_000_000,
+                "5",
+            )
+            if ck["records"] >= 10_000_000:
+                add(
+                    f"{ck['records']:,} records, serving in < 15 s",
+                    f"{ck['ours_serving_s']:.1f} s (measured)",
+                    ck["ours_serving_s"] < 15,
+                    "5",
+                )
         rate = rs["ours_records_per_s_replay"]
         add(
-            "replay >= 1,000,000 records/s",
+            "segments only (no checkpoint): replay >= 1,000,000 records/s",
             f"{_n(rate)} records/s (replay phase; {_n(rs['ours_records_per_s_end_to_end'])}"
             " end to end)",
             rate >= 1_000_000,
-            "5",
-        )
-        t10 = rs["ours_10m_extrapolated_s"]
-        add(
-            "10M records replayed, serving in < 15 s",
-            f"{_n(t10, 1)} s (extrapolated from {rs['ours_replay_records']:,} records)",
-            t10 < 15,
             "5",
         )
     du = res.get("durability")
@@ -476,6 +485,8 @@ def _restart(rs: dict[str, Any] | None) -> list[str]:
         return L + _failed("item 5", rs)
     assert rs is not None
     L += [
+        "### Segments only: the replay rate",
+        "",
         f"Both servers take {rs['records']:,} SETs (the item 4 loader), then `kill -9`"
         " (ours after `durable_lsn` reached `last_lsn`, so there is no final checkpoint and"
         " a huge `--checkpoint-every-records` means none was written: replay reads segments"
@@ -506,25 +517,61 @@ def _restart(rs: dict[str, Any] | None) -> list[str]:
                 "",
                 _mib(med_of([r["rss"] for r in rs["ours_runs"]])),
             ],
-            [
-                "**extrapolated**: 10,000,000 records, start to serving",
-                "",
-                f"{rs['ours_10m_extrapolated_s']:.1f} s",
-            ],
         ],
     )
     L += [
-        "",
-        f"The 10M figure is not measured: it is the fixed start-up cost"
-        f" ({rs['ours_fixed_startup_s']:.2f} s: interpreter, imports, listing and opening"
-        " storage) plus 10,000,000 records at the measured replay-phase rate; writing 10M"
-        " records first would take most of the 10-minute budget.",
         "",
         "Commands:",
         "",
         *_code(rs["redis_server"], rs["ours_server"]),
         "",
     ]
+    ck = rs.get("checkpoint", [])
+    if ck:
+        L += [
+            "### From a checkpoint plus segments",
+            "",
+            "Ours with its default checkpointing (a checkpoint every 1,000,000 records,"
+            " built by a forked child while the server keeps serving) takes N SETs of"
+            " distinct keys (the item 4 loader), is killed with `kill -9` once they are"
+            " durable, and restarts from its newest checkpoint plus the segments after it;"
+            " redis restarts from an AOF of the same writes (`--appendonly yes"
+            " --appendfsync no`). Timed from process creation to the first `+PONG`,"
+            " restarts alternate, medians. Records/s = records the restarted server holds"
+            " (its last LSN) / start-to-serving time.",
+            "",
+        ]
+        rows = []
+        for c in ck:
+            r0 = c["ours_runs"][0]
+            rows.append(
+                [
+                    f"{c['records']:,}",
+                    f"{c['redis_serving_s']:.2f} s",
+                    f"{c['ours_serving_s']:.2f} s",
+                    _n(c["redis_records_per_s"]),
+                    _n(c["ours_records_per_s"]),
+                    f"{r0['checkpoint_lsn']:,} + {r0['replay_records']:,}",
+                    f"{c['checkpoints_written']}",
+                    _mib(med_of([r["rss"] for r in c["ours_runs"]])),
+                    f"{c['ours_load_s']:.0f} s",
+                ]
+            )
+        L += _table(
+            [
+                "records",
+                "redis (AOF) to serving",
+                "ours to serving",
+                "redis records/s",
+                "ours records/s",
+                "ours: checkpoint LSN + records replayed",
+                "checkpoints while loading",
+                "ours RSS after restart",
+                "ours load time",
+            ],
+            rows,
+        )
+        L += ["", *_code(ck[0]["redis_server"], ck[0]["ours_server"]), ""]
     return L
 
 
