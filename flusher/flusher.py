@@ -189,7 +189,11 @@ class Flusher:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
             self._wake.clear()
-            next_due = max(self.clock(), next_due) + self.interval
+            now = self.clock()
+            if now >= next_due:
+                # Only a scheduled flush moves the schedule: early ones (a full batch,
+                # a sync write waiting) must not push the next one further away.
+                next_due = now + self.interval
             if self.pending and self.fenced is None:
                 with contextlib.suppress(FencedError):
                     await self.flush_once()

@@ -176,6 +176,11 @@ class Connection(asyncio.Protocol):
             from commands.cleanup import session_closed
 
             session_closed(s)
+            # Break the session's references back to this connection (its push and
+            # close callbacks): reference counting then frees both at once, instead
+            # of a cycle that gc.freeze() after a checkpoint would keep for good.
+            s.push = _ignore_reply
+            s.close = _nothing
 
     def pause_writing(self) -> None:
         if self.transport is not None and not self.paused:
@@ -661,6 +666,14 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _ignore_reply(reply: Reply) -> None:
+    """A closed connection's session drops what is pushed to it."""
+
+
+def _nothing() -> None:
+    """Closing a closed connection's session does nothing."""
 
 
 def _fmt_addr(a: Any) -> str:

@@ -262,7 +262,10 @@ class DurableStore:
         self.checkpoint_time = time.monotonic()
         self.checkpoints_written += 1
         self.last_checkpoint_status = "ok"
-        gc.freeze()  # what the checkpoint covered is long-lived: stop re-walking it
+        # What the checkpoint covered is long-lived: stop re-walking it. The young
+        # generations are collected first so that no garbage cycle is frozen with it.
+        gc.collect(1)
+        gc.freeze()
         log.info("checkpoint at LSN %d (previous %d)", lsn, previous)
         if self.config.keep_checkpoints > 0:
             with contextlib.suppress(ObjectStoreError):
