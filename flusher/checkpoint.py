@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import time
+import zlib
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from store import Database, Snapshot, Store, VersionEntry, WriteMeta
 from store.keyspace import cmd_names, translate_codes
 from store.ops import CREATED
 
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2  # 2: with a checksum (format 1 manifests are still read)
 log = logging.getLogger("temporalstore")
 
 
@@ -45,27 +46,35 @@ class Manifest:
     def key(self) -> str:
         return paths.manifest(self.epoch, self.seq)
 
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "format": MANIFEST_FORMAT,
+            "epoch": self.epoch,
+            "seq": self.seq,
+            "checkpoint_lsn": self.checkpoint_lsn,
+            "writer": self.writer,
+            "created_ms": self.created_ms,
+        }
+
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "format": MANIFEST_FORMAT,
-                "epoch": self.epoch,
-                "seq": self.seq,
-                "checkpoint_lsn": self.checkpoint_lsn,
-                "writer": self.writer,
-                "created_ms": self.created_ms,
-            },
-            sort_keys=True,
-        ).encode()
+        d = self._fields()
+        d["crc32"] = _manifest_crc(d)
+        return json.dumps(d, sort_keys=True).encode()
 
     @classmethod
     def decode(cls, data: bytes, name: str) -> Manifest:
+        """A manifest as stored under `name`: its checksum (format 2) must hold and
+        its epoch and sequence must be the ones its name gives."""
         try:
             d = json.loads(data)
-            if d["format"] != MANIFEST_FORMAT:
+            if d["format"] not in (1, MANIFEST_FORMAT):
                 raise ValueError(f"unknown manifest format {d['format']!r}")
+            if d["format"] == MANIFEST_FORMAT:
+                crc = d.pop("crc32")
+                if crc != _manifest_crc(d):
+                    raise ValueError("checksum mismatch")
             ckpt = d["checkpoint_lsn"]
-            return cls(
+            m = cls(
                 epoch=int(d["epoch"]),
                 seq=int(d["seq"]),
                 checkpoint_lsn=None if ckpt is None else int(ckpt),
@@ -74,6 +83,15 @@ class Manifest:
             )
         except (ValueError, KeyError, TypeError) as e:
             raise segment.CorruptObject(f"{name}: unreadable manifest ({e})") from None
+        named = paths.parse_manifest(name)
+        if named is not None and named != (m.epoch, m.seq):
+            raise segment.CorruptObject(f"{name}: names epoch {m.epoch} seq {m.seq}")
+        return m
+
+
+def _manifest_crc(fields: dict[str, Any]) -> int:
+    """CRC32 of a manifest's fields (without the checksum), as sorted JSON."""
+    return zlib.crc32(json.dumps(fields, sort_keys=True).encode())
 
 
 def writer_id() -> str:
@@ -93,10 +111,7 @@ async def newest_manifest(objects: ObjectStore) -> Manifest | None:
     data = await objects.get(key)
     if data is None:
         raise segment.CorruptObject(f"{key}: listed but missing")
-    m = Manifest.decode(data, key)
-    if (m.epoch, m.seq) != paths.parse_manifest(key):
-        raise segment.CorruptObject(f"{key}: names epoch {m.epoch} seq {m.seq}")
-    return m
+    return Manifest.decode(data, key)
 
 
 # -- images ---------------------------------------------------------------------------
