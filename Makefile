@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck pytest compat redis-server install clean bench
+.PHONY: run test lint typecheck pytest compat redis-server install clean bench soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,19 @@ compat: $(STAMP) redis-server
 # bench-results.json (see bench/run.py).
 bench: $(STAMP) redis-server
 	$(BIN)/python -m bench.run
+
+# The long versions of the reliability tests (about 6 minutes): a million fuzzed
+# frames, 20 kill -9 cycles, a 30-second object storage outage, 1,000 idle connections
+# with a million commands pipelined unread. `make test` runs their short versions.
+# Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
+SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
+	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py
+soak: $(STAMP) redis-server
+	rm -f soak-figures.jsonl soak-results.xml
+	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \
+	  --junitxml=soak-results.xml $(SOAK_TESTS); status=$$?; \
+	  $(BIN)/python tools/reliability_report.py soak-figures.jsonl soak-results.xml \
+	  docs/reliability.md && exit $$status
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
