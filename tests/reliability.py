@@ -26,7 +26,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.test_durability import inspect
-from tests.test_protocol import _rss_kb
+from tests.test_protocol import _status_kb
 
 SOAK = os.environ.get("TS_SOAK", "") not in ("", "0")
 
@@ -61,7 +61,7 @@ def figure(name: str, **values: Any) -> None:
 
 def rss_mb(pid: int) -> float:
     """Resident memory of a process, from /proc/<pid>/status."""
-    return _rss_kb(pid) / 1024
+    return _status_kb(pid) / 1024
 
 
 class Background(threading.Thread):
