@@ -135,31 +135,47 @@ def _items(store: Store) -> Iterator[bytes]:
         }
     )
     for db in store.dbs:
-        data, expires, chains, floors = db.data, db.expires, db.chains, db.floors
-        index = db.index
-        # The common key, a string written once with no expiry, goes into batch
-        # items of parallel arrays: restart loads them with two dict updates.
+        yield from _db_items(db)
+
+
+def _db_items(db: Database) -> Iterator[bytes]:
+    data, expires, chains, floors = db.data, db.expires, db.chains, db.floors
+    index = db.index
+    # The common key, a string written once with no expiry, goes into batch items
+    # of parallel arrays: restart loads them with two dict updates. A slice of keys
+    # that is all such keys is checked with C-level set operations, not per key.
+    all_keys = list(data)
+    all_values = list(data.values())
+    all_raw = chains.raw_many(all_keys)
+    for i in range(0, len(all_keys), BATCH):
+        ks, vs, ps = all_keys[i : i + BATCH], all_values[i : i + BATCH], all_raw[i : i + BATCH]
+        if (
+            set(map(type, ps)) == _INT
+            and set(map(type, vs)) == _BYTES
+            and (not expires or expires.keys().isdisjoint(ks))
+            and (not floors or floors.keys().isdisjoint(ks))
+        ):
+            yield pack_plain((BATCH_TAG, index, ks, vs, ps))
+            continue
         keys: list[bytes] = []
         values: list[bytes] = []
         packed: list[int] = []
-        for key, value in data.items():
-            p = chains.packed(key)
-            if p is not None and type(value) is bytes and key not in expires and key not in floors:
+        for key, value, p in zip(ks, vs, ps, strict=True):
+            if type(p) is int and type(value) is bytes and key not in expires and key not in floors:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
-                if len(keys) == BATCH:
-                    yield pack_plain((BATCH_TAG, index, keys, values, packed))
-                    keys, values, packed = [], [], []
             else:
                 yield pack(_item(db, key, value, chains.born(key)))
         if keys:
             yield pack_plain((BATCH_TAG, index, keys, values, packed))
-        for key in chains:
-            if key not in data:  # history of a key that no longer exists
-                yield pack(_item(db, key, None, chains.born(key)))
+    for key in chains:
+        if key not in data:  # history of a key that no longer exists
+            yield pack(_item(db, key, None, chains.born(key)))
 
 
+_INT = {int}
+_BYTES = {bytes}
 BATCH_TAG = "b"
 
 

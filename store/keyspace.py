@@ -126,6 +126,10 @@ class Chains(dict[bytes, Any]):
         v = _dict_get(self, key)
         return v if type(v) is int else None
 
+    def raw_many(self, keys: list[bytes]) -> list[Any]:
+        """What the chains of `keys` hold as stored: packed ints, lists or None."""
+        return list(map(_dict_get.__get__(self), keys))
+
     def add_packed(
         self, keys: Iterable[bytes], packed: Iterable[int], names: list[str], table: Any
     ) -> None:
