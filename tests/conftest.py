@@ -24,6 +24,15 @@ from tests.resp_client import RawClient, canonical, parse
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def proc_status_kb(pid: int, field: str = "VmRSS") -> int:
+    """A size from /proc/PID/status (VmRSS: resident; VmSize: address space), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

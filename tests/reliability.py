@@ -25,8 +25,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from tests.conftest import proc_status_kb
 from tests.test_durability import inspect
-from tests.test_protocol import _status_kb
 
 SOAK = os.environ.get("TS_SOAK", "") not in ("", "0")
 
@@ -61,7 +61,7 @@ def figure(name: str, **values: Any) -> None:
 
 def rss_mb(pid: int) -> float:
     """Resident memory of a process, from /proc/<pid>/status."""
-    return _status_kb(pid) / 1024
+    return proc_status_kb(pid) / 1024
 
 
 class Background(threading.Thread):

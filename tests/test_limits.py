@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from commands.limits import OUTPUT_LIMITS_DEFAULT
-from tests.conftest import Differ, start_redis, start_temporalstore
+from tests.conftest import Differ, proc_status_kb, start_redis, start_temporalstore
 from tests.resp_client import RawClient
 
 
@@ -92,12 +92,8 @@ def test_bound_beyond_loopback_still_serves_loopback_clients() -> None:
 
 
 def vm_rss(pid: int) -> int:
-    """A process' resident set size in bytes, from /proc/<pid>/status."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
+    """A process' resident set size in bytes."""
+    return proc_status_kb(pid) * 1024
 
 
 OUTPUT_LIMIT_CASES = [

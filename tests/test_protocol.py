@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, proc_status_kb
 from tests.resp_client import RawClient, encode_command
 
 
@@ -165,21 +165,12 @@ def test_unknown_command_and_arity_texts(both: tuple[int, int]) -> None:
     )
 
 
-def _status_kb(pid: int, field: str = "VmRSS") -> int:
-    """A size from /proc/PID/status (VmRSS: resident; VmSize: address space), in KiB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {field}")
-
-
 def test_client_that_never_reads_cannot_exhaust_memory(ts_server: ServerProcess) -> None:
     """A client pipelines requests for ~2 GiB of replies without reading: the server
     stops reading from it instead of buffering, and keeps serving others."""
     setup = RawClient(ts_server.port)
     setup.call("SET", "blob", "x" * (100 * 1024))
-    before = _status_kb(ts_server.proc.pid)
+    before = proc_status_kb(ts_server.proc.pid)
     flood = socket.create_connection(("127.0.0.1", ts_server.port))
     flood.setblocking(False)
     request = encode_command("GET", "blob") * 1000
@@ -192,7 +183,7 @@ def test_client_that_never_reads_cannot_exhaust_memory(ts_server: ServerProcess)
         except BlockingIOError:
             time.sleep(0.01)
     time.sleep(0.5)
-    grown_mb = (_status_kb(ts_server.proc.pid) - before) / 1024
+    grown_mb = (proc_status_kb(ts_server.proc.pid) - before) / 1024
     other = RawClient(ts_server.port)
     assert other.call("PING") == b"+PONG\r\n"
     other.close()
@@ -207,7 +198,7 @@ def test_huge_declared_counts_cost_nothing_until_arguments_arrive(
 ) -> None:
     """A count of two billion, at the top or nested, is read lazily: the server
     neither reserves memory for it nor stalls when the client goes away."""
-    before = _status_kb(ts_server.proc.pid, "VmSize")
+    before = proc_status_kb(ts_server.proc.pid, "VmSize")
     for data in (b"*2000000000\r\n$1\r\na\r\n", b"*2\r\n$1\r\na\r\n*2000000000\r\n"):
         for _ in range(3):
             sock = socket.create_connection(("127.0.0.1", ts_server.port))
@@ -217,7 +208,7 @@ def test_huge_declared_counts_cost_nothing_until_arguments_arrive(
     other = RawClient(ts_server.port)
     assert other.call("PING") == b"+PONG\r\n"
     other.close()
-    grown_mb = (_status_kb(ts_server.proc.pid, "VmSize") - before) / 1024
+    grown_mb = (proc_status_kb(ts_server.proc.pid, "VmSize") - before) / 1024
     assert grown_mb < 1024, f"address space grew {grown_mb:.0f} MiB for declared counts"
 
 
