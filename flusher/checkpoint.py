@@ -226,9 +226,7 @@ def load_image(store: Store, raw: bytes, name: str) -> int:
             pass
         elif type(chain[0]) is int:
             # (LSN, command): the key's one version created it (see store.Chains).
-            lsn, cmd = chain
-            if not db.chains.set_born(key, lsn, cmd):
-                db.chains[key] = [VersionEntry(lsn, store.time_of(lsn), cmd, CREATED, None)]
+            db.chains.add_born(key, *chain)
         else:
             db.chains[key] = [
                 VersionEntry(

@@ -71,7 +71,6 @@ _CMD_MASK = (1 << _CMD_BITS) - 1
 _cmd_names: list[str] = []
 _cmd_codes: dict[str, int] = {}
 _dict_get = dict.get
-_dict_set = dict.__setitem__
 
 
 def cmd_code(cmd: str) -> int | None:
@@ -108,10 +107,8 @@ class Chains(dict[bytes, Any]):
 
     def born(self, key: bytes) -> tuple[int, str] | None:
         """(LSN, command) of a key whose chain is one packed creation, else None."""
-        v = _dict_get(self, key)
-        if type(v) is int:
-            return v >> _CMD_BITS, _cmd_names[v & _CMD_MASK]
-        return None
+        v = self.packed(key)
+        return None if v is None else (v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])
 
     def set_born(self, key: bytes, lsn: int, cmd: str) -> bool:
         """Record a key's creating version packed; False where it cannot be."""
@@ -120,6 +117,15 @@ class Chains(dict[bytes, Any]):
             return False
         self[key] = lsn << _CMD_BITS | code
         return True
+
+    def add_born(self, key: bytes, lsn: int, cmd: str) -> None:
+        """Record a key's creating version (committed earlier: its time is indexed),
+        packed where it can be."""
+        if not self.set_born(key, lsn, cmd):
+            self[key] = [self._created(lsn, cmd)]
+
+    def _created(self, lsn: int, cmd: str) -> VersionEntry:
+        return VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)
 
     def packed(self, key: bytes) -> int | None:
         """The packed creating version of `key`, if that is all its chain is."""
@@ -139,15 +145,12 @@ class Chains(dict[bytes, Any]):
             self.update(zip(keys, packed, strict=True))
             return
         for key, v in zip(keys, packed, strict=True):
-            lsn, cmd = v >> _CMD_BITS, names[v & _CMD_MASK]
-            if not self.set_born(key, lsn, cmd):
-                self[key] = [VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)]
+            self.add_born(key, v >> _CMD_BITS, names[v & _CMD_MASK])
 
     def unpack(self, v: Any) -> list[VersionEntry]:
         if type(v) is not int:
             return v  # type: ignore[no-any-return]
-        lsn = v >> _CMD_BITS
-        return [VersionEntry(lsn, self.time_of(lsn), _cmd_names[v & _CMD_MASK], CREATED, None)]
+        return [self._created(v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])]
 
     def get(self, key: bytes, default: Any = None) -> Any:
         v = _dict_get(self, key, default)
@@ -481,8 +484,7 @@ class Store:
                 chains[key] = [VersionEntry(lsn, t, cmd, undo, meta)]
                 continue
             if type(chain) is int:
-                chain = chains.unpack(chain)
-                _dict_set(chains, key, chain)
+                chain = chains[key] = chains.unpack(chain)
             snap = None
             if len(chain) % every == every - 1:
                 v = db.data.get(key)
