@@ -22,7 +22,7 @@ from typing import Any, cast
 import hiredis
 
 from commands.dispatch import DISPATCHER, lookup
-from commands.errors import MAX_CLIENTS, PROTOCOL_INVALID_MULTIBULK, TRYAGAIN_STORAGE
+from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
 from commands.registry import Command
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
@@ -38,6 +38,9 @@ CHECK_SMALL = 65536
 # A multibulk header (at the start of the input or of a line) with a count of a
 # million or more: read by the exact parser, never by hiredis (see `_parse`).
 _BIG_COUNT = re.compile(rb"(?:\A|\n)\*[0-9]{7}")
+# `since` keeps the input of the request in progress (up to the query buffer limit,
+# as hiredis does), so the exact parser can always take over from its start; past
+# this size the check for non-canonical encodings no longer re-reads it per chunk.
 DIAGNOSE_LIMIT = 1024 * 1024
 # Past client-query-buffer-limit Redis closes the connection without a reply.
 QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
@@ -325,15 +328,14 @@ class Connection(asyncio.Protocol):
         return out, None
 
     def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
-        """hiredis refused the input. Re-read it from the last request boundary with
-        the exact parser: it finds inline requests hiredis cannot read (and carries on
-        with the rest), or Redis' exact words for what is wrong."""
+        """hiredis refused the input (or must not read it). Re-read it from the last
+        request boundary with the exact parser: it finds inline requests hiredis
+        cannot read (and carries on with the rest), or Redis' exact words for what is
+        wrong."""
         s = self.session
         assert s is not None
         self.reader = hiredis.Reader()
         self.partial = False
-        if not self.since:
-            return [], ProtocolError(PROTOCOL_INVALID_MULTIBULK)
         p = RequestParser()
         p.authed = s.authenticated
         p.max_bulk = s.server.limits.proto_max_bulk
