@@ -2,7 +2,7 @@
 
 `bytes` is a bulk string, `int` an integer, `None` a null, `float` a double,
 `list`/`tuple` an array, `dict` a map, `set` a set, and the classes below the
-rest. `proxy.resp` encodes them as RESP2 or RESP3 for the connection.
+rest. `commands.resp` encodes them as RESP2 or RESP3 for the connection.
 """
 
 from __future__ import annotations

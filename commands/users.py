@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commands.registry import COMMANDS, Command, Flag, unique_commands
-from proxy.resp import ProtocolError, split_inline
+from commands.resp import ProtocolError, split_inline
 
 log = logging.getLogger("temporalstore")
 

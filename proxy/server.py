@@ -1,8 +1,7 @@
 """The asyncio listener and one `Connection` per client.
 
-Reading: hiredis parses every buffered multibulk request at once; inline requests
-and malformed input go through the exact `RequestParser`. Writing: every reply of
-a batch is encoded into one buffer and written once. When the socket's write
+Reading: a `RequestReader` (proxy.reader) turns each chunk into requests. Writing:
+every reply of a batch is encoded into one buffer and written once. When the socket's write
 buffer passes its high-water mark the connection stops reading until it drains,
 so a client that does not read its replies cannot make us buffer without bound.
 """
@@ -12,40 +11,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
 import ssl
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, cast
-
-import hiredis
 
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
 from commands.registry import Command
 from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
+from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
-from proxy.resp import ProtocolError, RequestParser, check_incomplete, encode
+from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 
 log = logging.getLogger("temporalstore")
 
 # A client that stops reading while we still owe it replies: hard cap (whatever
 # client-output-buffer-limit says; reading from it is paused long before this).
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
-CHECK_SMALL = 65536
-# A multibulk header (at the start of the input or of a line) with a count of a
-# million or more: read by the exact parser, never by hiredis (see `_parse`).
-_BIG_COUNT = re.compile(rb"(?:\A|\n)\*[0-9]{7}")
-# `since` keeps the input of the request in progress (up to the query buffer limit,
-# as hiredis does), so the exact parser can always take over from its start; past
-# this size the check for non-canonical encodings no longer re-reads it per chunk.
-DIAGNOSE_LIMIT = 1024 * 1024
-# Past client-query-buffer-limit Redis closes the connection without a reply.
-QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
-
-
 HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
 
@@ -96,35 +82,30 @@ def _is_write(argv: list[bytes]) -> bool:
     return isinstance(cmd, Command) and cmd.is_write
 
 
-def _encode_frame(frame: list[bytes]) -> bytes:
-    return b"*%d\r\n" % len(frame) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in frame)
+@dataclass(slots=True)
+class BlockState:
+    """A blocking command waiting for a commit to one of `keys` or for its timeout."""
 
-
-def _ends_with_frame(data: bytes, frame: list[bytes]) -> bool:
-    """Does the input chunk end exactly where `frame`'s canonical encoding ends?"""
-    enc = _encode_frame(frame)
-    if len(enc) <= len(data):
-        return data.endswith(enc)
-    return enc.endswith(data)
+    argv: list[bytes]  # run again when a key is touched
+    blocked: Blocked
+    timer: asyncio.TimerHandle | None = None
+    keys: list[tuple[int, bytes]] = field(default_factory=list)
+    scheduled: bool = False  # a retry is queued on the loop already
 
 
 class Connection(asyncio.Protocol):
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.reader = hiredis.Reader()
-        self.exact: RequestParser | None = None  # in use while not on the fast path
-        self.partial = False  # hiredis holds part of a request
-        self.since: list[bytes] = []  # input since the last request boundary
-        self.since_len = 0
-        self.frames_since = 0
-        self.partial_head: bytes | None = None  # start of the incomplete request
+        self.reader: RequestReader | None = None
         self.backlog: deque[list[bytes]] = deque()
+        # The protocol error after the backlog's requests: the connection ends there.
+        self.backlog_error: ProtocolError | None = None
         self.waiting = False  # blocked or deferred: later requests wait
         self.closing = False
         self.paused = False
         self.session: Session | None = None
-        self.block_state: dict[str, Any] | None = None
+        self.block_state: BlockState | None = None
         self.held: list[bytes] | None = None  # replies waiting for durability (sync mode)
         self.close_when_released = False
         self.output_blocked = False  # stopped mid-pipeline until the client reads
@@ -144,6 +125,7 @@ class Connection(asyncio.Protocol):
             push=self.push,
             close=self.kill,
         )
+        self.reader = RequestReader(self.session)
         state.stats.connections_received += 1
         if protected_denied(state, peer):
             state.stats.rejected_connections += 1
@@ -167,10 +149,8 @@ class Connection(asyncio.Protocol):
         # The connection and its session refer to each other: only the cyclic GC frees
         # them, and after gc.freeze() it rarely does. Drop the input buffers now, or
         # every closed connection keeps what it last read (hundreds of KB each).
-        self.reader = hiredis.Reader()
-        self.exact = None
-        self.since = []
-        self.partial_head = None
+        if self.reader is not None:
+            self.reader.clear()
         self.server.connections.discard(self)
         s = self.session
         if s is not None:
@@ -205,11 +185,12 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         s = self.session
-        assert s is not None
+        reader = self.reader
+        assert s is not None and reader is not None
         s.server.stats.net_input_bytes += len(data)
         if self.closing:
             return
-        requests, error = self._parse(data)
+        requests, error = reader.feed(data)
         if error is QUERY_BUFFER_OVERFLOW:
             # As Redis, logged without the buffer's bytes (they may hold a password).
             log.warning(
@@ -221,129 +202,12 @@ class Connection(asyncio.Protocol):
             self.kill()
             return
         if self.waiting:
-            self.backlog.extend(requests)
-            if error is not None:
-                self.backlog.append([b"\x00protocol-error", error.text])
+            # Nothing after a protocol error runs: the connection ends there.
+            if self.backlog_error is None:
+                self.backlog.extend(requests)
+                self.backlog_error = error
             return
         self._run(requests, error)
-
-    # -- parsing -----------------------------------------------------------------
-
-    def _parse(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
-        s = self.session
-        assert s is not None
-        if self.exact is None and not self.partial and data[:1] != b"*":
-            self.exact = RequestParser()
-        if self.exact is not None:
-            p = self.exact
-            p.authed = s.authenticated
-            p.max_bulk = s.server.limits.proto_max_bulk
-            p.feed(data)
-            taken = p.parse()
-            if p.pending_error is None and len(p) == 0:
-                self.exact = None  # back to the fast path on a clean boundary
-            elif len(p) > s.server.limits.query_buffer:
-                return taken, QUERY_BUFFER_OVERFLOW
-            return taken, p.pending_error
-        was_partial = self.partial
-        if not was_partial:
-            self.since = [data]
-            self.since_len = len(data)
-            self.frames_since = 0
-        else:
-            self.since.append(data)
-            self.since_len += len(data)
-        if _BIG_COUNT.search(data) is not None:
-            # hiredis allocates an array for its whole count as soon as it reads the
-            # header (and freeing it walks every slot): a count of millions, at the
-            # top or nested, would cost gigabytes and seconds. The exact parser reads
-            # from the last request boundary instead, lazily, and stays in charge
-            # until the next clean boundary (a match inside a payload only costs that).
-            return self._diagnose(self.frames_since)
-        reader = self.reader
-        reader.feed(data)
-        out: list[list[bytes]] = []
-        refused = False
-        try:
-            while True:
-                req = reader.gets()
-                if req is False:
-                    break
-                if not req:  # *0 and *-1 are empty requests, skipped as Redis does
-                    continue
-                if type(req) is not list or not all(type(a) is bytes for a in req):
-                    raise hiredis.ProtocolError("not an array of bulk strings")
-                out.append(req)
-        except hiredis.ProtocolError:
-            refused = True
-        if refused:
-            # Outside the except block: an error raised while diagnosing must not carry
-            # hiredis' exception (and the frame holding this input) as its context.
-            extra, err = self._diagnose(self.frames_since + len(out))
-            return out + extra, err
-        before = self.frames_since
-        self.frames_since += len(out)
-        if reader.has_data():
-            self.partial = True
-        elif out and _ends_with_frame(data, out[-1]):
-            self.partial = False
-        elif self.since_len < DIAGNOSE_LIMIT:
-            # Either hiredis holds part of a request, or it accepted something Redis
-            # would not (a non-canonical encoding): let the exact parser decide.
-            p = RequestParser()
-            p.authed = s.authenticated
-            p.max_bulk = s.server.limits.proto_max_bulk
-            p.feed(b"".join(self.since))
-            valid = len(p.parse())
-            if p.pending_error is not None:
-                return out[: max(0, valid - before)], p.pending_error
-            self.partial = len(p) > 0
-        else:
-            self.partial = True
-        if self.partial:
-            # Redis rejects a bad multibulk count or bulk length (or an endless header)
-            # before the rest of the request arrives; hiredis would wait for it. Check
-            # the start of the incomplete request while it is small.
-            head = self.partial_head
-            if out:
-                enc = _encode_frame(out[-1])
-                i = data.rfind(enc)
-                head = data[i + len(enc) :] if i >= 0 else None
-            elif not was_partial:
-                head = data
-            elif head is not None:
-                head += data
-            if head:
-                # The start is enough: a bad count or length comes first.
-                err = check_incomplete(
-                    head[: 2 * CHECK_SMALL + 2], s.authenticated, s.server.limits.proto_max_bulk
-                )
-                if err is not None:
-                    return out, err
-            if head is not None and len(head) > 2 * CHECK_SMALL + 2:
-                head = None
-            self.partial_head = head
-            if reader.len() > s.server.limits.query_buffer:
-                return out, QUERY_BUFFER_OVERFLOW
-        return out, None
-
-    def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
-        """hiredis refused the input (or must not read it). Re-read it from the last
-        request boundary with the exact parser: it finds inline requests hiredis
-        cannot read (and carries on with the rest), or Redis' exact words for what is
-        wrong."""
-        s = self.session
-        assert s is not None
-        self.reader = hiredis.Reader()
-        self.partial = False
-        p = RequestParser()
-        p.authed = s.authenticated
-        p.max_bulk = s.server.limits.proto_max_bulk
-        p.feed(b"".join(self.since))
-        valid = p.parse()
-        if p.pending_error is None and len(p):
-            self.exact = p  # finish the incomplete request on the exact path
-        return valid[taken:], p.pending_error
 
     # -- executing ---------------------------------------------------------------
 
@@ -365,9 +229,6 @@ class Connection(asyncio.Protocol):
                 argv = requests.popleft() if requests else None  # type: ignore[union-attr]
             if argv is None:
                 break
-            if argv[0] == b"\x00protocol-error":
-                error = ProtocolError(argv[1].decode("latin-1"))
-                break
             s.last_cmd = argv[0]
             dur = s.server.durability
             if dur is not None and dur.over_capacity() and _is_write(argv):
@@ -375,6 +236,7 @@ class Connection(asyncio.Protocol):
                 # the backlog drains, or answer TRYAGAIN (reads are not held).
                 rest = list(it) if it is not None else list(requests)
                 self.backlog.extendleft(reversed([argv, *rest]))
+                self.backlog_error = error
                 self._write(out)
                 self._wait_capacity()
                 return
@@ -389,6 +251,7 @@ class Connection(asyncio.Protocol):
                     return
                 rest = list(it) if it is not None else list(requests)
                 self.backlog.extend(rest)
+                self.backlog_error = error
                 self._write(out)
                 if t is Blocked:
                     assert isinstance(reply, Blocked)
@@ -413,8 +276,7 @@ class Connection(asyncio.Protocol):
                     )
                     self.waiting = True
                     self.output_blocked = True
-                    if error is not None:
-                        self.backlog.append([b"\x00protocol-error", error.text])
+                    self.backlog_error = error
                     return
         if error is not None:
             encode(ErrorReply(error.text), s.resp, out)
@@ -544,10 +406,10 @@ class Connection(asyncio.Protocol):
     def _resume(self) -> None:
         """Continue with requests that arrived while we were blocked."""
         self.waiting = False
-        if self.backlog and not self.closing:
-            backlog = self.backlog
-            self.backlog = deque()
-            self._run(backlog, None)
+        if (self.backlog or self.backlog_error is not None) and not self.closing:
+            backlog, error = self.backlog, self.backlog_error
+            self.backlog, self.backlog_error = deque(), None
+            self._run(backlog, error)
 
     # -- blocking commands -----------------------------------------------------------
 
@@ -556,34 +418,32 @@ class Connection(asyncio.Protocol):
         assert s is not None
         self.waiting = True
         s.blocked = True
-        loop = asyncio.get_running_loop()
-        st: dict[str, Any] = {"argv": b.retry_argv or argv, "blocked": b, "timer": None}
+        st = BlockState(b.retry_argv or argv, b)
         self.block_state = st
         if b.timeout > 0:
-            st["timer"] = loop.call_later(b.timeout, self._block_timeout)
-        self._observe(b)
+            st.timer = asyncio.get_running_loop().call_later(b.timeout, self._block_timeout)
+        self._observe(st, b)
 
-    def _observe(self, b: Blocked) -> None:
+    def _observe(self, st: BlockState, b: Blocked) -> None:
         s = self.session
-        assert s is not None and self.block_state is not None
-        self.block_state["keys"] = list(b.keys)
+        assert s is not None
+        st.keys = list(b.keys)
         for dbi, key in b.keys:
             s.store.observe(dbi, key, self._key_touched)
 
-    def _unobserve(self) -> None:
-        st = self.block_state
+    def _unobserve(self, st: BlockState) -> None:
         s = self.session
-        if st is None or s is None:
+        if s is None:
             return
-        for dbi, key in st.get("keys", ()):
+        for dbi, key in st.keys:
             s.store.unobserve(dbi, key, self._key_touched)
-        st["keys"] = []
+        st.keys = []
 
     def _key_touched(self, dbi: int, key: bytes) -> None:
         st = self.block_state
-        if st is None or st.get("scheduled"):
+        if st is None or st.scheduled:
             return
-        st["scheduled"] = True
+        st.scheduled = True
         asyncio.get_running_loop().call_soon(self._retry_block)
 
     def _retry_block(self) -> None:
@@ -591,14 +451,14 @@ class Connection(asyncio.Protocol):
         s = self.session
         if st is None or s is None or self.closing:
             return
-        st["scheduled"] = False
-        self._unobserve()
-        reply = DISPATCHER.execute(s, st["argv"])
+        st.scheduled = False
+        self._unobserve(st)
+        reply = DISPATCHER.execute(s, st.argv)
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             if reply.retry_argv:
-                st["argv"] = reply.retry_argv
-            self._observe(reply)
+                st.argv = reply.retry_argv
+            self._observe(st, reply)
             return
         self._finish_block(reply)
 
@@ -606,16 +466,13 @@ class Connection(asyncio.Protocol):
         st = self.block_state
         if st is None:
             return
-        self._unobserve()
-        self._finish_block(st["blocked"].on_timeout)
+        self._unobserve(st)
+        self._finish_block(st.blocked.on_timeout)
 
     def _finish_block(self, reply: Reply) -> None:
-        st = self.block_state
         s = self.session
         assert s is not None
-        if st is not None and st.get("timer") is not None:
-            st["timer"].cancel()
-        self.block_state = None
+        self._cancel_block()
         s.blocked = False
         out: list[bytes] = []
         encode(reply, s.resp, out)
@@ -625,16 +482,10 @@ class Connection(asyncio.Protocol):
     def _cancel_block(self) -> None:
         st = self.block_state
         if st is not None:
-            self._unobserve()
-            if st.get("timer") is not None:
-                st["timer"].cancel()
+            self._unobserve(st)
+            if st.timer is not None:
+                st.timer.cancel()
             self.block_state = None
-
-    def unblock(self, reply: Reply) -> None:
-        """CLIENT UNBLOCK: end the wait now with `reply`."""
-        if self.block_state is not None:
-            self._unobserve()
-            self._finish_block(reply)
 
     def _defer(self, d: Deferred) -> None:
         self.waiting = True

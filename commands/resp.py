@@ -1,9 +1,10 @@
-"""The RESP codec, sans I/O.
+"""The RESP codec, sans I/O: the bottom layer both `commands` and `proxy` use.
 
 Requests: `RequestParser` is the exact parser (multibulk and inline, with Redis'
-limits and error texts); the connection uses hiredis' C reader as its fast path
-and falls back to this parser for inline requests and to diagnose bad input.
-Replies: `encode` turns handler results into RESP2 or RESP3 bytes.
+limits and the protocol error texts of `commands.errors`); `split_inline` splits an
+inline request (ACL rules use it too). `proxy.reader.RequestReader` puts hiredis' C
+reader in front of this parser as its fast path.
+Replies: `encode` turns handler results (`commands.replies`) into RESP2 or RESP3 bytes.
 """
 
 from __future__ import annotations
@@ -229,19 +230,6 @@ class RequestParser:
         return split_inline(bytes(buf[pos:end])), nl + 1
 
 
-def check_incomplete(
-    data: bytes, authed: bool, max_bulk: int = PROTO_MAX_BULK_LEN
-) -> ProtocolError | None:
-    """Redis rejects some requests before they are complete (a multibulk count or a
-    bulk length out of range): check the requests at the start of `data`."""
-    p = RequestParser()
-    p.authed = authed
-    p.max_bulk = max_bulk
-    p.feed(data)
-    p.parse()
-    return p.pending_error
-
-
 # -- replies ----------------------------------------------------------------------
 
 
@@ -327,7 +315,6 @@ __all__ = [
     "INLINE_MAX",
     "ProtocolError",
     "RequestParser",
-    "check_incomplete",
     "encode",
     "encode_reply",
     "split_inline",

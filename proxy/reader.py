@@ -1,0 +1,187 @@
+"""`RequestReader`: a connection's input as requests, sans I/O.
+
+`feed(data)` returns the requests complete so far and the protocol error that ends
+the connection, if any; the connection never knows which parser answered. Two
+parsers behind it: hiredis' C reader reads every buffered multibulk request at once
+(the fast path); the exact `commands.resp.RequestParser` reads inline requests,
+counts of a million or more, and finds Redis' words for what is wrong with input
+hiredis refuses (or accepts but Redis would not).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import hiredis
+
+from commands.resp import ProtocolError, RequestParser
+
+if TYPE_CHECKING:
+    from commands.session import Session
+
+CHECK_SMALL = 65536
+# A multibulk header (at the start of the input or of a line) with a count of a
+# million or more: read by the exact parser, never by hiredis (see `feed`).
+_BIG_COUNT = re.compile(rb"(?:\A|\n)\*[0-9]{7}")
+# `since` keeps the input of the request in progress (up to the query buffer limit,
+# as hiredis does), so the exact parser can always take over from its start; past
+# this size the check for non-canonical encodings no longer re-reads it per chunk.
+DIAGNOSE_LIMIT = 1024 * 1024
+# Past client-query-buffer-limit Redis closes the connection without a reply.
+QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
+
+
+def _encode_frame(frame: list[bytes]) -> bytes:
+    return b"*%d\r\n" % len(frame) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in frame)
+
+
+def _ends_with_frame(data: bytes, frame: list[bytes]) -> bool:
+    """Does the input chunk end exactly where `frame`'s canonical encoding ends?"""
+    enc = _encode_frame(frame)
+    if len(enc) <= len(data):
+        return data.endswith(enc)
+    return enc.endswith(data)
+
+
+class RequestReader:
+    """One client's request stream. The session gives the limits in force when each
+    chunk is read: whether it is authenticated (Redis caps what an unauthenticated
+    client may declare), proto-max-bulk-len and client-query-buffer-limit."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.hiredis = hiredis.Reader()
+        self.exact: RequestParser | None = None  # in use while not on the fast path
+        self.partial = False  # hiredis holds part of a request
+        self.since: list[bytes] = []  # input since the last request boundary
+        self.since_len = 0
+        self.frames_since = 0
+        self.partial_head: bytes | None = None  # start of the incomplete request
+
+    def clear(self) -> None:
+        """Drop every buffered byte (the connection is closed)."""
+        self.hiredis = hiredis.Reader()
+        self.exact = None
+        self.since = []
+        self.partial_head = None
+
+    def _exact_parser(self) -> RequestParser:
+        s = self.session
+        p = RequestParser()
+        p.authed = s.authenticated
+        p.max_bulk = s.server.limits.proto_max_bulk
+        return p
+
+    def feed(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
+        """The requests `data` completes, in order, and the error that ends the
+        connection (`QUERY_BUFFER_OVERFLOW`: close without a reply; any other: reply
+        with its text, then close) or None. Empty requests (*0, *-1, blank lines)
+        are skipped, as Redis does."""
+        s = self.session
+        if self.exact is None and not self.partial and data[:1] != b"*":
+            self.exact = RequestParser()
+        if self.exact is not None:
+            p = self.exact
+            p.authed = s.authenticated
+            p.max_bulk = s.server.limits.proto_max_bulk
+            p.feed(data)
+            taken = p.parse()
+            if p.pending_error is None and len(p) == 0:
+                self.exact = None  # back to the fast path on a clean boundary
+            elif len(p) > s.server.limits.query_buffer:
+                return taken, QUERY_BUFFER_OVERFLOW
+            return taken, p.pending_error
+        was_partial = self.partial
+        if not was_partial:
+            self.since = [data]
+            self.since_len = len(data)
+            self.frames_since = 0
+        else:
+            self.since.append(data)
+            self.since_len += len(data)
+        if _BIG_COUNT.search(data) is not None:
+            # hiredis allocates an array for its whole count as soon as it reads the
+            # header (and freeing it walks every slot): a count of millions, at the
+            # top or nested, would cost gigabytes and seconds. The exact parser reads
+            # from the last request boundary instead, lazily, and stays in charge
+            # until the next clean boundary (a match inside a payload only costs that).
+            return self._diagnose(self.frames_since)
+        reader = self.hiredis
+        reader.feed(data)
+        out: list[list[bytes]] = []
+        refused = False
+        try:
+            while True:
+                req = reader.gets()
+                if req is False:
+                    break
+                if not req:  # *0 and *-1 are empty requests, skipped as Redis does
+                    continue
+                if type(req) is not list or not all(type(a) is bytes for a in req):
+                    raise hiredis.ProtocolError("not an array of bulk strings")
+                out.append(req)
+        except hiredis.ProtocolError:
+            refused = True
+        if refused:
+            # Outside the except block: an error raised while diagnosing must not carry
+            # hiredis' exception (and the frame holding this input) as its context.
+            extra, err = self._diagnose(self.frames_since + len(out))
+            return out + extra, err
+        before = self.frames_since
+        self.frames_since += len(out)
+        if reader.has_data():
+            self.partial = True
+        elif out and _ends_with_frame(data, out[-1]):
+            self.partial = False
+        elif self.since_len < DIAGNOSE_LIMIT:
+            # Either hiredis holds part of a request, or it accepted something Redis
+            # would not (a non-canonical encoding): let the exact parser decide.
+            p = self._exact_parser()
+            p.feed(b"".join(self.since))
+            valid = len(p.parse())
+            if p.pending_error is not None:
+                return out[: max(0, valid - before)], p.pending_error
+            self.partial = len(p) > 0
+        else:
+            self.partial = True
+        if self.partial:
+            # Redis rejects a bad multibulk count or bulk length (or an endless header)
+            # before the rest of the request arrives; hiredis would wait for it. Check
+            # the start of the incomplete request while it is small.
+            head = self.partial_head
+            if out:
+                enc = _encode_frame(out[-1])
+                i = data.rfind(enc)
+                head = data[i + len(enc) :] if i >= 0 else None
+            elif not was_partial:
+                head = data
+            elif head is not None:
+                head += data
+            if head:
+                # The start is enough: a bad count or length comes first.
+                check = self._exact_parser()
+                check.feed(head[: 2 * CHECK_SMALL + 2])
+                check.parse()
+                if check.pending_error is not None:
+                    return out, check.pending_error
+            if head is not None and len(head) > 2 * CHECK_SMALL + 2:
+                head = None
+            self.partial_head = head
+            if reader.len() > s.server.limits.query_buffer:
+                return out, QUERY_BUFFER_OVERFLOW
+        return out, None
+
+    def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
+        """hiredis refused the input (or must not read it). Re-read it from the last
+        request boundary with the exact parser: it finds inline requests hiredis
+        cannot read (and carries on with the rest), or Redis' exact words for what is
+        wrong."""
+        self.hiredis = hiredis.Reader()
+        self.partial = False
+        p = self._exact_parser()
+        p.feed(b"".join(self.since))
+        valid = p.parse()
+        if p.pending_error is None and len(p):
+            self.exact = p  # finish the incomplete request on the exact path
+        return valid[taken:], p.pending_error
