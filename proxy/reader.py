@@ -36,14 +36,6 @@ def _encode_frame(frame: list[bytes]) -> bytes:
     return b"*%d\r\n" % len(frame) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in frame)
 
 
-def _ends_with_frame(data: bytes, frame: list[bytes]) -> bool:
-    """Does the input chunk end exactly where `frame`'s canonical encoding ends?"""
-    enc = _encode_frame(frame)
-    if len(enc) <= len(data):
-        return data.endswith(enc)
-    return enc.endswith(data)
-
-
 class RequestReader:
     """One client's request stream. The session gives the limits in force when each
     chunk is read: whether it is authenticated (Redis caps what an unauthenticated
@@ -132,7 +124,7 @@ class RequestReader:
         self.frames_since += len(out)
         if reader.has_data():
             self.partial = True
-        elif out and _ends_with_frame(data, out[-1]):
+        elif out and self._ends_with_frame(data, out[-1]):
             self.partial = False
         elif self.since_len < DIAGNOSE_LIMIT:
             # Either hiredis holds part of a request, or it accepted something Redis
@@ -171,6 +163,22 @@ class RequestReader:
             if reader.len() > s.server.limits.query_buffer:
                 return out, QUERY_BUFFER_OVERFLOW
         return out, None
+
+    def _ends_with_frame(self, data: bytes, frame: list[bytes]) -> bool:
+        """Does the input end with `frame`'s canonical encoding (so hiredis read nothing
+        Redis would refuse)? A frame longer than this chunk began in earlier chunks:
+        compare it with the input since the last boundary, not with this chunk alone."""
+        enc = _encode_frame(frame)
+        if len(enc) <= len(data):
+            return data.endswith(enc)
+        tail: list[bytes] = []
+        size = 0
+        for piece in reversed(self.since):
+            tail.append(piece)
+            size += len(piece)
+            if size >= len(enc):
+                break
+        return b"".join(reversed(tail)).endswith(enc)
 
     def _diagnose(self, taken: int) -> tuple[list[list[bytes]], ProtocolError | None]:
         """hiredis refused the input (or must not read it). Re-read it from the last

@@ -43,6 +43,10 @@ def exchange(
         sock.close()
 
 
+def bytewise(data: bytes) -> list[bytes]:
+    return [bytes([b]) for b in data]
+
+
 @pytest.fixture
 def both(redis_ref: ServerProcess, ts_server: ServerProcess) -> tuple[int, int]:
     for port in (redis_ref.port, ts_server.port):
@@ -126,7 +130,19 @@ def test_pipelining_keeps_order(both: tuple[int, int]) -> None:
 def test_partial_frames_byte_by_byte(both: tuple[int, int]) -> None:
     data = encode_command("SET", "key", "a value with spaces") + encode_command("GET", "key")
     data += b"ECHO inline\r\n" + encode_command("STRLEN", "key")
-    same(both, [bytes([b]) for b in data], pause=0.002)
+    same(both, bytewise(data), pause=0.002)
+
+
+def test_a_bad_element_split_byte_by_byte(both: tuple[int, int]) -> None:
+    """The whole request, not just the chunk that completes it, must be canonical."""
+    got = same(both, bytewise(b"*2\r\n$4\r\nECHO\r\n+hi\r\n"), pause=0.002)
+    assert got.startswith(b"-ERR Protocol error")
+
+
+def test_protocol_error_after_a_blocked_command(both: tuple[int, int]) -> None:
+    """The error behind a blocking command is answered once the command times out."""
+    got = same(both, [b"BLPOP nosuch 0.2\r\n*abc\r\n"])
+    assert got == b"*-1\r\n-ERR Protocol error: invalid multibulk length\r\n"
 
 
 def test_frames_split_across_reads(both: tuple[int, int]) -> None:
