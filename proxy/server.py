@@ -34,6 +34,10 @@ log = logging.getLogger("temporalstore")
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
 HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
+# Graceful shutdown waits this long for object storage to take every pending write.
+SHUTDOWN_DRAIN_S = 30.0
+# ... and then this long for the replies that became durable to be handed to sockets.
+SHUTDOWN_RELEASE_S = 1.0
 
 
 PROTECTED_MODE_DENIED = (
@@ -305,8 +309,8 @@ class Connection(asyncio.Protocol):
         if dur is not None and s.last_sync_lsn > dur.durable_lsn:
             self.held = list(out)
             task = asyncio.get_running_loop().create_task(self._release(dur))
-            self.server.tasks.add(task)
-            task.add_done_callback(self.server.tasks.discard)
+            self.server.releases.add(task)
+            task.add_done_callback(self.server.releases.discard)
             return
         self._send(out)
 
@@ -545,6 +549,8 @@ class Server:
         self.servers: list[asyncio.base_events.Server] = []
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        # Connections' waits for durability before they send held replies.
+        self.releases: set[asyncio.Task[None]] = set()
         self.port = 0
         self.tls_port = 0
 
@@ -628,16 +634,45 @@ class Server:
         await self.close()
 
     async def close(self) -> None:
-        """Stop accepting, close every connection after its pending replies, stop tasks."""
+        """Shut down in order: stop accepting and reading requests; let object storage
+        take every pending write, so that replies held for sync durability go out;
+        then close every connection (after what it is owed is written) and stop tasks."""
         for srv in self.servers:
             srv.close()
+        for conn in list(self.connections):
+            conn.closing = True  # later input is ignored, held replies still go out
+        dur = self.state.durability
+        if dur is not None:
+            durable = await self._drain(dur)
+            if self.releases:
+                await asyncio.wait(
+                    set(self.releases), timeout=SHUTDOWN_RELEASE_S if durable else 0.1
+                )
         for conn in list(self.connections):
             conn.kill()
         for srv in self.servers:
             await srv.wait_closed()
-        for task in list(self.tasks):
+        for task in [*self.tasks, *self.releases]:
             task.cancel()
-        for task in list(self.tasks):
+        for task in [*self.tasks, *self.releases]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         log.info("shut down")
+
+    async def _drain(self, dur: Durability) -> bool:
+        """Wait until every write so far is durable: True if all are."""
+        # `wait_durable` up to the last LSN wakes the flusher and flushes everything
+        # pending without stopping it (the running flusher keeps doing the writing).
+        try:
+            durable = await dur.wait_durable(self.state.store.lsn, SHUTDOWN_DRAIN_S)
+        except Exception as e:  # fenced: nothing more can become durable
+            log.error("shutdown: pending writes cannot be made durable: %s", e)
+            return False
+        if not durable:
+            log.error(
+                "shutdown: writes past LSN %d were not durable after %.0f s: %s",
+                dur.durable_lsn,
+                SHUTDOWN_DRAIN_S,
+                dur.last_error(),
+            )
+        return durable
