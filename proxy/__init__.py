@@ -1,4 +1,16 @@
-"""The network edge: asyncio listeners (plain TCP and TLS), connections, the RESP2/RESP3
-codec (hiredis' parser), pipelining, backpressure and buffer limits, the auth gate,
-graceful shutdown and the command-line entry point. Knows nothing of data types or
-storage."""
+"""The network edge and the process entry point.
+
+- `server`: the asyncio listeners (plain TCP and TLS, `tls` builds the context) and one
+  `Connection` per client: I/O, pipelining (every reply of a batch written at once),
+  flow control and output buffer limits, protected mode and maxclients, waits of
+  blocking and deferred commands, replies held until their writes are durable (sync
+  mode), and graceful shutdown (stop accepting, drain durability, send what became
+  durable, close).
+- `reader`: `RequestReader`, a connection's input as requests, sans I/O: hiredis' C
+  reader as the fast path, the exact parser of `commands.resp` for the rest.
+- `cli`: `temporalstore serve` and `inspect`, the only place that wires the store, the
+  commands, the durable layer and the listeners together.
+
+The RESP codec itself (reply encoding, the exact request parser, protocol errors)
+lives in `commands.resp`; authentication, ACLs and every command in `commands`.
+Knows nothing of data types or storage formats."""
