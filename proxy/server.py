@@ -1,8 +1,8 @@
 """The asyncio listener and one `Connection` per client.
 
 Reading: a `RequestReader` (proxy.reader) turns each chunk into requests. Writing:
-every reply of a batch is encoded into one buffer and written once. When the socket's write
-buffer passes its high-water mark the connection stops reading until it drains,
+every reply of a batch is encoded into one buffer and written once. When the socket's
+write buffer passes its high-water mark the connection stops reading until it drains,
 so a client that does not read its replies cannot make us buffer without bound.
 """
 
