@@ -22,7 +22,6 @@ import secrets
 import time
 
 from commands.client import info_line
-from commands.common import glob_match
 from commands.errors import (
     ACL_DEFAULT_UNDELETABLE,
     ACL_GENPASS_RANGE,
@@ -38,6 +37,7 @@ from commands.errors import (
     WRONGPASS,
     CommandError,
 )
+from commands.glob import glob_match
 from commands.parsing import get_int
 from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Command, Flag, command, container

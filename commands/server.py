@@ -44,9 +44,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from commands.common import glob_match
 from commands.durability import deferred
 from commands.errors import LOADING, SYNTAX, CommandError
+from commands.glob import glob_match
 from commands.limits import config_changed, memtoull, merge_output_limits, rss_bytes
 from commands.parsing import string2ll
 from commands.registry import COMMANDS, Command, Flag, command, container

@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from commands.common import get_set, glob_match, parse_scan_cursor, parse_scan_options
+from commands.common import get_set, parse_scan_cursor, parse_scan_options
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
@@ -383,7 +383,7 @@ def cmd_sscan(s: Session, argv: list[bytes]) -> Reply:
     v = get_set(s, key)
     if v is None:
         return EMPTY_SCAN
-    count, pattern = parse_scan_options(argv, 3)
+    count, match = parse_scan_options(argv, 3)
     if type(v) is set:
         # An intset is returned whole, in order, whatever the cursor.
         batch: list[bytes] = sorted(v, key=int)
@@ -396,6 +396,6 @@ def cmd_sscan(s: Session, argv: list[bytes]) -> Reply:
             j += 1
         batch = members[i:j]
         cursor = hashes[j - 1] + 1 if j < len(hashes) else 0
-    if pattern is not None:
-        batch = [m for m in batch if glob_match(pattern, m)]
+    if match is not None:
+        batch = [m for m in batch if match(m)]
     return [b"%d" % cursor, batch]

@@ -38,9 +38,9 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from commands.common import glob_match
 from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
+from commands.glob import match_filter
 from commands.parsing import get_int
 from commands.registry import Flag, command
 from commands.replies import OK, ErrorReply, Reply
@@ -227,7 +227,8 @@ def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
     db = s.store.dbs[s.dbi]
     keys = dict.fromkeys(db.data)
     keys.update(dict.fromkeys(db.chains))
-    return sorted(k for k in keys if pattern is None or glob_match(pattern, k))
+    match = match_filter(pattern)
+    return sorted(k for k in keys if match is None or match(k))
 
 
 def _versions(chain: Sequence[VersionEntry], lo: int, hi: int) -> list[list[VersionEntry]]:
@@ -458,8 +459,9 @@ def _diff_states(
     old: dict[bytes, Any], new: dict[bytes, Any], pattern: bytes | None, count: int | None
 ) -> dict[bytes, Reply]:
     out: dict[bytes, Reply] = {}
+    match = match_filter(pattern)
     for key in sorted(old.keys() | new.keys()):
-        if pattern is not None and not glob_match(pattern, key):
+        if match is not None and not match(key):
             continue
         if count is not None and len(out) >= count:
             break

@@ -45,7 +45,6 @@ from commands.common import (
     SET_TYPES,
     get_typed,
     get_zset,
-    glob_match,
     parse_scan_cursor,
     parse_scan_options,
 )
@@ -970,7 +969,7 @@ def cmd_zscan(s: Session, argv: list[bytes]) -> Reply:
     z = get_zset(s, argv[1])
     if z is None:
         return [b"0", []]
-    count, pattern = parse_scan_options(argv, 3)
+    count, match = parse_scan_options(argv, 3)
     order = z.order
     if not z.big:
         # A listpack is returned whole, with its scores as stored, and cursor 0.
@@ -990,7 +989,7 @@ def cmd_zscan(s: Session, argv: list[bytes]) -> Reply:
         nxt = _score_key(order[hi][0]) if hi < len(order) else 0
     out: list[bytes] = []
     for text, m in items:
-        if pattern is None or glob_match(pattern, m):
+        if match is None or match(m):
             out.append(m)
             out.append(text)
     return [b"%d" % nxt, out]
