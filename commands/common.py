@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, cast
 
 from commands.errors import INVALID_CURSOR, SYNTAX, WRONGTYPE, CommandError
 from commands.glob import Matcher, match_filter
 from commands.parsing import SPACE, get_int
+from commands.replies import Simple
 from commands.session import Session
 from store.values import HashSet, HashTable, ZSet
 
@@ -66,6 +68,14 @@ def get_typed(s: Session, key: bytes, types: type | tuple[type, ...]) -> Any:
     if v is None or isinstance(v, types):
         return v
     raise wrongtype()
+
+
+def help_reply(argv0: bytes, lines: Iterable[str]) -> list[Simple]:
+    """Redis' addReplyHelp: a header naming the command, the lines, and HELP."""
+    out = [Simple(b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % argv0.upper())]
+    out += [Simple(line.encode()) for line in lines]
+    out += [Simple(b"HELP"), Simple(b"    Prints this help.")]
+    return out
 
 
 def lower(b: bytes) -> bytes:

@@ -206,32 +206,24 @@ def _rank(key: bytes) -> int:
     return (hash(key) + _HALF) >> 1
 
 
-class _ScanSnapshot:
+class ScanSnapshot:
     """A database's keys sorted by hash, as of a write mark (LSN, pending ops)."""
 
-    __slots__ = ("data", "db", "keys", "mark")
+    __slots__ = ("data", "keys", "mark")
 
     def __init__(self, db: Database, mark: tuple[int, int]) -> None:
-        self.db = db
         self.data = db.data
         self.mark = mark
         self.keys = sorted(db.data, key=hash)
 
 
-_SNAPSHOTS: dict[int, _ScanSnapshot] = {}
-
-
-def _scan_snapshot(s: Session, starting: bool) -> _ScanSnapshot:
+def _scan_snapshot(s: Session, starting: bool) -> ScanSnapshot:
     db = s.db
-    snap = _SNAPSHOTS.get(id(db))
+    snapshots = s.server.scan_snapshots
+    snap = snapshots.get(db)
     mark = (s.store.lsn, len(s.store.pending))
-    if (
-        snap is None
-        or snap.db is not db
-        or snap.data is not db.data
-        or (starting and snap.mark != mark)
-    ):
-        snap = _SNAPSHOTS[id(db)] = _ScanSnapshot(db, mark)
+    if snap is None or snap.data is not db.data or (starting and snap.mark != mark):
+        snap = snapshots[db] = ScanSnapshot(db, mark)
     return snap
 
 
@@ -279,7 +271,7 @@ def cmd_scan(s: Session, argv: list[bytes]) -> Reply:
             next_cursor = _rank(keys[end - 1]) + 1
         else:
             next_cursor = 0
-            _SNAPSHOTS.pop(id(db), None)
+            s.server.scan_snapshots.pop(db, None)
 
     out: list[bytes] = []
     get = db.get

@@ -350,7 +350,6 @@ EMPTY_SCAN: Reply = (b"0", ())
 # set is unchanged (same object, same committed version, no write in flight).
 _SCAN_CACHE_MIN = 256
 _SCAN_CACHE_SIZE = 8
-_scan_cache: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
 
 
 def _build_hash_order(v: set[bytes]) -> tuple[list[int], list[bytes]]:
@@ -366,13 +365,14 @@ def hash_order(s: Session, key: bytes, v: set[bytes]) -> tuple[list[int], list[b
         return _build_hash_order(v)
     chain = s.db.chains.get(key)
     version = chain[-1].lsn if chain else 0
-    cached = _scan_cache.get(id(v))
+    orders = s.server.set_scan_orders  # by id(v): a set is not hashable
+    cached = orders.get(id(v))
     if cached is not None and cached[0] is v and cached[1] == version:
         return cached[2], cached[3]
     hashes, members = _build_hash_order(v)
-    if len(_scan_cache) >= _SCAN_CACHE_SIZE:
-        del _scan_cache[next(iter(_scan_cache))]
-    _scan_cache[id(v)] = (v, version, hashes, members)
+    if len(orders) >= _SCAN_CACHE_SIZE:
+        del orders[next(iter(orders))]
+    orders[id(v)] = (v, version, hashes, members)
     return hashes, members
 
 
