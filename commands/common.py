@@ -13,6 +13,7 @@ from commands.glob import Matcher, match_filter
 from commands.parsing import SPACE, get_int
 from commands.replies import Simple
 from commands.session import Session
+from store.ops import DEL, SET
 from store.values import HashSet, HashTable, ZSet
 
 HASH_TYPES = (dict, HashTable)
@@ -61,6 +62,17 @@ def get_zset(s: Session, key: bytes) -> ZSet | None:
     if v is None or type(v) is ZSet:
         return v
     raise wrongtype()
+
+
+def store_result(s: Session, dst: bytes, value: set[bytes] | ZSet | None) -> int:
+    """A *STORE command's write (`value` already in its encoding): the new value, or
+    the destination deleted when the result is empty."""
+    if value:
+        s.store.apply(s.db, dst, (SET, value, None))
+        return len(value)
+    if s.db.get(dst) is not None:
+        s.store.apply(s.db, dst, (DEL,))
+    return 0
 
 
 def get_typed(s: Session, key: bytes, types: type | tuple[type, ...]) -> Any:

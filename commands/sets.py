@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from commands.common import get_set, parse_scan_cursor, parse_scan_options
+from commands.common import get_set, parse_scan_cursor, parse_scan_options, store_result
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
@@ -76,17 +76,6 @@ def result_reply(members: set[bytes]) -> Reply:
 def load_sets(s: Session, keys: Sequence[bytes]) -> list[set[bytes] | None]:
     """Every key's set (None when missing); WRONGTYPE before anything else happens."""
     return [get_set(s, k) for k in keys]
-
-
-def store_result(s: Session, dst: bytes, value: set[bytes]) -> int:
-    """A *STORE command's write (`value` already in its encoding): the new set, or
-    the destination deleted when the result is empty."""
-    if value:
-        s.store.apply(s.db, dst, (SET, value, None))
-        return len(value)
-    if s.db.get(dst) is not None:
-        s.store.apply(s.db, dst, (DEL,))
-    return 0
 
 
 def random_member(v: set[bytes]) -> bytes:

@@ -17,7 +17,6 @@ from commands.errors import MIN_MAX_NOT_FLOAT, MIN_MAX_NOT_STRING, NOT_POSITIVE,
 from commands.parsing import get_range_long, strtod
 from commands.replies import Reply
 from commands.session import Session
-from store.ops import DEL, SET
 from store.values import ZSET_MAX_LISTPACK_ENTRIES, ZSET_MAX_LISTPACK_VALUE, ZSet
 
 LONG_MAX = 2**63 - 1
@@ -233,16 +232,6 @@ def build_zset(items: Iterable[tuple[float, bytes]], big: bool = False) -> ZSet:
     z.order = SortedList((sc, m) for m, sc in scores.items())
     z.big = big
     return z
-
-
-def store_zset(s: Session, dst: bytes, z: ZSet | None) -> int:
-    """Write a *STORE result (or delete the destination when it is empty)."""
-    if z:
-        s.store.apply(s.db, dst, (SET, z, None))
-        return len(z)
-    if s.db.get(dst) is not None:
-        s.store.apply(s.db, dst, (DEL,))
-    return 0
 
 
 def entries_reply(s: Session, items: Iterable[tuple[float, bytes]], withscores: bool) -> Reply:

@@ -44,6 +44,7 @@ from commands.common import (
     get_zset,
     parse_scan_cursor,
     parse_scan_options,
+    store_result,
 )
 from commands.errors import (
     COUNT_POSITIVE,
@@ -77,7 +78,6 @@ from commands.zset_ranges import (
     parse_score_range,
     rank_span,
     score_span,
-    store_zset,
     uniform,
     walk,
 )
@@ -331,7 +331,7 @@ def _zrange(
         lr = parse_lex_range(a, b)
     z = get_zset(s, argv[k])
     if z is None:
-        return [] if dst is None else store_zset(s, dst, None)
+        return [] if dst is None else store_result(s, dst, None)
     big = False
     if rangetype == _RANK:
         lo, hi = rank_span(len(z), start, end)
@@ -345,7 +345,7 @@ def _zrange(
     else:
         items = lex_select(z, lr, reverse, offset, limit)
     if dst is not None:
-        return store_zset(s, dst, build_zset(items, big) if items else None)
+        return store_result(s, dst, build_zset(items, big) if items else None)
     return entries_reply(s, items, withscores)
 
 
@@ -531,11 +531,11 @@ def _setop(s: Session, argv: list[bytes], op: int, dst: bytes | None, card: bool
     items = sorted((sc, m) for m, sc in result.items())
     if dst is not None:
         if not items:
-            return store_zset(s, dst, None)
+            return store_result(s, dst, None)
         big = len(items) > ZSET_MAX_LISTPACK_ENTRIES or any(
             len(m) > ZSET_MAX_LISTPACK_VALUE for m in result
         )
-        return store_zset(s, dst, build_zset(items, big))
+        return store_result(s, dst, build_zset(items, big))
     return entries_reply(s, items, withscores)
 
 
