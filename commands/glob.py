@@ -182,8 +182,21 @@ def _compile(pattern: bytes, nocase: bool) -> Matcher:
     head, tail = sizes[0], sizes[-1]
     middle = list(zip(compiled[1:-1], sizes[1:-1], strict=True))
     least = sum(sizes)
-    if type(first) is bytes and not middle and not tail:  # `prefix*`
-        return lambda text: text.startswith(first) and len(text) > 0
+    # Common shapes of literal segments, answered by one or two bytes methods.
+    if type(first) is bytes and type(last) is bytes:
+        if not middle:
+            if not tail:
+                if not head:  # `*`
+                    return bool
+                return lambda text: text.startswith(first)  # `prefix*`
+            if not head:
+                return lambda text: text.endswith(last)  # `*suffix`
+            return lambda text: (
+                len(text) >= least and text.startswith(first) and text.endswith(last)
+            )
+        if not head and not tail and len(middle) == 1 and type(middle[0][0]) is bytes:
+            inner = middle[0][0]
+            return lambda text: inner in text  # `*infix*`
 
     def match(text: bytes) -> bool:
         n = len(text)
