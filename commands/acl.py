@@ -21,8 +21,9 @@ from __future__ import annotations
 import secrets
 import time
 
+from commands.acl_categories import CATEGORIES, CommandEntry, catalog
 from commands.client import info_line
-from commands.common import glob_match
+from commands.common import help_reply
 from commands.errors import (
     ACL_DEFAULT_UNDELETABLE,
     ACL_GENPASS_RANGE,
@@ -38,14 +39,15 @@ from commands.errors import (
     WRONGPASS,
     CommandError,
 )
+from commands.getkeys import get_keys
+from commands.glob import glob_match
 from commands.parsing import get_int
 from commands.pubsub import SUBCOMMAND_SYNTAX
-from commands.registry import Command, Flag, command, container
+from commands.redis_table import OrderedSet
+from commands.registry import ADMIN, Command, Flag, command, container, lookup_for_call
 from commands.replies import OK, Reply
-from commands.server import OrderedSet, get_keys, help_reply, lookup_for_call
 from commands.session import ServerState, Session
 from commands.users import (
-    CATEGORIES,
     DENIED_AUTH,
     DENIED_CHANNEL,
     DENIED_CMD,
@@ -53,16 +55,13 @@ from commands.users import (
     READ,
     REASONS,
     WRITE_PERM,
-    CommandEntry,
     LogEntry,
     RuleError,
     Selector,
     User,
-    catalog,
     has_spaces,
 )
 
-ADMIN = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 OPEN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 
 ACL_HELP = [

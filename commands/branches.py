@@ -18,7 +18,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+from commands.branch_lookup import branch_name, get_branch
 from commands.errors import SYNTAX, CommandError
+from commands.points import parse_at
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
 from commands.session import Session
@@ -30,32 +32,17 @@ from store.values import copy_value
 
 MAIN = b"main"
 EXISTS = "ERR branch '{}' already exists"
-NO_BRANCH = "ERR no such branch '{}'"
 RESERVED = "ERR '{}' is not a valid branch name"
 CONFLICT = "ERR CONFLICT merging '{}' into '{}': changed on both sides: {}"
 
 container("ts.branch", -2)
 
 
-def _name(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
-
-
-def get_branch(s: Session, name: bytes) -> Branch:
-    b = s.store.branches.get(name)
-    if b is None:
-        raise CommandError(NO_BRANCH.format(_name(name)))
-    assert isinstance(b, Branch)
-    return b
-
-
 @command("ts.branch|create", -3, Flag.WRITE)
 def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
-    from commands.temporal import parse_at
-
     name = argv[2]
     if not name or name.lower() in (MAIN, b"head", b"at") or b" " in name:
-        raise CommandError(RESERVED.format(_name(name)))
+        raise CommandError(RESERVED.format(branch_name(name)))
     fork = s.store.lsn
     if len(argv) > 3:
         if argv[3].lower() != b"from":
@@ -64,7 +51,7 @@ def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
         if end != len(argv):
             raise CommandError(SYNTAX)
     if name in s.store.branches:
-        raise CommandError(EXISTS.format(_name(name)))
+        raise CommandError(EXISTS.format(branch_name(name)))
     s.store.db_op(s.dbi, ("branch", name, fork))
     return OK
 
@@ -99,14 +86,6 @@ def cmd_branch_list(s: Session, argv: list[bytes]) -> Reply:
             }
         )
     return out
-
-
-def checkout_branch(s: Session, name: bytes) -> None:
-    """TS.CHECKOUT <branch>: this connection reads and writes the branch."""
-    get_branch(s, name)
-    s.view_lsn = None
-    s.branch = name
-    s.select(s.dbi)
 
 
 def _state(db: Database, key: bytes) -> tuple[Any, int | None]:
@@ -166,7 +145,9 @@ def cmd_ts_merge(s: Session, argv: list[bytes]) -> Reply:
     if conflicts:
         shown = b", ".join(conflicts[:20]) + (b", ..." if len(conflicts) > 20 else b"")
         into = MAIN if target is None else target.name
-        raise CommandError(CONFLICT.format(_name(source.name), _name(into), _name(shown)))
+        raise CommandError(
+            CONFLICT.format(branch_name(source.name), branch_name(into), branch_name(shown))
+        )
     for dst_db, key, value, expire in plan:
         if value is None:
             store.apply(dst_db, key, (DEL,))

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 
+from commands.common import help_reply
 from commands.errors import CLIENT_NAME_SPACES, NO_SUCH_CLIENT, SYNTAX, CommandError
 from commands.parsing import string2ll
 from commands.registry import COMMANDS, Flag, command, container
 from commands.replies import OK, Reply, Verbatim
-from commands.server import help_reply
 from commands.session import Session
 
 INVALID_CLIENT_ID = "ERR Invalid client ID"

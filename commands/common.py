@@ -1,16 +1,19 @@
-"""Helpers every family uses: typed key lookups (WRONGTYPE before any change),
-option scanning, glob matching as Redis' stringmatchlen does it."""
+"""Helpers every family uses: typed key lookups (WRONGTYPE before any change), SCAN
+cursors and options, and HELP replies. Glob matching is `commands.glob`."""
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from functools import lru_cache
+from collections.abc import Iterable
 from typing import Any, cast
 
 from commands.errors import INVALID_CURSOR, SYNTAX, WRONGTYPE, CommandError
+from commands.glob import Matcher, match_filter
 from commands.parsing import SPACE, get_int
+from commands.replies import Simple
 from commands.session import Session
+from store.ops import DEL, SET
 from store.values import HashSet, HashTable, ZSet
 
 HASH_TYPES = (dict, HashTable)
@@ -61,6 +64,17 @@ def get_zset(s: Session, key: bytes) -> ZSet | None:
     raise wrongtype()
 
 
+def store_result(s: Session, dst: bytes, value: set[bytes] | ZSet | None) -> int:
+    """A *STORE command's write (`value` already in its encoding): the new value, or
+    the destination deleted when the result is empty."""
+    if value:
+        s.store.apply(s.db, dst, (SET, value, None))
+        return len(value)
+    if s.db.get(dst) is not None:
+        s.store.apply(s.db, dst, (DEL,))
+    return 0
+
+
 def get_typed(s: Session, key: bytes, types: type | tuple[type, ...]) -> Any:
     v = s.db.get(key)
     if v is None or isinstance(v, types):
@@ -68,55 +82,12 @@ def get_typed(s: Session, key: bytes, types: type | tuple[type, ...]) -> Any:
     raise wrongtype()
 
 
-@lru_cache(maxsize=1024)
-def _glob_regex(pattern: bytes, nocase: bool) -> re.Pattern[bytes]:
-    """Translate a Redis glob (*, ?, [...], [^...], ranges, backslash escapes)."""
-    out = bytearray()
-    i = 0
-    n = len(pattern)
-    while i < n:
-        c = pattern[i : i + 1]
-        if c == b"*":
-            out += b".*"
-        elif c == b"?":
-            out += b"."
-        elif c == b"[":
-            i += 1
-            neg = i < n and pattern[i : i + 1] == b"^"
-            if neg:
-                i += 1
-            items = bytearray()
-            while i < n and pattern[i : i + 1] != b"]":
-                if pattern[i : i + 1] == b"\\" and i + 1 < n:
-                    i += 1
-                    items += re.escape(pattern[i : i + 1])
-                elif i + 2 < n and pattern[i + 1 : i + 2] == b"-":
-                    a, b = pattern[i], pattern[i + 2]
-                    if a > b:
-                        a, b = b, a
-                    items += re.escape(bytes([a])) + b"-" + re.escape(bytes([b]))
-                    i += 2
-                else:
-                    items += re.escape(pattern[i : i + 1])
-                i += 1
-            if not items:
-                out += b"(?!)" if not neg else b"."
-            else:
-                out += b"[" + (b"^" if neg else b"") + bytes(items) + b"]"
-        elif c == b"\\" and i + 1 < n:
-            i += 1
-            out += re.escape(pattern[i : i + 1])
-        else:
-            out += re.escape(c)
-        i += 1
-    flags = re.DOTALL | (re.IGNORECASE if nocase else 0)
-    return re.compile(bytes(out), flags)
-
-
-def glob_match(pattern: bytes, text: bytes, nocase: bool = False) -> bool:
-    if pattern == b"*":
-        return True
-    return _glob_regex(pattern, nocase).fullmatch(text) is not None
+def help_reply(argv0: bytes, lines: Iterable[str]) -> list[Simple]:
+    """Redis' addReplyHelp: a header naming the command, the lines, and HELP."""
+    out = [Simple(b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % argv0.upper())]
+    out += [Simple(line.encode()) for line in lines]
+    out += [Simple(b"HELP"), Simple(b"    Prints this help.")]
+    return out
 
 
 def lower(b: bytes) -> bytes:
@@ -149,10 +120,11 @@ def parse_scan_cursor(b: bytes) -> int:
     return (-n) & ULONG_MAX if b[0] == 45 else n  # 45 = '-'
 
 
-def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None]:
-    """COUNT and MATCH as scanGenericCommand reads them: (count, pattern or None)."""
+def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, Matcher | None]:
+    """COUNT and MATCH as scanGenericCommand reads them: (count, the MATCH pattern's
+    test, None where every element is taken)."""
     count = 10
-    pattern: bytes | None = None
+    match: Matcher | None = None
     i = start
     n = len(argv)
     while i < n:
@@ -162,8 +134,8 @@ def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None
             if count < 1:
                 raise CommandError(SYNTAX)
         elif opt == b"match" and n - i >= 2:
-            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+            match = match_filter(argv[i + 1])
         else:
             raise CommandError(SYNTAX)
         i += 2
-    return count, pattern
+    return count, match

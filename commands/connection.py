@@ -22,7 +22,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.parsing import string2ll
-from commands.registry import Flag, command
+from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import OK, PONG, CloseAfterReply, Reply, Simple
 from commands.session import Session
 from store import PrunedError
@@ -38,7 +38,6 @@ HELLO_NOAUTH = (
 INT_RANGE = "ERR value is out of range, value must between -2147483648 and 2147483647"
 RESET_REPLY = Simple(b"RESET")
 
-LOADING_STALE = Flag.LOADING | Flag.STALE
 # AUTH, HELLO, QUIT, RESET: allowed before authentication and while busy.
 PRE_AUTH = Flag.NOSCRIPT | LOADING_STALE | Flag.FAST | Flag.NO_AUTH | Flag.ALLOW_BUSY
 

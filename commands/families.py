@@ -1,32 +1,25 @@
-"""Imports every command family so the command table is complete."""
+"""Imports every command family so the command table is complete.
 
-from commands import (
-    acl,
-    branches,
-    client,
-    connection,
-    durability,
-    hashes,
-    keys,
-    lists,
-    pubsub,
-    server,
-    sets,
-    streams,
-    strings,
-    tables,
-    temporal,
-    transactions,
-    zsets,
-)
+The order is the order commands are registered in, which is the order COMMAND, COMMAND
+LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
+
+# isort: off
+from commands import durability, server, info, config, introspection
+from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
+from commands import lists, sets, streams, tables, temporal, transactions, zsets
+
+# isort: on
 
 __all__ = [
     "acl",
     "branches",
     "client",
+    "config",
     "connection",
     "durability",
     "hashes",
+    "info",
+    "introspection",
     "keys",
     "lists",
     "pubsub",

@@ -25,7 +25,6 @@ from commands import longdouble
 from commands.common import (
     HASH_TYPES,
     get_hash,
-    glob_match,
     parse_scan_cursor,
     parse_scan_options,
     wrongtype,
@@ -257,19 +256,14 @@ def cmd_hscan(s: Session, argv: list[bytes]) -> Reply:
     h = get_hash(s, argv[1])
     if h is None:
         return [b"0", []]
-    count, pattern = parse_scan_options(argv, 3)
+    count, match = parse_scan_options(argv, 3)
     if type(h) is dict:
         cursor = 0
         flat = [x for pair in h.items() for x in pair]
     else:
         cursor, flat = scan_buckets(h, cursor, count)
-    if pattern is not None:
-        flat = [
-            x
-            for j in range(0, len(flat), 2)
-            if glob_match(pattern, flat[j])
-            for x in (flat[j], flat[j + 1])
-        ]
+    if match is not None:
+        flat = [x for j in range(0, len(flat), 2) if match(flat[j]) for x in (flat[j], flat[j + 1])]
     return [b"%d" % cursor, flat]
 
 

@@ -25,7 +25,7 @@ from bisect import bisect_left
 from collections import deque
 from itertools import islice
 
-from commands.common import glob_match, parse_scan_cursor
+from commands.common import parse_scan_cursor
 from commands.errors import (
     DB_INDEX_OUT_OF_RANGE,
     INVALID_EXPIRE,
@@ -34,6 +34,7 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
+from commands.glob import Matcher, glob_matcher, match_filter
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
@@ -196,7 +197,8 @@ def cmd_keys(s: Session, argv: list[bytes]) -> Reply:
     live = s.db.keys()
     if pattern == b"*":
         return list(live)
-    return [k for k in live if glob_match(pattern, k)]
+    match = glob_matcher(pattern, False)
+    return [k for k in live if match(k)]
 
 
 def _rank(key: bytes) -> int:
@@ -204,32 +206,24 @@ def _rank(key: bytes) -> int:
     return (hash(key) + _HALF) >> 1
 
 
-class _ScanSnapshot:
+class ScanSnapshot:
     """A database's keys sorted by hash, as of a write mark (LSN, pending ops)."""
 
-    __slots__ = ("data", "db", "keys", "mark")
+    __slots__ = ("data", "keys", "mark")
 
     def __init__(self, db: Database, mark: tuple[int, int]) -> None:
-        self.db = db
         self.data = db.data
         self.mark = mark
         self.keys = sorted(db.data, key=hash)
 
 
-_SNAPSHOTS: dict[int, _ScanSnapshot] = {}
-
-
-def _scan_snapshot(s: Session, starting: bool) -> _ScanSnapshot:
+def _scan_snapshot(s: Session, starting: bool) -> ScanSnapshot:
     db = s.db
-    snap = _SNAPSHOTS.get(id(db))
+    snapshots = s.server.scan_snapshots
+    snap = snapshots.get(db)
     mark = (s.store.lsn, len(s.store.pending))
-    if (
-        snap is None
-        or snap.db is not db
-        or snap.data is not db.data
-        or (starting and snap.mark != mark)
-    ):
-        snap = _SNAPSHOTS[id(db)] = _ScanSnapshot(db, mark)
+    if snap is None or snap.data is not db.data or (starting and snap.mark != mark):
+        snap = snapshots[db] = ScanSnapshot(db, mark)
     return snap
 
 
@@ -237,7 +231,7 @@ def _scan_snapshot(s: Session, starting: bool) -> _ScanSnapshot:
 def cmd_scan(s: Session, argv: list[bytes]) -> Reply:
     cursor = parse_scan_cursor(argv[1])
     count = 10
-    pattern: bytes | None = None
+    match: Matcher | None = None
     want_type: bytes | None = None
     i = 2
     n = len(argv)
@@ -250,7 +244,7 @@ def cmd_scan(s: Session, argv: list[bytes]) -> Reply:
             if count < 1:
                 raise CommandError(SYNTAX)
         elif opt == b"match":
-            pattern = argv[i + 1] if argv[i + 1] != b"*" else None
+            match = match_filter(argv[i + 1])
         elif opt == b"type":
             want_type = _option(argv[i + 1])
         else:
@@ -277,12 +271,12 @@ def cmd_scan(s: Session, argv: list[bytes]) -> Reply:
             next_cursor = _rank(keys[end - 1]) + 1
         else:
             next_cursor = 0
-            _SNAPSHOTS.pop(id(db), None)
+            s.server.scan_snapshots.pop(db, None)
 
     out: list[bytes] = []
     get = db.get
     for key in batch:
-        if key not in data or (pattern is not None and not glob_match(pattern, key)):
+        if key not in data or (match is not None and not match(key)):
             continue
         v = get(key)
         if want_type is not None:

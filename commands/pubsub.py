@@ -29,8 +29,8 @@ and SHARDNUMSUB answer as Redis does with none.
 from __future__ import annotations
 
 from commands.cleanup import PATTERN_ORDER, leave
-from commands.common import glob_match
 from commands.errors import CommandError
+from commands.glob import glob_match
 from commands.registry import Flag, command, container
 from commands.replies import Frames, Push, Reply, Simple
 from commands.session import Session

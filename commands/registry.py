@@ -49,6 +49,10 @@ class Flag(enum.Flag):
 
 
 NO_FLAGS = Flag(0)
+# Flag sets many server commands share (Redis' "admin" commands, and those answered
+# while loading or stale).
+ADMIN = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+LOADING_STALE = Flag.LOADING | Flag.STALE
 
 
 @dataclass(slots=True)
@@ -122,6 +126,27 @@ def container(name: str, arity: int = -2, flags: Flag = NO_FLAGS) -> None:
     cmd = Command(name=name, handler=None, arity=arity, flags=flags, subcommands={})
     COMMANDS[name.encode()] = cmd
     COMMANDS[name.upper().encode()] = cmd
+
+
+def lookup_by_name(name: bytes) -> Command | None:
+    """Redis' lookupCommandBySds: `name` or `container|sub`, any case."""
+    parts = name.lower().split(b"|")
+    if len(parts) > 2:
+        return None
+    base = COMMANDS.get(parts[0])
+    if base is None or len(parts) == 1:
+        return base
+    if base.subcommands is None:
+        return None
+    return base.subcommands.get(parts[1])
+
+
+def lookup_for_call(argv: list[bytes]) -> Command | None:
+    """Redis' lookupCommand: the command a request would run (subcommand included)."""
+    base = COMMANDS.get(argv[0].lower())
+    if base is None or len(argv) == 1 or base.subcommands is None:
+        return base
+    return base.subcommands.get(argv[1].lower())
 
 
 def unique_commands() -> list[Command]:

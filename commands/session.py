@@ -7,19 +7,26 @@ reach the store, the server state and the clock through it.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from commands.limits import Limits
+from commands.limits import Limits, rss_bytes
 from commands.registry import CommandStats
 from commands.users import Users
 from store import Database, Store, WriteMeta
 
 if TYPE_CHECKING:
+    from commands.keys import ScanSnapshot
     from commands.replies import Reply
+
+# The resident set as the server starts (INFO's used_memory_startup): this module is
+# imported before any data is loaded.
+STARTUP_RSS = rss_bytes()
 
 
 @dataclass
@@ -29,6 +36,7 @@ class Config:
     host: str = "127.0.0.1"
     port: int = 6379
     storage: str = "file://./data"
+    storage_display: str = ""  # `storage` as INFO shows it, credentials hidden (CLI sets it)
     s3_endpoint_url: str | None = None
     flush_interval_ms: int = 100
     requirepass: str | None = None
@@ -130,6 +138,28 @@ class Stats:
     pubsub_messages: int = 0
 
 
+@dataclass
+class SaveStats:
+    """What LASTSAVE and INFO persistence report of SAVE and BGSAVE."""
+
+    lastsave: int = field(default_factory=lambda: int(time.time()))
+    lsn_at_save: int = 0
+    saves: int = 0
+
+
+@dataclass
+class Rates:
+    """INFO stats' instantaneous rates and the counters they were last measured from."""
+
+    sample_time: float = field(default_factory=time.monotonic)
+    sample_cmds: int = 0
+    sample_in: int = 0
+    sample_out: int = 0
+    ops_per_sec: int = 0
+    in_kbps: float = 0.0
+    out_kbps: float = 0.0
+
+
 class ServerState:
     """Everything shared by all connections except the keyspace itself."""
 
@@ -160,7 +190,17 @@ class ServerState:
         # (error replies by their first word), kept by the dispatcher.
         self.command_stats: dict[str, CommandStats] = {}
         self.error_stats: dict[str, int] = {}
-        self.run_id = "".join(f"{b:02x}" for b in __import__("os").urandom(20))
+        self.run_id = "".join(f"{b:02x}" for b in os.urandom(20))
+        self.replid = hashlib.sha1(self.run_id.encode()).hexdigest()  # INFO replication
+        self.save_stats = SaveStats()
+        self.rates = Rates()
+        self.peak_memory = STARTUP_RSS  # INFO memory raises it as it samples
+        # Whether `config.params` has been filled with Redis' defaults (commands.config).
+        self.config_defaults_loaded = False
+        # SCAN's hash-ordered keys per database, kept while a scan is under way, and
+        # SSCAN's member order of a few large sets (commands.keys, commands.sets).
+        self.scan_snapshots: dict[Database, ScanSnapshot] = {}
+        self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
 
     def uptime(self) -> int:
         return int(time.time() - self.started)

@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from commands.common import get_set, glob_match, parse_scan_cursor, parse_scan_options
+from commands.common import get_set, parse_scan_cursor, parse_scan_options, store_result
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
@@ -76,17 +76,6 @@ def result_reply(members: set[bytes]) -> Reply:
 def load_sets(s: Session, keys: Sequence[bytes]) -> list[set[bytes] | None]:
     """Every key's set (None when missing); WRONGTYPE before anything else happens."""
     return [get_set(s, k) for k in keys]
-
-
-def store_result(s: Session, dst: bytes, value: set[bytes]) -> int:
-    """A *STORE command's write (`value` already in its encoding): the new set, or
-    the destination deleted when the result is empty."""
-    if value:
-        s.store.apply(s.db, dst, (SET, value, None))
-        return len(value)
-    if s.db.get(dst) is not None:
-        s.store.apply(s.db, dst, (DEL,))
-    return 0
 
 
 def random_member(v: set[bytes]) -> bytes:
@@ -350,7 +339,6 @@ EMPTY_SCAN: Reply = (b"0", ())
 # set is unchanged (same object, same committed version, no write in flight).
 _SCAN_CACHE_MIN = 256
 _SCAN_CACHE_SIZE = 8
-_scan_cache: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
 
 
 def _build_hash_order(v: set[bytes]) -> tuple[list[int], list[bytes]]:
@@ -366,13 +354,14 @@ def hash_order(s: Session, key: bytes, v: set[bytes]) -> tuple[list[int], list[b
         return _build_hash_order(v)
     chain = s.db.chains.get(key)
     version = chain[-1].lsn if chain else 0
-    cached = _scan_cache.get(id(v))
+    orders = s.server.set_scan_orders  # by id(v): a set is not hashable
+    cached = orders.get(id(v))
     if cached is not None and cached[0] is v and cached[1] == version:
         return cached[2], cached[3]
     hashes, members = _build_hash_order(v)
-    if len(_scan_cache) >= _SCAN_CACHE_SIZE:
-        del _scan_cache[next(iter(_scan_cache))]
-    _scan_cache[id(v)] = (v, version, hashes, members)
+    if len(orders) >= _SCAN_CACHE_SIZE:
+        del orders[next(iter(orders))]
+    orders[id(v)] = (v, version, hashes, members)
     return hashes, members
 
 
@@ -383,7 +372,7 @@ def cmd_sscan(s: Session, argv: list[bytes]) -> Reply:
     v = get_set(s, key)
     if v is None:
         return EMPTY_SCAN
-    count, pattern = parse_scan_options(argv, 3)
+    count, match = parse_scan_options(argv, 3)
     if type(v) is set:
         # An intset is returned whole, in order, whatever the cursor.
         batch: list[bytes] = sorted(v, key=int)
@@ -396,6 +385,6 @@ def cmd_sscan(s: Session, argv: list[bytes]) -> Reply:
             j += 1
         batch = members[i:j]
         cursor = hashes[j - 1] + 1 if j < len(hashes) else 0
-    if pattern is not None:
-        batch = [m for m in batch if glob_match(pattern, m)]
+    if match is not None:
+        batch = [m for m in batch if match(m)]
     return [b"%d" % cursor, batch]

@@ -36,12 +36,25 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from commands.common import glob_match
+from commands.branch_lookup import checkout_branch, get_branch
 from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
+from commands.glob import match_filter
 from commands.parsing import get_int
+from commands.points import (
+    NEGATIVE,
+    Point,
+    base_lsn,
+    chains_and_floors,
+    entry_lsn,
+    parse_at,
+    parse_point,
+    pruned,
+    state_as_of,
+    value_as_of,
+)
 from commands.registry import Flag, command
 from commands.replies import OK, ErrorReply, Reply
 from commands.session import Session
@@ -50,145 +63,10 @@ from store.ops import RESTORE
 from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
 
-NO_SNAPSHOT = "ERR no such snapshot '{}'"
 SNAPSHOT_EXISTS = "ERR snapshot '{}' already exists"
-FUTURE_VERSION = "ERR version {} is in the future (current version is {})"
-BACK_NEEDS_KEY = "ERR BACK is only valid for a single key"
-NEGATIVE = "ERR value is out of range, must be positive"
 
 RO = Flag.READONLY
 W = Flag.WRITE | Flag.DENYOOM
-
-
-class Point(NamedTuple):
-    """A resolved point in time: the state just after `lsn`, with expiry judged at
-    `at_ms` (keys whose expiry time is at or before it do not exist)."""
-
-    lsn: int
-    at_ms: int
-
-
-def pruned(e: PrunedError) -> CommandError:
-    """The reply for a read past retained history: `-PRUNED version <lsn> of <key> ...`."""
-    return CommandError(str(e))
-
-
-def _entry_lsn(e: VersionEntry) -> int:
-    return e.lsn
-
-
-def _base(s: Session) -> int:
-    """The LSN this connection reads at: its checked-out point, or the head."""
-    return s.view_lsn if s.view_lsn is not None else s.store.lsn
-
-
-def clock_of(s: Session, lsn: int) -> int:
-    """The clock for a point given as an LSN: its commit time, or now for the newest
-    LSN (the same clock `Store.view` uses, so TS.ASOF and TS.CHECKOUT AT agree)."""
-    store = s.store
-    return store.time_of(lsn) if lsn < store.lsn else now_ms()
-
-
-def _chains(s: Session) -> tuple[dict[bytes, list[VersionEntry]], dict[bytes, int]]:
-    """The selected database's version chains and floors, as this connection sees
-    them (a view's chains end at its point; its floors are the main line's)."""
-    floors = s.store.dbs[s.dbi].floors if s.view_lsn is not None else s.db.floors
-    return s.db.chains, floors
-
-
-def _back(s: Session, key: bytes, n: int) -> int:
-    """The LSN of the state `n` versions before the key's latest (as of this
-    connection's point). Before the key's first version it did not exist: that state
-    is readable when the key's whole history is retained, else PRUNED."""
-    base = _base(s)
-    if n == 0:
-        return base
-    chains, floors = _chains(s)
-    chain = chains.get(key, ())
-    end = bisect_right(chain, base, key=_entry_lsn)  # versions at or before base
-    seen = 0
-    last = -1
-    oldest = end  # index of the first entry of the oldest version seen
-    for k in range(end - 1, -1, -1):
-        lsn = chain[k].lsn
-        if lsn != last:
-            if seen == n:
-                return lsn
-            seen += 1
-            last = lsn
-        oldest = k
-    floor = floors.get(key)
-    if end == 0:
-        if floor is None:
-            return 0  # the key had no version at all by then: it never existed
-        raise pruned(PrunedError(floor, key))
-    first = chain[oldest]
-    if seen == n or (floor is None and first.created):
-        return first.lsn - 1  # the state before the oldest retained version
-    raise pruned(PrunedError(floor if floor is not None else first.lsn - 1, key))
-
-
-def parse_point(
-    s: Session, argv: list[bytes], i: int, key: bytes | None = None
-) -> tuple[Point, int]:
-    """Parse a point in time at argv[i]; return (point, index after it)."""
-    if i + 1 >= len(argv):
-        raise CommandError(SYNTAX)
-    kind = argv[i].lower()
-    arg = argv[i + 1]
-    store = s.store
-    if kind == b"version":
-        lsn = get_int(arg)
-        if lsn < 0:
-            raise CommandError(NEGATIVE)
-        if lsn > store.lsn:
-            raise CommandError(FUTURE_VERSION.format(lsn, store.lsn))
-        point = Point(lsn, clock_of(s, lsn))
-    elif kind == b"time":
-        t = get_int(arg)
-        if t < 0:
-            raise CommandError(NEGATIVE)
-        now = now_ms()
-        point = Point(store.lsn, now) if t >= now else Point(store.lsn_at_time(t), t)
-    elif kind == b"snapshot":
-        snap = store.snapshots.get(arg)
-        if snap is None:
-            raise CommandError(NO_SNAPSHOT.format(arg.decode("utf-8", "replace")))
-        point = Point(snap.lsn, clock_of(s, snap.lsn))
-    elif kind == b"back":
-        if key is None:
-            raise CommandError(BACK_NEEDS_KEY)
-        n = get_int(arg)
-        if n < 0:
-            raise CommandError(NEGATIVE)
-        lsn = _back(s, key, n)
-        point = Point(lsn, clock_of(s, lsn))
-    else:
-        raise CommandError(SYNTAX)
-    return point, i + 2
-
-
-def parse_at(s: Session, argv: list[bytes], i: int, key: bytes | None = None) -> tuple[int, int]:
-    """Parse a point in time at argv[i]; return (lsn, index after it)."""
-    point, end = parse_point(s, argv, i, key)
-    return point.lsn, end
-
-
-def state_as_of(s: Session, key: bytes, point: Point) -> tuple[Any, int | None]:
-    """The key's (value, expire_ms) at `point`; (None, None) if it did not exist then
-    (or had expired by the point's clock). Raises the PRUNED error past retention."""
-    try:
-        value, expire = s.store.value_as_of(s.db.ident, key, point.lsn)
-    except PrunedError as e:
-        raise pruned(e) from None
-    if value is None or (expire is not None and expire <= point.at_ms):
-        return None, None
-    return value, expire
-
-
-def value_as_of(s: Session, key: bytes, lsn: int) -> Any:
-    """The key's value just after `lsn` (None if it did not exist, or had expired)."""
-    return state_as_of(s, key, Point(lsn, clock_of(s, lsn)))[0]
 
 
 def read_shape(s: Session, value: Any) -> Reply:
@@ -227,13 +105,14 @@ def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
     db = s.store.dbs[s.dbi]
     keys = dict.fromkeys(db.data)
     keys.update(dict.fromkeys(db.chains))
-    return sorted(k for k in keys if pattern is None or glob_match(pattern, k))
+    match = match_filter(pattern)
+    return sorted(k for k in keys if match is None or match(k))
 
 
 def _versions(chain: Sequence[VersionEntry], lo: int, hi: int) -> list[list[VersionEntry]]:
     """The chain's entries with lo <= LSN <= hi, grouped by LSN (one group per version)."""
-    start = bisect_right(chain, lo - 1, key=_entry_lsn)
-    stop = bisect_right(chain, hi, key=_entry_lsn)
+    start = bisect_right(chain, lo - 1, key=entry_lsn)
+    stop = bisect_right(chain, hi, key=entry_lsn)
     groups: list[list[VersionEntry]] = []
     for e in chain[start:stop]:
         if groups and groups[-1][0].lsn == e.lsn:
@@ -278,7 +157,7 @@ def cmd_ts_asof(s: Session, argv: list[bytes]) -> Reply:
 @command("ts.history", -2, RO, 1, 1, 1)
 def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
     key = argv[1]
-    base = _base(s)
+    base = base_lsn(s)
     lo, hi = 0, base
     count: int | None = None
     rev = False
@@ -307,7 +186,7 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
             i += 1
         else:
             raise CommandError(SYNTAX)
-    chain = _chains(s)[0].get(key, [])
+    chain = chains_and_floors(s)[0].get(key, [])
     groups = _versions(chain, lo, min(hi, base))
     if author is not None:
         groups = [g for g in groups if g[0].meta is not None and g[0].meta.author == author]
@@ -405,8 +284,6 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
         s.select(s.dbi)
         return OK
     if len(argv) == 2:
-        from commands.branches import checkout_branch  # TS.CHECKOUT <branch>
-
         checkout_branch(s, argv[1])
         return OK
     raise CommandError(SYNTAX)
@@ -436,8 +313,6 @@ def _is_branch(argv: list[bytes], i: int) -> bool:
 
 def _states(s: Session, argv: list[bytes], i: int) -> tuple[dict[bytes, Any], int]:
     """Every key's (value, expire) at a point, or at a branch head (BRANCH <name>)."""
-    from commands.branches import get_branch
-
     if _is_branch(argv, i):
         db = get_branch(s, argv[i + 1]).dbs[s.dbi]
         return {k: (db.data.get(k), db.expires.get(k)) for k in list(db.data)}, i + 2
@@ -458,8 +333,9 @@ def _diff_states(
     old: dict[bytes, Any], new: dict[bytes, Any], pattern: bytes | None, count: int | None
 ) -> dict[bytes, Reply]:
     out: dict[bytes, Reply] = {}
+    match = match_filter(pattern)
     for key in sorted(old.keys() | new.keys()):
-        if pattern is not None and not glob_match(pattern, key):
+        if match is not None and not match(key):
             continue
         if count is not None and len(out) >= count:
             break
@@ -490,7 +366,7 @@ def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
         if count is not None and len(out) >= count:
             break
         chain = chains.get(key, ())
-        k = bisect_right(chain, lo, key=_entry_lsn)
+        k = bisect_right(chain, lo, key=entry_lsn)
         if k < len(chain) and chain[k].lsn <= hi:
             old, old_exp = state_as_of(s, key, a)
             new, new_exp = state_as_of(s, key, b)

@@ -1,5 +1,5 @@
 """COMMAND DOCS for the commands Redis 7.0 does not have (WAITAOF and our TS.*
-verbs), in the typed form `commands.server` re-encodes, so redis-cli shows hints."""
+verbs), in the typed form `commands.introspection` re-encodes, so redis-cli shows hints."""
 
 from __future__ import annotations
 

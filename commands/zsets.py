@@ -26,34 +26,28 @@ ZRANDMEMBER key [count [WITHSCORES]] · ZSCAN key cursor [MATCH pattern] [COUNT 
 
 Scores are doubles. Redis keeps small sets in a listpack, which stores a score as
 text: a -0 score kept there reads back as 0, so writes to a listpack-encoded set
-normalise -0 (see `_build` and ZADD). Lex ranges assume equal scores, as Redis
+normalise -0 (see `zset_ranges.build_zset` and ZADD). Lex ranges assume equal scores, as Redis
 does; with mixed scores they follow the listpack's linear walk.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import struct
 from collections.abc import Iterable
 from typing import Any
 
-from sortedcontainers import SortedList
-
 from commands.common import (
     SET_TYPES,
     get_typed,
     get_zset,
-    glob_match,
     parse_scan_cursor,
     parse_scan_options,
+    store_result,
 )
 from commands.errors import (
     COUNT_POSITIVE,
-    MIN_MAX_NOT_FLOAT,
-    MIN_MAX_NOT_STRING,
-    NOT_POSITIVE,
     NUMKEYS_POSITIVE,
     SCORE_NAN,
     SYNTAX,
@@ -66,12 +60,28 @@ from commands.parsing import (
     get_int,
     get_range_long,
     parse_timeout,
-    strtod,
 )
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, Blocked, Reply
 from commands.session import Session
-from store.ops import DEL, SET, ZADD, ZREM
+from commands.zset_ranges import (
+    LONG_MAX,
+    TOP,
+    build_zset,
+    entries_reply,
+    get_positive_long,
+    lex_empty,
+    lex_select,
+    lex_span,
+    listpack_score,
+    parse_lex_range,
+    parse_score_range,
+    rank_span,
+    score_span,
+    uniform,
+    walk,
+)
+from store.ops import ZADD, ZREM
 from store.values import ZSET_MAX_LISTPACK_ENTRIES, ZSET_MAX_LISTPACK_VALUE, ZSet
 
 # Error texts of this family (Redis' words).
@@ -88,245 +98,6 @@ OUT_OF_RANGE = "ERR value is out of range"
 
 W = Flag.WRITE | Flag.DENYOOM
 R = Flag.READONLY | Flag.FAST
-
-LONG_MAX = 2**63 - 1
-
-# -- numbers ----------------------------------------------------------------------------
-
-
-def get_positive_long(b: bytes) -> int:
-    return get_range_long(b, 0, LONG_MAX, NOT_POSITIVE)
-
-
-def listpack_score(d: float) -> bytes:
-    """A score as the listpack stores it (d2string, integers when exact)."""
-    if -(2.0**62) <= d <= 2.0**62 and d == int(d):
-        return b"%d" % int(d)
-    if math.isinf(d):
-        return b"inf" if d > 0 else b"-inf"
-    return b"%.17g" % d
-
-
-# -- ranges -----------------------------------------------------------------------------
-
-
-class _Top:
-    """Sorts after every member: (score, TOP) bounds all entries with that score."""
-
-    __slots__ = ()
-
-    def __lt__(self, other: object) -> bool:
-        return False
-
-    def __gt__(self, other: object) -> bool:
-        return True
-
-
-TOP = _Top()
-# The lex bounds "-" and "+" (shared.minstring/maxstring): below and above every member.
-_LEX_MIN_OBJ: Any = object()
-_LEX_MAX_OBJ: Any = object()
-
-ScoreRange = tuple[float, bool, float, bool]
-LexRange = tuple[Any, bool, Any, bool]
-
-
-def _score_item(b: bytes) -> tuple[float, bool]:
-    ex = b[:1] == b"("
-    text = b[1:] if ex else b
-    v, end, _ = strtod(text)
-    if end != len(text) or v != v:
-        raise CommandError(MIN_MAX_NOT_FLOAT)
-    return v, ex
-
-
-def parse_score_range(mn: bytes, mx: bytes) -> ScoreRange:
-    lo, loex = _score_item(mn)
-    hi, hiex = _score_item(mx)
-    return lo, loex, hi, hiex
-
-
-def _lex_item(b: bytes) -> tuple[Any, bool]:
-    c = b[:1]
-    if c == b"+" and len(b) == 1:
-        return _LEX_MAX_OBJ, True
-    if c == b"-" and len(b) == 1:
-        return _LEX_MIN_OBJ, True
-    if c == b"(":
-        return b[1:], True
-    if c == b"[":
-        return b[1:], False
-    raise CommandError(MIN_MAX_NOT_STRING)
-
-
-def parse_lex_range(mn: bytes, mx: bytes) -> LexRange:
-    lo, loex = _lex_item(mn)
-    hi, hiex = _lex_item(mx)
-    return lo, loex, hi, hiex
-
-
-def _cmplex(a: Any, b: Any) -> int:
-    if a is b:
-        return 0
-    if a is _LEX_MIN_OBJ or b is _LEX_MAX_OBJ:
-        return -1
-    if a is _LEX_MAX_OBJ or b is _LEX_MIN_OBJ:
-        return 1
-    return int(a > b) - int(a < b)
-
-
-def _gte_min(v: bytes, r: LexRange) -> bool:
-    c = _cmplex(v, r[0])
-    return c > 0 if r[1] else c >= 0
-
-
-def _lte_max(v: bytes, r: LexRange) -> bool:
-    c = _cmplex(v, r[2])
-    return c < 0 if r[3] else c <= 0
-
-
-def score_span(z: ZSet, r: ScoreRange) -> tuple[int, int]:
-    """Indexes [lo, hi) of `z.order` whose scores fall in the range."""
-    order = z.order
-    lo = order.bisect_right((r[0], TOP)) if r[1] else order.bisect_left((r[0],))
-    hi = order.bisect_left((r[2],)) if r[3] else order.bisect_right((r[2], TOP))
-    return lo, hi
-
-
-def _lex_empty(z: ZSet, r: LexRange) -> bool:
-    """zzlIsInLexRange negated: the range is empty or misses the set entirely."""
-    c = _cmplex(r[0], r[2])
-    if c > 0 or (c == 0 and (r[1] or r[3])):
-        return True
-    order = z.order
-    return not order or not _gte_min(order[-1][1], r) or not _lte_max(order[0][1], r)
-
-
-def _uniform(z: ZSet) -> bool:
-    order = z.order
-    return bool(order[0][0] == order[-1][0])
-
-
-def lex_span(z: ZSet, r: LexRange) -> tuple[int, int]:
-    """For a set whose scores are all equal (members in order): indexes [lo, hi)."""
-    order = z.order
-    sc = order[0][0]
-    if r[0] is _LEX_MIN_OBJ:
-        lo = 0
-    else:
-        lo = order.bisect_right((sc, r[0])) if r[1] else order.bisect_left((sc, r[0]))
-    if r[2] is _LEX_MAX_OBJ:
-        hi = len(order)
-    else:
-        hi = order.bisect_left((sc, r[2])) if r[3] else order.bisect_right((sc, r[2]))
-    return lo, hi
-
-
-def _walk(
-    z: ZSet, lo: int, hi: int, reverse: bool, offset: int, limit: int
-) -> list[tuple[float, bytes]]:
-    """Entries of the in-range run [lo, hi) after `offset`, at most `limit` (<0: all)."""
-    if offset < 0 or lo >= hi:
-        return []
-    n = hi - lo - offset
-    if n <= 0:
-        return []
-    if 0 <= limit < n:
-        n = limit
-    if reverse:
-        return list(z.order.islice(hi - offset - n, hi - offset, reverse=True))
-    return list(z.order.islice(lo + offset, lo + offset + n))
-
-
-def lex_select(
-    z: ZSet, r: LexRange, reverse: bool = False, offset: int = 0, limit: int = -1
-) -> list[tuple[float, bytes]]:
-    """The entries a lex range walk yields, as the listpack walk does."""
-    if _lex_empty(z, r):
-        return []
-    if _uniform(z):
-        lo, hi = lex_span(z, r)
-        return _walk(z, lo, hi, reverse, offset, limit)
-    # Mixed scores: members are not in order; follow the listpack's linear walk.
-    if offset < 0:
-        return []
-    entries = list(reversed(z.order)) if reverse else list(z.order)
-    inside = _lte_max if reverse else _gte_min  # finds the walk's starting entry
-    keep = _gte_min if reverse else _lte_max  # the walk goes on while this holds
-    n = len(entries)
-    i = 0
-    while i < n and not inside(entries[i][1], r):
-        i += 1
-    if i >= n or not keep(entries[i][1], r):
-        return []
-    out: list[tuple[float, bytes]] = []
-    for e in entries[i + offset :]:
-        if limit == 0 or not keep(e[1], r):
-            break
-        out.append(e)
-        limit -= 1
-    return out
-
-
-def rank_span(length: int, start: int, end: int) -> tuple[int, int]:
-    """Redis' index sanitising: [start, end] to a half-open [lo, hi) (empty: lo >= hi)."""
-    if start < 0:
-        start += length
-    if end < 0:
-        end += length
-    if start < 0:
-        start = 0
-    if start > end or start >= length:
-        return 0, 0
-    if end >= length:
-        end = length - 1
-    return start, end + 1
-
-
-# -- values and replies -----------------------------------------------------------------
-
-
-def _build(items: Iterable[tuple[float, bytes]], big: bool = False) -> ZSet:
-    """A new sorted set filled in order, converting to skiplist as Redis would;
-    -0 scores written while it is still a listpack read back as 0."""
-    z = ZSet()
-    scores = z.scores
-    for sc, m in items:
-        if not big and (
-            len(scores) >= ZSET_MAX_LISTPACK_ENTRIES or len(m) > ZSET_MAX_LISTPACK_VALUE
-        ):
-            big = True
-        if not big and sc == 0.0:
-            sc = 0.0
-        scores[m] = sc
-    z.order = SortedList((sc, m) for m, sc in scores.items())
-    z.big = big
-    return z
-
-
-def _store(s: Session, dst: bytes, z: ZSet | None) -> int:
-    """Write a *STORE result (or delete the destination when it is empty)."""
-    if z:
-        s.store.apply(s.db, dst, (SET, z, None))
-        return len(z)
-    if s.db.get(dst) is not None:
-        s.store.apply(s.db, dst, (DEL,))
-    return 0
-
-
-def entries_reply(s: Session, items: Iterable[tuple[float, bytes]], withscores: bool) -> Reply:
-    """Members, or member/score pairs: flat in RESP2, nested pairs in RESP3."""
-    if not withscores:
-        return [m for _, m in items]
-    out: list[Any] = []
-    if s.resp == 2:
-        for sc, m in items:
-            out.append(m)
-            out.append(sc)
-    else:
-        for sc, m in items:
-            out.append([m, sc])
-    return out
 
 
 def _zset_or_set(s: Session, key: bytes) -> Any:
@@ -498,9 +269,9 @@ def cmd_zcount(s: Session, argv: list[bytes]) -> Reply:
 def cmd_zlexcount(s: Session, argv: list[bytes]) -> Reply:
     r = parse_lex_range(argv[2], argv[3])
     z = get_zset(s, argv[1])
-    if z is None or _lex_empty(z, r):
+    if z is None or lex_empty(z, r):
         return 0
-    if _uniform(z):
+    if uniform(z):
         lo, hi = lex_span(z, r)
         return max(0, hi - lo)
     return len(lex_select(z, r))
@@ -560,21 +331,21 @@ def _zrange(
         lr = parse_lex_range(a, b)
     z = get_zset(s, argv[k])
     if z is None:
-        return [] if dst is None else _store(s, dst, None)
+        return [] if dst is None else store_result(s, dst, None)
     big = False
     if rangetype == _RANK:
         lo, hi = rank_span(len(z), start, end)
         if reverse:
             lo, hi = len(z) - hi, len(z) - lo
-        items = _walk(z, lo, hi, reverse, 0, -1)
+        items = walk(z, lo, hi, reverse, 0, -1)
         big = len(items) > ZSET_MAX_LISTPACK_ENTRIES
     elif rangetype == _SCORE:
         lo, hi = score_span(z, sr)
-        items = _walk(z, lo, hi, reverse, offset, limit)
+        items = walk(z, lo, hi, reverse, offset, limit)
     else:
         items = lex_select(z, lr, reverse, offset, limit)
     if dst is not None:
-        return _store(s, dst, _build(items, big) if items else None)
+        return store_result(s, dst, build_zset(items, big) if items else None)
     return entries_reply(s, items, withscores)
 
 
@@ -629,7 +400,7 @@ def cmd_zremrangebyrank(s: Session, argv: list[bytes]) -> Reply:
     if z is None:
         return 0
     lo, hi = rank_span(len(z), start, end)
-    return _zrem_entries(s, argv[1], _walk(z, lo, hi, False, 0, -1))
+    return _zrem_entries(s, argv[1], walk(z, lo, hi, False, 0, -1))
 
 
 @command("zremrangebyscore", 4, Flag.WRITE, 1, 1, 1)
@@ -639,7 +410,7 @@ def cmd_zremrangebyscore(s: Session, argv: list[bytes]) -> Reply:
     if z is None:
         return 0
     lo, hi = score_span(z, r)
-    return _zrem_entries(s, argv[1], _walk(z, lo, hi, False, 0, -1))
+    return _zrem_entries(s, argv[1], walk(z, lo, hi, False, 0, -1))
 
 
 @command("zremrangebylex", 4, Flag.WRITE, 1, 1, 1)
@@ -760,11 +531,11 @@ def _setop(s: Session, argv: list[bytes], op: int, dst: bytes | None, card: bool
     items = sorted((sc, m) for m, sc in result.items())
     if dst is not None:
         if not items:
-            return _store(s, dst, None)
+            return store_result(s, dst, None)
         big = len(items) > ZSET_MAX_LISTPACK_ENTRIES or any(
             len(m) > ZSET_MAX_LISTPACK_VALUE for m in result
         )
-        return _store(s, dst, _build(items, big))
+        return store_result(s, dst, build_zset(items, big))
     return entries_reply(s, items, withscores)
 
 
@@ -970,7 +741,7 @@ def cmd_zscan(s: Session, argv: list[bytes]) -> Reply:
     z = get_zset(s, argv[1])
     if z is None:
         return [b"0", []]
-    count, pattern = parse_scan_options(argv, 3)
+    count, match = parse_scan_options(argv, 3)
     order = z.order
     if not z.big:
         # A listpack is returned whole, with its scores as stored, and cursor 0.
@@ -990,7 +761,7 @@ def cmd_zscan(s: Session, argv: list[bytes]) -> Reply:
         nxt = _score_key(order[hi][0]) if hi < len(order) else 0
     out: list[bytes] = []
     for text, m in items:
-        if pattern is None or glob_match(pattern, m):
+        if match is None or match(m):
             out.append(m)
             out.append(text)
     return [b"%d" % nxt, out]

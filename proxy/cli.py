@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import commands.families  # noqa: F401  (registers every command)
-from commands.server import set_at_start
+from commands.config_table import set_at_start
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
 from flusher.objectstore import (
@@ -126,6 +126,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         host=ns.host,
         port=-1 if ns.port == "none" else num("port", ns.port),
         storage=ns.storage,
+        storage_display=redact(ns.storage),
         s3_endpoint_url=ns.s3_endpoint_url,
         flush_interval_ms=num("flush-interval-ms", ns.flush_interval_ms, 1),
         requirepass=ns.requirepass or None,

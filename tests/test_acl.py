@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import commands.families  # noqa: F401  (the whole command table, as the server has it)
+from commands.acl_categories import CATEGORIES
 from commands.registry import COMMANDS
-from commands.users import CATEGORIES
 from tests.conftest import ROOT, Differ, ServerProcess, start_redis, start_temporalstore
 from tests.resp_client import RawClient, parse
 

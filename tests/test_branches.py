@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import commands.families  # noqa: F401
-from commands.branches import checkout_branch
+from commands.branch_lookup import checkout_branch
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher.checkpoint import image, load_image

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 import commands.families  # noqa: F401  (fills the command table)
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
@@ -130,6 +132,25 @@ def test_keys(diff: Differ) -> None:
         KEYS nomatch*
         KEYS
         KEYS a b
+    """)
+
+
+@pytest.mark.timeout(120)
+def test_keys_pathological_patterns(diff: Differ) -> None:
+    """Patterns that took minutes when matching backtracked (and froze the server): the
+    same answers as redis-server, promptly. Also the empty key, which only `*` itself
+    (KEYS' shortcut) lists."""
+    long_key = "a" * 64
+    diff.check("SET", long_key, "v")
+    for pattern in ("*" * 20 + "b", "a*" * 20 + "b", "*a" * 32 + "*b", "a*" * 32, "*a" * 1001):
+        diff.check("KEYS", pattern)
+        diff.check("SCAN", "0", "MATCH", pattern, "COUNT", "100")
+    diff.check("SET", "", "v")
+    diff.run("""
+        ~KEYS *
+        KEYS **
+        ~SCAN 0 MATCH * COUNT 100
+        SCAN 0 MATCH ** COUNT 100
     """)
 
 

@@ -195,6 +195,16 @@ def test_patterns(diff: Differ, pairs: Any) -> None:
     sub.check("PING")
 
 
+def test_pattern_never_matches_empty_channel(diff: Differ, pairs: Any) -> None:
+    """Redis' matcher: the empty channel matches no pattern, not even `*`."""
+    sub = pairs()
+    sub.check("PSUBSCRIBE", "*", "**", frames=2)
+    diff.check("PUBLISH", "", "m")
+    diff.check("PUBLISH", "x", "m")
+    sub.read_unordered(2)
+    sub.check("PUNSUBSCRIBE", frames=2)
+
+
 def test_unsubscribe_all_channels(diff: Differ, pairs: Any) -> None:
     sub = pairs()
     sub.check("SUBSCRIBE", "u1", "u2", "u3", "u4", frames=4)
