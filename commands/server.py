@@ -631,7 +631,7 @@ def _info_keyspace(s: Session) -> str:
 
 
 def _info_temporalstore(s: Session) -> str:
-    from flusher.objectstore import redact  # credentials in a URL are never shown
+    from store.secrets import redact  # credentials in a URL are never shown
 
     store = s.store
     versioned = sum(len(db.chains) for db in store.dbs)

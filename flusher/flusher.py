@@ -28,6 +28,7 @@ from flusher import paths, segment
 from flusher.codec import encode_record
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
+from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
 
@@ -62,9 +63,9 @@ class Flusher:
         self,
         objects: ObjectStore,
         durable_lsn: int,
-        flush_interval_ms: int = 100,
-        segment_max_bytes: int = 8 * 1024 * 1024,
-        max_unflushed_bytes: int = 256 * 1024 * 1024,
+        flush_interval_ms: int = DEFAULTS.flush_interval_ms,
+        segment_max_bytes: int = DEFAULTS.segment_max_bytes,
+        max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes,
         retry_base_s: float = 0.05,
         retry_max_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,

@@ -32,19 +32,20 @@ from flusher.flusher import FencedError, Flusher, put_segment
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from replay.replay import Progress, Recovery, ReplayError, list_segments, recover
 from store import HistoryPolicy, PrunedError, Store, UpdateRecord, WriteMeta, now_ms
+from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
 
 
 @dataclass
 class DurabilityConfig:
-    mode: str = "async"  # "async" | "sync"
-    flush_interval_ms: int = 100
-    segment_max_bytes: int = 8 * 1024 * 1024
-    max_unflushed_bytes: int = 256 * 1024 * 1024
-    checkpoint_every_records: int = 1_000_000
-    checkpoint_every_seconds: float = 300.0
-    keep_checkpoints: int = 2  # 0: never compact
+    mode: str = DEFAULTS.durability
+    flush_interval_ms: int = DEFAULTS.flush_interval_ms
+    segment_max_bytes: int = DEFAULTS.segment_max_bytes
+    max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
+    checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
+    checkpoint_every_seconds: float = DEFAULTS.checkpoint_every_seconds
+    keep_checkpoints: int = DEFAULTS.keep_checkpoints
 
 
 class DurableStore:
