@@ -154,13 +154,19 @@ def iter_items(body: bytes) -> Iterator[Any]:
         max_buffer_size=max(len(body), 1024),
     )
     unpacker.feed(body)
-    yield from unpacker
+    return iter(unpacker)
+
+
+_new_tuple = tuple.__new__
 
 
 def iter_records(body: bytes) -> Iterator[UpdateRecord]:
-    """Update records packed back to back (a segment body)."""
+    """Update records packed back to back (a segment body), typed. A record is
+    stored as the fields of `UpdateRecord` in order, so one without metadata (the
+    common case) becomes one by its tuple alone, without a call through Python."""
+    new = _new_tuple
     for t in iter_items(body):
-        yield _record(t)
+        yield new(UpdateRecord, t) if t[4] is None else _record(t)
 
 
 def pack(obj: Any) -> bytes:

@@ -19,6 +19,7 @@ import commands.families  # noqa: F401  (registers every command)
 from commands.server import set_at_start
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
+from flusher.durable import DurabilityConfig, DurableStore
 from flusher.objectstore import (
     FaultyObjectStore,
     ObjectStore,
@@ -28,7 +29,7 @@ from flusher.objectstore import (
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
 from replay.replay import ReplayError
-from replay.startup import DurabilityConfig, DurableStore
+from replay.startup import take_over
 from store import HistoryPolicy, Store
 from store.secrets import redact
 from store.settings import DEFAULTS
@@ -276,7 +277,7 @@ async def serve(config: Config) -> int:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     progress = LoadProgress(state)
     try:
-        durable = await DurableStore.open(store, objects, durability_config(config), progress)
+        manifest, recovery = await take_over(store, objects, progress)
     except (ReplayError, ObjectStoreError) as e:
         log.error("cannot start from %s: %s", redact(config.storage), e)
         await server.close()
@@ -284,6 +285,9 @@ async def serve(config: Config) -> int:
         return 1
     finally:
         progress.close()
+    # The link between the store and the durable log: from here on every commit
+    # goes to the flusher.
+    durable = DurableStore(store, objects, durability_config(config), manifest, recovery)
     durable.start()
     state.durability = durable
     state.loading = False
