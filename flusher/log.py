@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from flusher import paths, segment
-from flusher.codec import iter_records
+from flusher.codec import DecodedRecords, decode_records, iter_records
 from flusher.objectstore import ObjectStore
 from store import UpdateRecord
 
@@ -53,6 +53,10 @@ class LogSegment:
 
     def records(self) -> Iterator[UpdateRecord]:
         return iter_records(self.body)
+
+    def rows(self) -> DecodedRecords:
+        """The records as replay takes them (see `DecodedRecords`)."""
+        return decode_records(self.body)
 
     def check_count(self, next_lsn: int) -> None:
         """Raise unless the records read (up to `next_lsn`) are the ones the header

@@ -70,10 +70,12 @@ async def recover(
         async with contextlib.aclosing(log.walk(segments, rec.lsn)) as walk:
             async for seg in walk:
                 expected = seg.ref.first
-                records = seg.records()
+                rows, typed = seg.rows()
                 while True:
                     try:
-                        nxt_lsn, applied = store.replay_records(records, expected, rec.lsn, SLICE)
+                        nxt_lsn, applied = store.replay_records(
+                            rows, typed, expected, rec.lsn, SLICE
+                        )
                     except LsnMismatch as e:
                         raise ReplayError(f"{seg.ref.key}: {e}") from None
                     taken = nxt_lsn - expected

@@ -562,13 +562,19 @@ class Store:
         return min(pins) if pins else 1 << 62
 
     def replay_records(
-        self, records: Iterator[UpdateRecord], expected: int, skip_through: int, limit: int
+        self,
+        rows: Iterator[Any],
+        typed: Callable[[Any], UpdateRecord],
+        expected: int,
+        skip_through: int,
+        limit: int,
     ) -> tuple[int, int]:
-        """Replay up to `limit` of `records` (as decoded from storage): they must
-        carry consecutive LSNs from `expected` (else
-        `LsnMismatch`); those at or below `skip_through` are counted, not applied.
-        Returns (the next expected LSN, records applied); fewer than `limit` were
-        taken only when `records` ran out.
+        """Replay up to `limit` records from `rows` as the codec decoded them (the
+        fields of `UpdateRecord` in order; `typed(row)` is its `UpdateRecord`): they
+        must carry consecutive LSNs from `expected` (else `LsnMismatch`); those at
+        or below `skip_through` are counted, not applied. Returns (the next expected
+        LSN, records applied); fewer than `limit` were taken only when `rows` ran
+        out.
 
         The common record, one SET without TTL creating a key on the main line,
         takes a short path with the result `replay` would give; others go there."""
@@ -577,9 +583,8 @@ class Store:
         codes = _cmd_codes
         applied = 0
         last_t = self.last_time_ms
-        ops: Any  # the short path below reads a SET's key and value
-        for record in itertools.islice(records, limit):
-            lsn, t, ops, cmds, meta = record
+        for row in itertools.islice(rows, limit):
+            lsn, t, ops, cmds, meta = row
             if lsn != expected:
                 raise LsnMismatch(lsn, expected)
             expected += 1
@@ -605,7 +610,7 @@ class Store:
                         add_time(t)
                         last_t = t
                         continue
-            self.replay(record)
+            self.replay(typed(row))
             last_t = self.last_time_ms
         if applied:
             self.lsn = expected - 1
