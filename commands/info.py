@@ -24,6 +24,7 @@ from commands.limits import rss_bytes
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
 from commands.session import STARTUP_RSS, Session
+from store.secrets import redact  # credentials in a URL are never shown
 
 REDIS_VERSION = "7.0.15"
 CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
@@ -404,7 +405,7 @@ def _info_temporalstore(s: Session) -> str:
         store=store,
         cfg=s.server.config,
         versioned=versioned,
-        storage=s.server.config.storage_display,
+        storage=redact(s.server.config.storage),
     )
 
 

@@ -19,6 +19,7 @@ from commands.limits import Limits, rss_bytes
 from commands.registry import CommandStats
 from commands.users import Users
 from store import Database, Store, WriteMeta
+from store.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from commands.keys import ScanSnapshot
@@ -33,23 +34,22 @@ STARTUP_RSS = rss_bytes()
 class Config:
     """Settings the server was started with; CONFIG GET/SET reads and changes them."""
 
-    host: str = "127.0.0.1"
-    port: int = 6379
-    storage: str = "file://./data"
-    storage_display: str = ""  # `storage` as INFO shows it, credentials hidden (CLI sets it)
+    host: str = DEFAULTS.host
+    port: int = DEFAULTS.port
+    storage: str = DEFAULTS.storage
     s3_endpoint_url: str | None = None
-    flush_interval_ms: int = 100
+    flush_interval_ms: int = DEFAULTS.flush_interval_ms
     requirepass: str | None = None
-    databases: int = 16
-    log_level: str = "info"
-    history: str = "versions:64"
-    durability: str = "async"
-    segment_max_bytes: int = 8 * 1024 * 1024
-    max_unflushed_bytes: int = 256 * 1024 * 1024
-    checkpoint_every_records: int = 1_000_000
-    checkpoint_every_seconds: int = 300
-    keep_checkpoints: int = 2
-    write_wait_ms: int = 5000
+    databases: int = DEFAULTS.databases
+    log_level: str = DEFAULTS.log_level
+    history: str = DEFAULTS.history
+    durability: str = DEFAULTS.durability
+    segment_max_bytes: int = DEFAULTS.segment_max_bytes
+    max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
+    checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
+    checkpoint_every_seconds: int = DEFAULTS.checkpoint_every_seconds
+    keep_checkpoints: int = DEFAULTS.keep_checkpoints
+    write_wait_ms: int = DEFAULTS.write_wait_ms
     fault_injection: bool = False
     aclfile: str | None = None  # ACL users loaded at start (ACL LOAD / ACL SAVE)
     # Redis parameters clients commonly read; settable where meaningful.
@@ -57,8 +57,8 @@ class Config:
         default_factory=lambda: {
             "maxmemory": "0",
             "maxmemory-policy": "noeviction",
-            "timeout": "0",
-            "maxclients": "10000",
+            "timeout": str(DEFAULTS.timeout),
+            "maxclients": str(DEFAULTS.maxclients),
             "appendonly": "no",
             "save": "",
             "hash-max-listpack-entries": "512",
@@ -81,13 +81,13 @@ class Config:
             "busy-reply-threshold": "5000",
             "tcp-keepalive": "300",
             "loglevel": "notice",
-            "protected-mode": "yes",
+            "protected-mode": DEFAULTS.protected_mode,
         }
     )
 
 
 class Durability(Protocol):
-    """What commands see of the durable stream (implemented in `replay.startup`)."""
+    """What commands see of the durable stream (implemented in `flusher.durable`)."""
 
     @property
     def durable_lsn(self) -> int: ...
@@ -103,6 +103,8 @@ class Durability(Protocol):
     def over_capacity(self) -> bool: ...
 
     async def wait_capacity(self, timeout: float) -> bool: ...
+
+    async def drain(self, timeout: float) -> bool: ...
 
     def last_error(self) -> str: ...
 

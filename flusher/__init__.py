@@ -1,3 +1,18 @@
-"""Batching update records into compressed segments and writing them, with
-checkpoints and the manifest, to object storage. (Built in the durable-stream
-issue; empty until then.)"""
+"""The durable log in object storage, and the running durable layer.
+
+- `objectstore` (the `ObjectStore` interface, a local directory, the fault
+  wrapper), `s3` (S3 via aiobotocore), `memory` (in-memory, for tests);
+- `paths` (every object name), `segment` (the framed, compressed object format),
+  `codec` (records and values as msgpack);
+- `flusher` (the store's record sink: batching, group commit, retries,
+  backpressure, fencing by put-if-absent);
+- `log` (`SegmentLog`: listing, reading and verifying segments and walking them
+  in LSN order, for recovery, as-of reads and inspect), `manifest` (writer
+  epochs), `checkpoint` (checkpoint objects from `Store.export_image`),
+  `compaction`;
+- `durable` (`DurableStore`: the flusher, checkpoint scheduling, compaction,
+  drain and as-of reads from storage, as commands see them through
+  `commands.session.Durability`).
+
+Imports only `store`.
+"""

@@ -28,6 +28,7 @@ from flusher import paths, segment
 from flusher.codec import encode_record
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
+from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
 
@@ -57,14 +58,28 @@ async def put_segment(objects: ObjectStore, key: str, data: bytes) -> bool:
     return existing == data
 
 
+def segment_object(encoded: list[bytes], first: int) -> bytes:
+    """The segment object holding `encoded` records, LSNs `first` onwards."""
+    return segment.encode(
+        segment.SEGMENT_MAGIC, first, first + len(encoded) - 1, len(encoded), b"".join(encoded)
+    )
+
+
+async def put_record(objects: ObjectStore, record: UpdateRecord) -> bool:
+    """Write a segment holding `record` alone, at its place in the log (a takeover
+    claims the next place this way); as `put_segment`."""
+    data = segment_object([encode_record(record)], record.lsn)
+    return await put_segment(objects, paths.segment(record.lsn), data)
+
+
 class Flusher:
     def __init__(
         self,
         objects: ObjectStore,
         durable_lsn: int,
-        flush_interval_ms: int = 100,
-        segment_max_bytes: int = 8 * 1024 * 1024,
-        max_unflushed_bytes: int = 256 * 1024 * 1024,
+        flush_interval_ms: int = DEFAULTS.flush_interval_ms,
+        segment_max_bytes: int = DEFAULTS.segment_max_bytes,
+        max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes,
         retry_base_s: float = 0.05,
         retry_max_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
@@ -90,6 +105,7 @@ class Flusher:
         self._capacity: list[asyncio.Future[None]] = []
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
+        self._flush_lock = asyncio.Lock()
         self._rng = random.Random()
 
     # -- the sink ------------------------------------------------------------------
@@ -199,7 +215,13 @@ class Flusher:
                     await self.flush_once()
 
     async def flush_once(self) -> None:
-        """Write one segment with the oldest pending records (up to the size cap)."""
+        """Write one segment with the oldest pending records (up to the size cap).
+        One at a time: a drain may run beside the background task."""
+        async with self._flush_lock:
+            if self.pending:
+                await self._flush_batch()
+
+    async def _flush_batch(self) -> None:
         batch: list[bytes] = []
         size = 0
         for _lsn, _t, encoded in self.pending:
@@ -207,11 +229,8 @@ class Flusher:
                 break
             batch.append(encoded)
             size += len(encoded)
-        raw = b"".join(batch)
         first, last = self.pending[0][0], self.pending[len(batch) - 1][0]
-        data = await asyncio.to_thread(
-            segment.encode, segment.SEGMENT_MAGIC, first, last, len(batch), raw
-        )
+        data = await asyncio.to_thread(segment_object, batch, first)
         await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
         for _ in batch:
             self.pending.popleft()
@@ -220,7 +239,7 @@ class Flusher:
         st = self.stats
         st.segments_written += 1
         st.records_written += len(batch)
-        st.bytes_written_raw += len(raw)
+        st.bytes_written_raw += size
         st.bytes_written_compressed += len(data)
         st.last_flush_status = "ok"
         self._notify()
@@ -255,7 +274,8 @@ class Flusher:
         raise exc
 
     async def drain(self, timeout: float) -> bool:
-        """Flush everything pending (graceful shutdown). True if all is durable."""
+        """Flush everything pending (graceful shutdown), beside the background task
+        or after `stop`. True if all is durable."""
         deadline = self.clock() + timeout
         while self.pending and self.fenced is None and self.clock() < deadline:
             try:

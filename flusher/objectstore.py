@@ -39,11 +39,12 @@ import contextlib
 import errno
 import os
 import random
-import re
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
+
+from store.secrets import redact
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -136,15 +137,6 @@ def _check_prefix(prefix: str) -> None:
                 raise ValueError(f"bad list prefix {prefix!r}")
         if "\x00" in prefix:
             raise ValueError(f"bad list prefix {prefix!r}")
-
-
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s'\"]*@")
-
-
-def redact(text: str) -> str:
-    """`text` with the user-info of every URL in it hidden
-    (``scheme://user:secret@host`` -> ``scheme://***@host``)."""
-    return _USERINFO.sub(r"\1***@", text)
 
 
 # --------------------------------------------------------------------------- local

@@ -25,8 +25,8 @@ from flusher.objectstore import (
     Unavailable,
     _check_key,
     _check_prefix,
-    redact,
 )
+from store.secrets import redact
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

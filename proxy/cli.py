@@ -19,47 +19,81 @@ import commands.families  # noqa: F401  (registers every command)
 from commands.config_table import set_at_start
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
+from flusher.durable import DurabilityConfig, DurableStore
 from flusher.objectstore import (
     FaultyObjectStore,
     ObjectStore,
     ObjectStoreError,
     open_object_store,
-    redact,
 )
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
 from replay.replay import ReplayError
-from replay.startup import DurabilityConfig, DurableStore
+from replay.startup import take_over
 from store import HistoryPolicy, Store
+from store.secrets import redact
+from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
 
 SERVE_FLAGS: list[tuple[str, str | None, str]] = [
-    ("host", "127.0.0.1", "address to listen on"),
-    ("port", "6379", "port to listen on (0 picks a free port; none: no plain TCP listener)"),
-    ("storage", "file://./data", "file://DIR or s3://bucket/prefix"),
+    ("host", DEFAULTS.host, "address to listen on"),
+    (
+        "port",
+        str(DEFAULTS.port),
+        "port to listen on (0 picks a free port; none: no plain TCP listener)",
+    ),
+    ("storage", DEFAULTS.storage, "file://DIR or s3://bucket/prefix"),
     ("s3-endpoint-url", None, "S3 endpoint (MinIO, moto, ...)"),
-    ("flush-interval-ms", "100", "how often update records are flushed"),
+    ("flush-interval-ms", str(DEFAULTS.flush_interval_ms), "how often update records are flushed"),
     ("requirepass", None, "password for the default user"),
     ("aclfile", None, "ACL users loaded at start, in Redis' aclfile format (ACL LOAD/SAVE)"),
-    ("databases", "16", "number of databases"),
-    ("log-level", "info", "debug, info, warning or error"),
-    ("history", "versions:64", "history kept in memory: all, versions:N or ms:N"),
-    ("durability", "async", "async (acknowledge when applied) or sync (when stored)"),
-    ("segment-max-bytes", str(8 * 1024 * 1024), "flush early when a batch reaches this size"),
-    ("max-unflushed-bytes", str(256 * 1024 * 1024), "writes wait, then fail, past this backlog"),
-    ("checkpoint-every-records", "1000000", "write a checkpoint after this many records"),
-    ("checkpoint-every-seconds", "300", "... or after this many seconds"),
+    ("databases", str(DEFAULTS.databases), "number of databases"),
+    ("log-level", DEFAULTS.log_level, "debug, info, warning or error"),
+    ("history", DEFAULTS.history, "history kept in memory: all, versions:N or ms:N"),
+    ("durability", DEFAULTS.durability, "async (acknowledge when applied) or sync (when stored)"),
+    (
+        "segment-max-bytes",
+        str(DEFAULTS.segment_max_bytes),
+        "flush early when a batch reaches this size",
+    ),
+    (
+        "max-unflushed-bytes",
+        str(DEFAULTS.max_unflushed_bytes),
+        "writes wait, then fail, past this backlog",
+    ),
+    (
+        "checkpoint-every-records",
+        str(DEFAULTS.checkpoint_every_records),
+        "write a checkpoint after this many records",
+    ),
+    (
+        "checkpoint-every-seconds",
+        str(DEFAULTS.checkpoint_every_seconds),
+        "... or after this many seconds",
+    ),
     (
         "keep-checkpoints",
-        "2",
+        str(DEFAULTS.keep_checkpoints),
         "checkpoints kept; older ones and their segments are deleted (0: keep all)",
     ),
-    ("write-wait-ms", "5000", "how long a write waits for the flush backlog before TRYAGAIN"),
+    (
+        "write-wait-ms",
+        str(DEFAULTS.write_wait_ms),
+        "how long a write waits for the flush backlog before TRYAGAIN",
+    ),
     ("fault-injection", "no", "yes: enable TS.FAULT to inject object storage faults (tests)"),
-    ("maxclients", "10000", "connections beyond this get Redis' max-clients error"),
-    ("timeout", "0", "close clients idle this many seconds (0: never)"),
-    ("protected-mode", "yes", "yes: with no password, accept only loopback clients"),
+    (
+        "maxclients",
+        str(DEFAULTS.maxclients),
+        "connections beyond this get Redis' max-clients error",
+    ),
+    ("timeout", str(DEFAULTS.timeout), "close clients idle this many seconds (0: never)"),
+    (
+        "protected-mode",
+        DEFAULTS.protected_mode,
+        "yes: with no password, accept only loopback clients",
+    ),
     ("tls-port", None, "also serve TLS on this port (0 picks a free port)"),
     ("tls-cert-file", None, "the server's TLS certificate (PEM)"),
     ("tls-key-file", None, "its private key (PEM, not encrypted)"),
@@ -126,7 +160,6 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         host=ns.host,
         port=-1 if ns.port == "none" else num("port", ns.port),
         storage=ns.storage,
-        storage_display=redact(ns.storage),
         s3_endpoint_url=ns.s3_endpoint_url,
         flush_interval_ms=num("flush-interval-ms", ns.flush_interval_ms, 1),
         requirepass=ns.requirepass or None,
@@ -244,7 +277,7 @@ async def serve(config: Config) -> int:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     progress = LoadProgress(state)
     try:
-        durable = await DurableStore.open(store, objects, durability_config(config), progress)
+        manifest, recovery = await take_over(store, objects, progress)
     except (ReplayError, ObjectStoreError) as e:
         log.error("cannot start from %s: %s", redact(config.storage), e)
         await server.close()
@@ -252,6 +285,9 @@ async def serve(config: Config) -> int:
         return 1
     finally:
         progress.close()
+    # The link between the store and the durable log: from here on every commit
+    # goes to the flusher.
+    durable = DurableStore(store, objects, durability_config(config), manifest, recovery)
     durable.start()
     state.durability = durable
     state.loading = False

@@ -1,2 +1,11 @@
-"""Rebuilding a store from a checkpoint plus the segments after it, with
-verification and progress (`replay.replay.recover`)."""
+"""Starting from what object storage holds.
+
+- `replay` (`recover`: the newest manifest, its checkpoint, then every segment
+  after it through `flusher.log.SegmentLog`, into the store, with progress);
+- `startup` (`take_over`: recover, then write the next writer epoch's manifest
+  and claim the next place in the log, fencing a previous writer);
+- `inspect` (`temporalstore inspect`: list and verify a prefix).
+
+The running durable layer is `flusher.durable`; the CLI starts it after
+`take_over`. Imports only `flusher` and `store`.
+"""

@@ -9,13 +9,15 @@ import sys
 from tqdm import tqdm
 
 from flusher import paths, segment
-from flusher.checkpoint import Manifest
+from flusher.log import SegmentLog
+from flusher.manifest import Manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError, open_object_store
 
 
 async def inspect(objects: ObjectStore, out: list[str]) -> int:
     """Append a report to `out`; return the number of problems found."""
     problems = 0
+    log = SegmentLog(objects)
     manifests = sorted(k for k in await objects.list(paths.MANIFESTS))
     out.append(f"storage {objects.url}")
     out.append(f"manifests: {len(manifests)}")
@@ -45,19 +47,17 @@ async def inspect(objects: ObjectStore, out: list[str]) -> int:
         file=sys.stderr,
     )
     for key in checkpoints:
-        data = await objects.get(key) or b""
         try:
-            h, _raw = segment.decode(data, key, segment.CHECKPOINT_MAGIC)
-            out.append(f"  {key}  lsn={h.first} items={h.count} bytes={len(data)} raw={h.raw_len}")
+            h, _raw, size = await log.verify(key, segment.CHECKPOINT_MAGIC)
+            out.append(f"  {key}  lsn={h.first} items={h.count} bytes={size} raw={h.raw_len}")
         except segment.CorruptObject as e:
             problems += 1
             out.append(f"  CORRUPT {e}")
         bar.update(1)
     out.append(f"segments: {len(segments)}")
     for key in segments:
-        data = await objects.get(key) or b""
         try:
-            h, _raw = segment.decode(data, key, segment.SEGMENT_MAGIC)
+            h, _raw, size = await log.verify(key, segment.SEGMENT_MAGIC)
         except segment.CorruptObject as e:
             problems += 1
             out.append(f"  CORRUPT {e}")
@@ -71,7 +71,7 @@ async def inspect(objects: ObjectStore, out: list[str]) -> int:
         last_lsn = h.last
         records += h.count
         raw_bytes += h.raw_len
-        stored += len(data)
+        stored += size
         bar.update(1)
     bar.close()
     lsn_range = "none" if first_lsn is None else f"{first_lsn}-{last_lsn}"

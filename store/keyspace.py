@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from store import image
 from store.ops import CREATED, DEL, RESTORE, SET, Op, Undo, apply_op
 from store.values import copy_value
 
@@ -560,14 +561,20 @@ class Store:
         pins.extend(b.fork_lsn for b in self.branches.values())
         return min(pins) if pins else 1 << 62
 
-    def replay_items(
-        self, items: Iterator[Any], expected: int, skip_through: int, limit: int
+    def replay_records(
+        self,
+        rows: Iterator[Any],
+        typed: Callable[[Any], UpdateRecord],
+        expected: int,
+        skip_through: int,
+        limit: int,
     ) -> tuple[int, int]:
-        """Replay up to `limit` records from `items`, raw as decoded (lsn, time_ms,
-        ops, cmds, meta): they must carry consecutive LSNs from `expected` (else
-        `LsnMismatch`); those at or below `skip_through` are counted, not applied.
-        Returns (the next expected LSN, records applied); fewer than `limit` were
-        taken only when `items` ran out.
+        """Replay up to `limit` records from `rows` as the codec decoded them (the
+        fields of `UpdateRecord` in order; `typed(row)` is its `UpdateRecord`): they
+        must carry consecutive LSNs from `expected` (else `LsnMismatch`); those at
+        or below `skip_through` are counted, not applied. Returns (the next expected
+        LSN, records applied); fewer than `limit` were taken only when `rows` ran
+        out.
 
         The common record, one SET without TTL creating a key on the main line,
         takes a short path with the result `replay` would give; others go there."""
@@ -576,7 +583,8 @@ class Store:
         codes = _cmd_codes
         applied = 0
         last_t = self.last_time_ms
-        for lsn, t, ops, cmds, meta in itertools.islice(items, limit):
+        for row in itertools.islice(rows, limit):
+            lsn, t, ops, cmds, meta = row
             if lsn != expected:
                 raise LsnMismatch(lsn, expected)
             expected += 1
@@ -602,7 +610,7 @@ class Store:
                         add_time(t)
                         last_t = t
                         continue
-            self.replay(UpdateRecord(lsn, t, ops, cmds, None if meta is None else WriteMeta(*meta)))
+            self.replay(typed(row))
             last_t = self.last_time_ms
         if applied:
             self.lsn = expected - 1
@@ -775,6 +783,15 @@ class Store:
             if entry is None:
                 raise ValueError(f"checkpoint holds unknown state {name!r}")
             entry[1](value)
+
+    def export_image(self) -> Iterator[Any]:
+        """The whole store as plain objects: a header map, then its items
+        (`store.image` describes them)."""
+        return image.export_image(self)
+
+    def import_image(self, head: dict[str, Any], items: Iterator[Any]) -> int:
+        """Fill this empty store from an image's header and items; return its LSN."""
+        return image.import_image(self, head, items)
 
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
         """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""

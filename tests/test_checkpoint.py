@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
-from store import Store, keyspace
+from store import Store, UpdateRecord, WriteMeta, keyspace
+from tests.conftest import ROOT
 
 
 def _store() -> Store:
@@ -109,3 +112,65 @@ def test_packed_versions_from_a_process_with_other_command_codes(
     load_image(fresh, raw, "test")
     assert _state(fresh) == expected
     assert fresh.dbs[0].chains.born(b"once") == (1, "set")
+
+
+# An image written before checkpoints went through Store.export_image (same
+# records as `_golden_store`, in a fresh interpreter, so command codes are the
+# ones a server starting up assigns). Existing checkpoints must keep loading, and
+# the image of the same state must stay byte for byte the same.
+GOLDEN_IMAGE = bytes.fromhex(
+    "88a36c736e07ac6c6173745f74696d655f6d73cf0000018bcfe56806a964617461626173657302aa696e6465"
+    "785f6c736e73c438010000000000000002000000000000000300000000000000040000000000000005000000"
+    "0000000006000000000000000700000000000000ab696e6465785f74696d6573c4380068e5cf8b0100000168"
+    "e5cf8b0100000268e5cf8b0100000368e5cf8b0100000468e5cf8b0100000568e5cf8b0100000668e5cf8b01"
+    "0000a9736e617073686f74739194c404736e617006cf0000018bcfe56805c4066465706c6f79a56578747261"
+    "82a67461626c657390a86272616e6368657390a9636d645f6e616d657393a3736574a468736574a572707573"
+    "689600c405706c61696ec40177c0929601cf0000018bcfe56800a37365749193a7726573746f7265c0c0c0c0"
+    "9603cf0000018bcfe56802a37365749193a7726573746f7265c40176c09307c4026d65c403776879c0c09600"
+    "c40374746cc40176cf0000018c0b8032009202a3736574c09600c404676f6e65c0c0929605cf0000018bcfe5"
+    "6803a37365749193a7726573746f7265c0c0c0c09605cf0000018bcfe56804a364656c9193a7726573746f72"
+    "65c40178c0c0c0c09601c4016882c40166c40131c40167c40132c09204a468736574c09601c4016cc7070192"
+    "c40161c40162c09207a57270757368c0"
+)
+GOLDEN_SCRIPT = """
+import sys
+from flusher.checkpoint import image
+from tests.test_checkpoint import _golden_store
+sys.stdout.write(image(_golden_store())[0].hex())
+"""
+
+
+def _golden_store() -> Store:
+    s = Store(databases=2)
+    t = 1_700_000_000_000
+    for r in (
+        UpdateRecord(1, t, ((0, b"plain", ("set", b"v", None)),), ("set",), None),
+        UpdateRecord(2, t + 1, ((0, b"ttl", ("set", b"v", t + 10**9)),), ("set",), None),
+        UpdateRecord(
+            3, t + 2, ((0, b"plain", ("set", b"w", None)),), ("set",), WriteMeta(7, b"me", b"why")
+        ),
+        UpdateRecord(
+            4, t + 3, ((1, b"h", ("hset", ((b"f", b"1"), (b"g", b"2")))),), ("hset",), None
+        ),
+        UpdateRecord(
+            5,
+            t + 4,
+            ((0, b"gone", ("set", b"x", None)), (0, b"gone", ("del",))),
+            ("set", "del"),
+            None,
+        ),
+        UpdateRecord(6, t + 5, ((0, None, ("seal", b"snap", b"deploy")),), ("ts.seal",), None),
+        UpdateRecord(7, t + 6, ((1, b"l", ("rpush", (b"a", b"b"))),), ("rpush",), None),
+    ):
+        s.replay(r)
+    return s
+
+
+def test_an_image_written_before_the_store_export_loads_and_is_written_the_same() -> None:
+    fresh = Store(databases=2)
+    assert load_image(fresh, GOLDEN_IMAGE, "golden") == 7
+    assert _state(fresh) == _state(_golden_store())
+    out = subprocess.run(
+        [sys.executable, "-c", GOLDEN_SCRIPT], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert bytes.fromhex(out.stdout) == GOLDEN_IMAGE

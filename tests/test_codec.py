@@ -77,4 +77,6 @@ def test_a_raw_string_comes_back_as_bytes() -> None:
     """msgpack writes a bytearray (APPEND's raw string) as a binary, so it comes
     back as bytes: embstr when short, as Redis reloads it from an RDB file."""
     r = UpdateRecord(3, 5, ((0, b"k", ("set", bytearray(b"raw"), None)),), ("set",), None)
-    assert decode_record(encode_record(r)).ops[0][2][1] == b"raw"
+    got = decode_record(encode_record(r)).ops[0][2][1]
+    assert type(got) is bytes
+    assert got == b"raw"

@@ -16,6 +16,7 @@ from typing import TypeVar
 import botocore.exceptions
 import pytest
 
+from flusher.memory import MemoryObjectStore
 from flusher.objectstore import (
     TEMP_PREFIX,
     FaultyObjectStore,
@@ -47,6 +48,8 @@ async def gather_limited(aws: list[Awaitable[T]], limit: int = 32) -> list[T]:
 
 class ObjectStoreContract:
     """Tests every ObjectStore must pass. Subclasses implement `create_store`."""
+
+    URL_SCHEMES: tuple[str, ...] = ("file:///", "s3://")
 
     def create_store(self) -> ObjectStore:
         raise NotImplementedError
@@ -244,7 +247,7 @@ class ObjectStoreContract:
 
     def test_url_and_close_idempotent(self) -> None:
         async def body(store: ObjectStore) -> None:
-            assert store.url.startswith(("file:///", "s3://"))
+            assert store.url.startswith(self.URL_SCHEMES)
             await store.close()
             await store.close()
 
@@ -686,6 +689,18 @@ class TestFaultyObjectStoreContract(ObjectStoreContract):
 
     def create_store(self) -> ObjectStore:
         return FaultyObjectStore(LocalObjectStore(self.root))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+class TestMemoryObjectStore(ObjectStoreContract):
+    """The in-memory store the flusher and durable-log tests run on."""
+
+    URL_SCHEMES = ("memory://",)
+
+    def create_store(self) -> ObjectStore:
+        return MemoryObjectStore()
 
 
 def test_faulty_error_rate_is_seeded() -> None:

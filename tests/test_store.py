@@ -14,7 +14,7 @@ import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher.checkpoint import image, load_image
-from flusher.codec import encode_record, iter_items
+from flusher.codec import decode_records, encode_record
 from store import HistoryPolicy, PrunedError, Store, UpdateRecord, VersionEntry
 from store.keyspace import LsnMismatch
 from store.ops import CREATED, apply_op
@@ -183,7 +183,10 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
     replayed = Store(databases=4)
     replayed.snapshot_every = 3
     body = b"".join(encode_record(r) for r in sink.records)
-    assert replayed.replay_items(iter_items(body), 1, 0, 1 << 30) == (store.lsn + 1, store.lsn)
+    assert replayed.replay_records(*decode_records(body), 1, 0, 1 << 30) == (
+        store.lsn + 1,
+        store.lsn,
+    )
     raw, _count = image(store)
     loaded = Store(databases=4)
     load_image(loaded, raw, "test")
@@ -228,16 +231,18 @@ def test_replay_checks_lsns_and_skips_what_it_has() -> None:
     body = b"".join(encode_record(r) for r in sink.records)
     fresh = Store(databases=4)
     # Records 1-2 are already there (say, from a checkpoint): counted, not applied.
-    fresh.replay_items(iter_items(b"".join(encode_record(r) for r in sink.records[:2])), 1, 0, 9)
-    assert fresh.replay_items(iter_items(body), 1, 2, 9) == (5, 2)
+    fresh.replay_records(
+        *decode_records(b"".join(encode_record(r) for r in sink.records[:2])), 1, 0, 9
+    )
+    assert fresh.replay_records(*decode_records(body), 1, 2, 9) == (5, 2)
     assert fresh.dbs[0].data == store.dbs[0].data and fresh.lsn == 4
     with pytest.raises(LsnMismatch):
-        Store(databases=4).replay_items(iter_items(body), 2, 0, 9)
+        Store(databases=4).replay_records(*decode_records(body), 2, 0, 9)
     # A limit takes that many records and leaves the rest in the iterator.
-    items = iter_items(body)
+    rows, typed = decode_records(body)
     part = Store(databases=4)
-    assert part.replay_items(items, 1, 0, 3) == (4, 3)
-    assert part.replay_items(items, 4, 0, 3) == (5, 1)
+    assert part.replay_records(rows, typed, 1, 0, 3) == (4, 3)
+    assert part.replay_records(rows, typed, 4, 0, 3) == (5, 1)
 
 
 def test_undo_of_repeated_members_in_one_op() -> None:

@@ -1,0 +1,278 @@
+"""The running durable side of a server: the flusher as the store's sink,
+checkpoints every N records or seconds and at shutdown, compaction, and as-of
+reads from storage. What commands reach through `commands.session.Durability`.
+
+It starts on a store already rebuilt and a prefix already taken over
+(`replay.startup.take_over`); the CLI wires the two together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from flusher.checkpoint import read_checkpoint, write_checkpoint
+from flusher.compaction import compact
+from flusher.flusher import FencedError, Flusher
+from flusher.log import LogGap, MissingSegment, SegmentLog
+from flusher.manifest import Manifest, new_manifest, newest_manifest
+from flusher.objectstore import ObjectStore, ObjectStoreError
+from store import HistoryPolicy, PrunedError, Store
+from store.settings import DEFAULTS
+
+log = logging.getLogger("temporalstore")
+
+CHECKPOINT_POLL_S = 0.5
+"""How often the background task asks whether a checkpoint is due."""
+
+
+@dataclass
+class DurabilityConfig:
+    mode: str = DEFAULTS.durability
+    flush_interval_ms: int = DEFAULTS.flush_interval_ms
+    segment_max_bytes: int = DEFAULTS.segment_max_bytes
+    max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
+    checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
+    checkpoint_every_seconds: float = DEFAULTS.checkpoint_every_seconds
+    keep_checkpoints: int = DEFAULTS.keep_checkpoints
+
+
+class ReplayFigures(Protocol):
+    """What INFO shows of the recovery the server started from."""
+
+    @property
+    def records(self) -> int: ...
+
+    @property
+    def segments(self) -> int: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+
+class DurableStore:
+    """The flusher, checkpoints and compaction of one writer epoch."""
+
+    def __init__(
+        self,
+        store: Store,
+        objects: ObjectStore,
+        config: DurabilityConfig,
+        manifest: Manifest,
+        replayed: ReplayFigures,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.objects = objects
+        self.log = SegmentLog(objects)
+        self.config = config
+        self.manifest = manifest
+        self.recovery = replayed
+        self.clock = clock
+        self.flusher = Flusher(
+            objects,
+            durable_lsn=store.lsn,
+            flush_interval_ms=config.flush_interval_ms,
+            segment_max_bytes=config.segment_max_bytes,
+            max_unflushed_bytes=config.max_unflushed_bytes,
+            clock=clock,
+        )
+        self.checkpoint_lsn = manifest.checkpoint_lsn or 0
+        self.checkpoint_time = clock()
+        self.checkpoints_written = 0
+        self.last_checkpoint_status = "ok"
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._requested = False
+        self._checkpoint_lock = asyncio.Lock()
+
+    @property
+    def sync(self) -> bool:
+        return self.config.mode == "sync"
+
+    def start(self) -> None:
+        """Become the store's sink and start flushing and checkpointing."""
+        self.store.default_sync = self.sync
+        self.store.sink = self.flusher
+        self.flusher.start()
+        self._task = asyncio.get_running_loop().create_task(self._checkpoints())
+
+    # -- commands-facing -------------------------------------------------------------
+
+    @property
+    def durable_lsn(self) -> int:
+        return self.flusher.durable_lsn
+
+    @property
+    def fenced(self) -> str | None:
+        return self.flusher.fenced
+
+    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
+        return await self.flusher.wait_durable(lsn, timeout)
+
+    def over_capacity(self) -> bool:
+        return self.flusher.over_capacity()
+
+    async def wait_capacity(self, timeout: float) -> bool:
+        return await self.flusher.wait_capacity(timeout)
+
+    async def drain(self, timeout: float) -> bool:
+        """Flush everything pending now, without stopping (graceful shutdown, before
+        connections close). True if every record committed so far is durable."""
+        if self.fenced is not None:
+            return False
+        return await self.flusher.drain(timeout)
+
+    async def read_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]:
+        """A key's (value, expire) just after `lsn`, from object storage: the newest
+        checkpoint at or before it plus the segments up to it, replayed into a
+        scratch store. Slow (it reads everything up to `lsn`), for versions that
+        retention dropped from memory. Raises PrunedError if storage no longer
+        reaches back that far either."""
+        ckpts = await self.log.checkpoints(upto=lsn)
+        scratch = Store(databases=len(self.store.dbs), history=HistoryPolicy("versions", 1))
+        base = 0
+        if ckpts:
+            await read_checkpoint(self.objects, scratch, ckpts[-1])
+            base = ckpts[-1]
+        walked = False
+        try:
+            walk = self.log.walk(await self.log.segments(), base, upto=lsn)
+            async with contextlib.aclosing(walk):
+                async for seg in walk:
+                    walked = True
+                    for record in seg.records():
+                        if base < record.lsn <= lsn:
+                            scratch.replay(record)
+        except (LogGap, MissingSegment):
+            raise PrunedError(lsn, key) from None
+        if not walked:
+            raise PrunedError(lsn, key)
+        db = scratch.dbs[dbi]
+        return db.data.get(key), db.expires.get(key)
+
+    def last_error(self) -> str:
+        return self.flusher.stats.last_error or "flush backlog over max-unflushed-bytes"
+
+    def info(self) -> dict[str, Any]:
+        f = self.flusher
+        st = f.stats
+        rec = self.recovery
+        return {
+            "durability": self.config.mode,
+            "storage": self.objects.url,
+            "writer_epoch": self.manifest.epoch,
+            "last_lsn": self.store.lsn,
+            "durable_lsn": f.durable_lsn,
+            "unflushed_bytes": f.unflushed_bytes,
+            "flush_lag_ms": f.flush_lag_ms(),
+            "segments_written": st.segments_written,
+            "records_written": st.records_written,
+            "bytes_written_raw": st.bytes_written_raw,
+            "bytes_written_compressed": st.bytes_written_compressed,
+            "object_puts": st.puts,
+            "object_put_failures": st.put_failures,
+            "last_flush_status": st.last_flush_status,
+            "fenced": 0 if f.fenced is None else 1,
+            "last_checkpoint_lsn": self.checkpoint_lsn,
+            "last_checkpoint_age_s": int(self.clock() - self.checkpoint_time),
+            "last_checkpoint_status": self.last_checkpoint_status,
+            "checkpoints_written": self.checkpoints_written,
+            "replay_records": rec.records,
+            "replay_segments": rec.segments,
+            "replay_seconds": f"{rec.seconds:.3f}",
+        }
+
+    # -- checkpoints and compaction --------------------------------------------------
+
+    def checkpoint_due(self) -> bool:
+        """Enough records or time since the last checkpoint, or one was asked for."""
+        cfg = self.config
+        due_records = self.store.lsn - self.checkpoint_lsn >= cfg.checkpoint_every_records
+        due_time = (
+            self.clock() - self.checkpoint_time >= cfg.checkpoint_every_seconds
+            and self.store.lsn > self.checkpoint_lsn
+        )
+        return (due_records or due_time or self._requested) and self.fenced is None
+
+    async def _checkpoints(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(CHECKPOINT_POLL_S)
+            if self.checkpoint_due():
+                self._requested = False
+                try:
+                    await self.checkpoint()
+                except (ObjectStoreError, FencedError) as e:
+                    self.last_checkpoint_status = "err"
+                    log.warning("checkpoint failed: %s", e)
+
+    def checkpoint_soon(self) -> None:
+        """Ask the background task for a checkpoint at its next check (BGSAVE)."""
+        self._requested = True
+
+    async def checkpoint(self) -> int:
+        """Write a checkpoint of the store as it is now and point a manifest at it."""
+        async with self._checkpoint_lock:
+            return await self._checkpoint()
+
+    async def _checkpoint(self) -> int:
+        lsn, _size = await write_checkpoint(self.objects, self.store, self.flusher)
+        newest = await newest_manifest(self.objects)
+        if newest is not None and newest.epoch > self.manifest.epoch:
+            self.flusher.fence(f"{newest.key}: a newer writer owns this storage prefix")
+        m = new_manifest(self.manifest.epoch, self.manifest.seq + 1, lsn)
+        if not await self.objects.put_if_absent(m.key, m.encode()):
+            self.flusher.fence(f"{m.key}: already written by another server")
+        self.manifest = m
+        previous = self.checkpoint_lsn
+        self.checkpoint_lsn = lsn
+        self.checkpoint_time = self.clock()
+        self.checkpoints_written += 1
+        self.last_checkpoint_status = "ok"
+        # What the checkpoint covered is long-lived: stop re-walking it. The young
+        # generations are collected first so that no garbage cycle is frozen with it.
+        gc.collect(1)
+        gc.freeze()
+        log.info("checkpoint at LSN %d (previous %d)", lsn, previous)
+        if self.config.keep_checkpoints > 0:
+            with contextlib.suppress(ObjectStoreError):
+                await self.compact()
+        return lsn
+
+    async def compact(self) -> int:
+        """Delete segments wholly covered by the oldest kept checkpoint, and older
+        checkpoints and manifests. Returns the number of objects deleted."""
+        return await compact(
+            self.log, self.config.keep_checkpoints, self.checkpoint_lsn, self.manifest
+        )
+
+    # -- closing ---------------------------------------------------------------------
+
+    async def close(self, timeout: float = 30.0) -> None:
+        """Flush everything, write a final checkpoint, release the object store."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flusher.stop()
+        try:
+            if self.fenced is None:
+                if not await self.flusher.drain(timeout):
+                    log.error(
+                        "shutdown: %d bytes of writes could not be flushed: %s",
+                        self.flusher.unflushed_bytes,
+                        self.last_error(),
+                    )
+                elif self.store.lsn > self.checkpoint_lsn:
+                    await asyncio.wait_for(self.checkpoint(), timeout)
+        except (ObjectStoreError, FencedError, TimeoutError) as e:
+            log.error("shutdown: final checkpoint failed: %s", e)
+        finally:
+            await self.objects.close()

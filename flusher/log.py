@@ -1,0 +1,132 @@
+"""The durable log as it lies in object storage: one reader for everyone who
+walks it (recovery, as-of reads from storage, `temporalstore inspect`).
+
+`SegmentLog` lists segments and checkpoints, reads and verifies one object, and
+walks the segments that hold the LSNs after a point in LSN order, checking that
+they follow each other without a gap. Its errors name the object and the LSN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from flusher import paths, segment
+from flusher.codec import DecodedRecords, decode_records, iter_records
+from flusher.objectstore import ObjectStore
+from store import UpdateRecord
+
+
+class LogError(Exception):
+    """The log cannot be read as one contiguous, verified sequence of records."""
+
+
+class MissingSegment(LogError):
+    """A segment was listed but is gone (compaction, or another writer's cleanup)."""
+
+
+class LogGap(LogError):
+    """The segments do not continue where the previous LSN ended."""
+
+
+class SegmentRef(NamedTuple):
+    first: int  # the first LSN, as the object's name gives it
+    key: str
+
+
+class Verified(NamedTuple):
+    header: segment.Header
+    body: bytes  # decompressed
+    size: int  # bytes as stored
+
+
+@dataclass
+class LogSegment:
+    """One verified segment of a walk."""
+
+    ref: SegmentRef
+    header: segment.Header
+    body: bytes
+    left: int  # segments of the walk after this one, itself included
+
+    def records(self) -> Iterator[UpdateRecord]:
+        return iter_records(self.body)
+
+    def rows(self) -> DecodedRecords:
+        """The records as replay takes them (see `DecodedRecords`)."""
+        return decode_records(self.body)
+
+    def check_count(self, next_lsn: int) -> None:
+        """Raise unless the records read (up to `next_lsn`) are the ones the header
+        promises."""
+        h = self.header
+        count = next_lsn - self.ref.first
+        if count != h.count or next_lsn - 1 != h.last:
+            raise LogError(
+                f"{self.ref.key}: header promises LSN {h.first}-{h.last} "
+                f"({h.count} records), body holds {count}"
+            )
+
+
+class SegmentLog:
+    def __init__(self, objects: ObjectStore) -> None:
+        self.objects = objects
+
+    async def segments(self) -> list[SegmentRef]:
+        """Every segment, in LSN order."""
+        found = [
+            SegmentRef(p, k)
+            for k in await self.objects.list(paths.SEGMENTS)
+            if (p := paths.parse_segment(k))
+        ]
+        found.sort()
+        return found
+
+    async def checkpoints(self, upto: int | None = None) -> list[int]:
+        """The LSNs of every checkpoint (at or before `upto`), oldest first."""
+        return sorted(
+            lsn
+            for k in await self.objects.list(paths.CHECKPOINTS)
+            if (lsn := paths.parse_checkpoint(k)) is not None and (upto is None or lsn <= upto)
+        )
+
+    async def verify(self, key: str, magic: bytes) -> Verified:
+        """Read one object and check its header and checksum (`CorruptObject`
+        otherwise; an object that vanished reads as empty, so as truncated)."""
+        data = await self.objects.get(key) or b""
+        header, body = await asyncio.to_thread(segment.decode, data, key, magic)
+        return Verified(header, body, len(data))
+
+    async def read(self, ref: SegmentRef) -> tuple[segment.Header, bytes]:
+        """A listed segment, verified, whose header starts where its name says."""
+        data = await self.objects.get(ref.key)
+        if data is None:
+            raise MissingSegment(f"{ref.key}: listed but missing (LSN {ref.first})")
+        header, body = await asyncio.to_thread(segment.decode, data, ref.key, segment.SEGMENT_MAGIC)
+        if header.first != ref.first:
+            raise LogError(f"{ref.key}: header says LSN {header.first}, name says {ref.first}")
+        return header, body
+
+    async def walk(
+        self, segments: list[SegmentRef], after: int, upto: int | None = None
+    ) -> AsyncGenerator[LogSegment, None]:
+        """The segments that hold LSNs after `after` (up to `upto`), verified, in
+        order. Each must start no later than the LSN after the previous one's last
+        (`LogGap` otherwise), read once the caller is done with the previous one."""
+        expected = after + 1
+        for i, ref in enumerate(segments):
+            nxt = segments[i + 1].first if i + 1 < len(segments) else None
+            if nxt is not None and nxt - 1 <= after:
+                continue  # wholly at or below where the walk starts
+            if upto is not None and ref.first > upto:
+                return
+            if ref.first > expected:
+                raise LogGap(
+                    f"{ref.key}: gap in LSNs: expected LSN {expected}, "
+                    f"segment starts at {ref.first}"
+                )
+            header, body = await self.read(ref)
+            yield LogSegment(ref, header, body, len(segments) - i)
+            expected = max(expected, header.last + 1)

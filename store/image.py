@@ -1,0 +1,149 @@
+"""A store's whole state as plain Python objects, and back (checkpoint images).
+
+`export_image` gives a header map and then one item per key, as tuples, lists,
+bytes, numbers and the store's value types; `import_image` fills an empty store
+from them. Turning them into bytes (msgpack, zstd, the object's framing) is the
+flusher's business (`flusher.checkpoint`); nothing here knows of it.
+
+The header: lsn, last_time_ms, databases, index_lsns and index_times (the time
+index as machine arrays), snapshots, extra (other parts' state, by name) and
+cmd_names (the command codes packed versions refer to).
+
+Items, one per key, 6 fields: (db, key, value or None, expire or None, chain,
+floor or None). The chain is either (LSN, command) for a key whose one version
+created it, or a list of 6-field entries (lsn, time_ms, cmd, undo, meta, snap).
+The common key, a string written once with no expiry, goes instead into batch
+items of parallel arrays, 5 fields: (BATCH_TAG, db, keys, values, packed
+versions); they hold plain values only.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from store import keyspace
+from store.ops import CREATED
+
+if TYPE_CHECKING:
+    from store.keyspace import Database, Store
+
+BATCH = 4096
+"""Keys per batch item."""
+BATCH_TAG = "b"
+_INT = {int}
+_BYTES = {bytes}
+
+
+def export_image(store: Store) -> Iterator[Any]:
+    """The header map, then every item, of the store as it is now."""
+    yield {
+        "lsn": store.lsn,
+        "last_time_ms": store.last_time_ms,
+        "databases": len(store.dbs),
+        "index_lsns": store.index_lsns.tobytes(),
+        "index_times": store.index_times.tobytes(),
+        "snapshots": [tuple(snap) for snap in store.snapshots.values()],
+        "extra": store.checkpoint_extra(),
+        "cmd_names": keyspace.cmd_names(),
+    }
+    for db in store.dbs:
+        yield from _db_items(db)
+
+
+def _db_items(db: Database) -> Iterator[Any]:
+    data, expires, chains, floors = db.data, db.expires, db.chains, db.floors
+    index = db.index
+    # Batch items load with two dict updates at restart. A slice of keys that is
+    # all such keys is checked with C-level set operations, not per key.
+    all_keys = list(data)
+    all_values = list(data.values())
+    all_raw = chains.raw_many(all_keys)
+    for i in range(0, len(all_keys), BATCH):
+        ks, vs, ps = all_keys[i : i + BATCH], all_values[i : i + BATCH], all_raw[i : i + BATCH]
+        if (
+            set(map(type, ps)) == _INT
+            and set(map(type, vs)) == _BYTES
+            and (not expires or expires.keys().isdisjoint(ks))
+            and (not floors or floors.keys().isdisjoint(ks))
+        ):
+            yield (BATCH_TAG, index, ks, vs, ps)
+            continue
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        packed: list[int] = []
+        for key, value, p in zip(ks, vs, ps, strict=True):
+            if type(p) is int and type(value) is bytes and key not in expires and key not in floors:
+                keys.append(key)
+                values.append(value)
+                packed.append(p)
+            else:
+                yield _item(db, key, value, chains.born(key))
+        if keys:
+            yield (BATCH_TAG, index, keys, values, packed)
+    for key in chains:
+        if key not in data:  # history of a key that no longer exists
+            yield _item(db, key, None, chains.born(key))
+
+
+def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
+    chain: Any = born
+    if born is None:
+        chain = [
+            (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta), e.snap)
+            for e in db.chains.get(key, ())
+        ]
+    return (db.index, key, value, db.expires.get(key), chain, db.floors.get(key))
+
+
+def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> int:
+    """Fill an empty store from an image's header and items; return its LSN. The
+    caller has checked that the store has at least `head["databases"]` databases."""
+    store.index_lsns = array("q", head["index_lsns"])
+    store.index_times = array("q", head["index_times"])
+    dbs = store.dbs
+    names: list[str] = head.get("cmd_names", [])
+    table = keyspace.translate_codes(names)
+    version_entry, write_meta = keyspace.VersionEntry, keyspace.WriteMeta
+    for item in items:
+        if item[0] == BATCH_TAG:
+            _tag, dbi, keys, values, packed = item
+            db = dbs[dbi]
+            db.data.update(zip(keys, values, strict=True))
+            db.chains.add_packed(keys, packed, names, table)
+            continue
+        dbi, key, value, expire, chain, floor = item
+        db = dbs[dbi]
+        if value is not None:
+            db.data[key] = value
+            if expire is not None:
+                db.expires[key] = expire
+                db.schedule_expiry(key, expire)
+        if not chain:
+            pass
+        elif type(chain[0]) is int:
+            # (LSN, command): the key's one version created it (see store.Chains).
+            db.chains.add_born(key, *chain)
+        else:
+            db.chains[key] = [
+                version_entry(
+                    lsn,
+                    t,
+                    cmd,
+                    CREATED if undo == CREATED else undo,
+                    None if meta is None else write_meta(*meta),
+                    snap,
+                )
+                for lsn, t, cmd, undo, meta, snap in chain
+            ]
+        if floor is not None:
+            db.floors[key] = floor
+    store.snapshots = {
+        name: keyspace.Snapshot(name, lsn, t, trigger)
+        for name, lsn, t, trigger in head["snapshots"]
+    }
+    store.load_checkpoint_extra(head["extra"])
+    store.lsn = int(head["lsn"])
+    store.last_time_ms = int(head["last_time_ms"])
+    return store.lsn

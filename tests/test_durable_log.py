@@ -1,0 +1,306 @@
+"""The flusher, the durable log and the durable layer in-process: an in-memory
+object store and a fake clock, so nothing here waits on real time. Plus
+round-trip property tests for object names and the segment format."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flusher import paths, segment
+from flusher.codec import encode_record, iter_records
+from flusher.durable import DurabilityConfig, DurableStore
+from flusher.flusher import FencedError, Flusher, segment_object
+from flusher.log import LogError, LogGap, MissingSegment, SegmentLog, SegmentRef
+from flusher.memory import MemoryObjectStore
+from replay.replay import recover
+from replay.startup import take_over
+from store import Store, UpdateRecord, WriteMeta
+
+T = TypeVar("T")
+LSN = st.integers(min_value=0, max_value=10**20 - 1)  # what a name holds
+HEADER_LSN = st.integers(min_value=0, max_value=2**64 - 4)  # what a header holds (Q)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(aw: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await aw
+
+    return asyncio.run(main())
+
+
+def set_record(lsn: int, key: bytes = b"k", value: bytes = b"v") -> UpdateRecord:
+    return UpdateRecord(
+        lsn, 1_700_000_000_000 + lsn, ((0, key, ("set", value, None)),), ("set",), None
+    )
+
+
+# -- object names and the segment format ------------------------------------------------
+
+
+@given(LSN)
+def test_segment_and_checkpoint_names_parse_back(lsn: int) -> None:
+    assert paths.parse_segment(paths.segment(lsn)) == lsn
+    assert paths.parse_checkpoint(paths.checkpoint(lsn)) == lsn
+    # Other objects' names are not taken for these.
+    assert paths.parse_checkpoint(paths.segment(lsn)) is None
+    assert paths.parse_segment(paths.checkpoint(lsn)) is None
+
+
+@given(st.integers(0, 10**20 - 2), LSN)
+def test_manifest_names_parse_back_and_sort_numerically(epoch: int, seq: int) -> None:
+    assert paths.parse_manifest(paths.manifest(epoch, seq)) == (epoch, seq)
+    assert paths.parse_segment(paths.manifest(epoch, seq)) is None
+    # Listing order (names) is numeric order.
+    assert (paths.manifest(epoch, seq) < paths.manifest(epoch + 1, 0)) is True
+
+
+@given(st.sampled_from([segment.SEGMENT_MAGIC, segment.CHECKPOINT_MAGIC]), HEADER_LSN, st.binary())
+def test_an_object_decodes_to_what_was_encoded(magic: bytes, first: int, raw: bytes) -> None:
+    data = segment.encode(magic, first, first + 3, 4, raw)
+    header, body = segment.decode(data, "x", magic)
+    assert body == raw
+    assert (header.magic, header.first, header.last, header.count) == (magic, first, first + 3, 4)
+    assert (header.raw_len, header.body_len) == (len(raw), len(data) - segment.HEADER_SIZE)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(max_size=8),
+            st.binary(max_size=8),
+            st.one_of(st.none(), st.builds(WriteMeta, st.integers(0, 9), st.binary(max_size=3))),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    st.integers(1, 10**6),
+)
+def test_a_segment_of_records_decodes_to_the_records(rows: list, first: int) -> None:  # type: ignore[type-arg]
+    records = [
+        UpdateRecord(first + i, i, ((0, k, ("set", v, None)),), ("set",), meta)
+        for i, (k, v, meta) in enumerate(rows)
+    ]
+    data = segment_object([encode_record(r) for r in records], first)
+    header, body = segment.decode(data, paths.segment(first), segment.SEGMENT_MAGIC)
+    assert (header.first, header.last, header.count) == (first, first + len(rows) - 1, len(rows))
+    back = list(iter_records(body))
+    assert back == records
+    assert all(type(r) is UpdateRecord for r in back)
+    assert [r.meta for r in back] == [r.meta for r in records]
+
+
+# -- the flusher -------------------------------------------------------------------------
+
+
+def test_the_flusher_cuts_segments_at_the_size_cap_and_advances_the_durable_lsn() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        clock = FakeClock()
+        f = Flusher(objects, durable_lsn=0, segment_max_bytes=64, clock=clock)
+        for lsn in range(1, 11):
+            f.append(set_record(lsn, b"key%d" % lsn, b"x" * 20))
+        assert f.unflushed_bytes > 0 and f.durable_lsn == 0
+        assert await f.drain(timeout=5)
+        assert f.durable_lsn == 10 and f.unflushed_bytes == 0
+        assert f.stats.segments_written > 1  # the cap split the batch
+        log = SegmentLog(objects)
+        segments = await log.segments()
+        lsns = [r.lsn async for seg in log.walk(segments, 0) for r in seg.records()]
+        assert lsns == list(range(1, 11))
+
+    run(body())
+
+
+def test_wait_capacity_answers_by_the_injected_clock_and_wakes_on_a_flush() -> None:
+    async def body() -> None:
+        clock = FakeClock()
+        f = Flusher(MemoryObjectStore(), 0, max_unflushed_bytes=1, clock=clock)
+        f.append(set_record(1))
+        assert f.over_capacity()
+        assert await f.wait_capacity(0.0) is False  # its deadline is now: no wait
+        waiting = asyncio.ensure_future(f.wait_capacity(5.0))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await f.flush_once()  # the backlog drains: the waiter is told at once
+        assert await waiting is True
+
+    run(body())
+
+
+def test_a_writer_that_finds_its_segment_name_taken_is_fenced() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        await objects.put(paths.segment(1), b"another writer's segment")
+        f = Flusher(objects, 0, clock=FakeClock())
+        f.append(set_record(1))
+        with pytest.raises(FencedError):
+            await f.flush_once()
+        assert f.fenced is not None and "fenced" in f.fenced
+        assert f.durable_lsn == 0
+        with pytest.raises(FencedError):
+            await f.wait_durable(1)
+
+    run(body())
+
+
+def test_a_retried_put_that_had_landed_is_not_a_fence() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        f = Flusher(objects, 0, clock=FakeClock())
+        record = set_record(1)
+        # An earlier attempt stored the same bytes (its reply was lost).
+        await objects.put(paths.segment(1), segment_object([encode_record(record)], 1))
+        f.append(record)
+        await f.flush_once()
+        assert f.fenced is None and f.durable_lsn == 1
+
+    run(body())
+
+
+# -- the log reader ----------------------------------------------------------------------
+
+
+async def _write_segments(objects: MemoryObjectStore, ranges: list[tuple[int, int]]) -> None:
+    for first, last in ranges:
+        data = segment_object([encode_record(set_record(n)) for n in range(first, last + 1)], first)
+        await objects.put(paths.segment(first), data)
+
+
+def test_the_walk_skips_what_is_below_and_names_a_gap() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        await _write_segments(objects, [(1, 3), (4, 6), (9, 9)])
+        log = SegmentLog(objects)
+        segments = await log.segments()
+        assert segments == [
+            SegmentRef(1, paths.segment(1)),
+            SegmentRef(4, paths.segment(4)),
+            SegmentRef(9, paths.segment(9)),
+        ]
+        walked = []
+        with pytest.raises(LogGap) as e:
+            async for seg in log.walk(segments, 3):
+                walked.append(seg.ref.first)
+        assert walked == [4]
+        assert str(e.value) == (
+            f"{paths.segment(9)}: gap in LSNs: expected LSN 7, segment starts at 9"
+        )
+        # Up to an LSN the walk stops before the gap.
+        assert [s.ref.first async for s in log.walk(segments, 0, upto=6)] == [1, 4]
+
+    run(body())
+
+
+def test_the_log_names_a_missing_or_misplaced_segment() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        log = SegmentLog(objects)
+        with pytest.raises(MissingSegment) as e:
+            await log.read(SegmentRef(5, paths.segment(5)))
+        assert str(e.value) == f"{paths.segment(5)}: listed but missing (LSN 5)"
+        await objects.put(paths.segment(5), segment_object([encode_record(set_record(6))], 6))
+        with pytest.raises(LogError) as e2:
+            await log.read(SegmentRef(5, paths.segment(5)))
+        assert str(e2.value) == f"{paths.segment(5)}: header says LSN 6, name says 5"
+
+    run(body())
+
+
+# -- the durable layer -------------------------------------------------------------------
+
+
+def test_drain_makes_every_write_durable_and_a_restart_reads_it_back() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        clock = FakeClock()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, clock)
+        store.sink = durable.flusher
+        db = store.dbs[0]
+        for i in range(5):
+            store.apply(db, b"k%d" % i, ("set", b"v%d" % i, None))
+            store.commit()
+        assert durable.durable_lsn < store.lsn
+        assert await durable.drain(timeout=5)
+        assert durable.durable_lsn == store.lsn
+        again = Store(databases=2)
+        await recover(again, objects)
+        assert again.dbs[0].data == db.data and again.lsn == store.lsn
+
+    run(body())
+
+
+def test_checkpoints_fall_due_by_records_or_by_the_injected_clock() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        clock = FakeClock()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        config = DurabilityConfig(checkpoint_every_records=3, checkpoint_every_seconds=60)
+        durable = DurableStore(store, objects, config, manifest, rec, clock)
+        store.sink = durable.flusher
+        assert not durable.checkpoint_due()
+        db = store.dbs[0]
+        store.apply(db, b"a", ("set", b"1", None))
+        store.commit()
+        assert not durable.checkpoint_due()
+        clock.now += 60
+        assert durable.checkpoint_due()  # by time
+        # A checkpoint waits for the log to reach its LSN: with no background
+        # flusher here, drain first.
+        assert await durable.drain(timeout=5)
+        lsn = await durable.checkpoint()
+        assert lsn == store.lsn and not durable.checkpoint_due()
+        assert durable.info()["last_checkpoint_age_s"] == 0
+        clock.now += 7
+        assert durable.info()["last_checkpoint_age_s"] == 7
+        for i in range(3):
+            store.apply(db, b"b%d" % i, ("set", b"1", None))
+            store.commit()
+        assert durable.checkpoint_due()  # by records
+        durable.checkpoint_soon()
+        assert await durable.drain(timeout=5)
+        await durable.checkpoint()
+        # Compaction kept two checkpoints; a restart starts from the newest.
+        assert len(await durable.log.checkpoints()) == 2
+        again = Store(databases=2)
+        rec2 = await recover(again, objects)
+        assert rec2.checkpoint_lsn == store.lsn and again.dbs[0].data == db.data
+
+    run(body())
+
+
+def test_a_fenced_server_cannot_drain() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
+        store.sink = durable.flusher
+        # A second server takes the prefix over.
+        await take_over(Store(databases=2), objects)
+        store.apply(store.dbs[0], b"k", ("set", b"v", None))
+        store.commit()  # acknowledged in async mode: applied in memory only
+        assert not await durable.drain(timeout=5)
+        assert durable.fenced is not None
+        # What it acknowledged after the takeover never reached the log.
+        newest = Store(databases=2)
+        await recover(newest, objects)
+        assert b"k" not in newest.dbs[0].data
+
+    run(body())
