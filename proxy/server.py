@@ -661,10 +661,8 @@ class Server:
 
     async def _drain(self, dur: Durability) -> bool:
         """Wait until every write so far is durable: True if all are."""
-        # `wait_durable` up to the last LSN wakes the flusher and flushes everything
-        # pending without stopping it (the running flusher keeps doing the writing).
         try:
-            durable = await dur.wait_durable(self.state.store.lsn, SHUTDOWN_DRAIN_S)
+            durable = await dur.drain(SHUTDOWN_DRAIN_S)
         except Exception as e:  # fenced: nothing more can become durable
             log.error("shutdown: pending writes cannot be made durable: %s", e)
             return False
