@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck pytest compat redis-server install clean bench soak
+.PHONY: run test lint typecheck layers pytest compat redis-server install clean bench soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,10 +33,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The layer contracts of pyproject.toml ([tool.importlinter]): imports go one way.
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
 pytest: $(STAMP) redis-server
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck layers pytest
 
 # Prints "differential: N of M command cases identical to redis-server".
 compat: $(STAMP) redis-server

@@ -28,6 +28,7 @@ from flusher.objectstore import (
 )
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
+from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
 from replay.startup import take_over
 from store import HistoryPolicy, Store
@@ -304,8 +305,6 @@ async def serve(config: Config) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "inspect":
-        from replay.inspect import main as inspect_main
-
         return inspect_main(ns.storage, ns.s3_endpoint_url)
     config = config_from_args(ns)
     level = getattr(logging, config.log_level.upper(), None)

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from commands.cleanup import session_closed
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
@@ -160,8 +161,6 @@ class Connection(asyncio.Protocol):
         if s is not None:
             self.server.state.clients.pop(s.id, None)
             self._cancel_block()
-            from commands.cleanup import session_closed
-
             session_closed(s)
             # Break the session's references back to this connection (its push and
             # close callbacks): reference counting then frees both at once, instead
