@@ -15,7 +15,7 @@ from commands.dispatch import DISPATCHER
 from commands.session import ServerState, Session
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
-from store import Store, keyspace
+from store import Store, chains
 
 
 def _store() -> Store:
@@ -103,8 +103,8 @@ def test_packed_versions_from_a_process_with_other_command_codes(
     store = _store()
     expected = _state(store)
     raw, _count = image(store)
-    monkeypatch.setattr(keyspace, "_cmd_names", ["xadd", "rpush"])
-    monkeypatch.setattr(keyspace, "_cmd_codes", {"xadd": 0, "rpush": 1})
+    monkeypatch.setattr(chains, "_cmd_names", ["xadd", "rpush"])
+    monkeypatch.setattr(chains, "_cmd_codes", {"xadd": 0, "rpush": 1})
     fresh = Store(databases=4)
     load_image(fresh, raw, "test")
     assert _state(fresh) == expected

@@ -803,7 +803,7 @@ def test_edits_undo_exactly() -> None:
         before = ({k: deque(v) for k, v in s.db.data.items()}, dict(s.db.expires))
         s.in_exec = True  # keep the ops pending
         first = DISPATCHER.execute(s, argv)
-        s.store.rollback_pending()
+        s.store.rollback_to()
         s.in_exec = False
         assert ({k: deque(v) for k, v in s.db.data.items()}, dict(s.db.expires)) == before, argv
         assert DISPATCHER.execute(s, argv) == first, argv
