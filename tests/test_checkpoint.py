@@ -12,15 +12,15 @@ import pytest
 
 import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
 from store import Store, chains
+from tests.helpers import make_session
 
 
 def _store() -> Store:
-    store = Store(databases=4)
-    s = Session(ServerState(store))
+    s, _sink = make_session(4)
+    store = s.store
     for argv in (
         ["SET", "once", "v"],
         ["SET", "twice", "a"],
