@@ -8,6 +8,9 @@ place that assigns the next LSN, appends one entry per touched key to its versio
 chain, hands one `UpdateRecord` to the sink and tells the writer its LSN;
 `rollback_to` undoes what was applied after a savepoint. A command (or a whole
 MULTI/EXEC block) that changed nothing commits nothing.
+
+The names this module held before it was split by subject (`X as X` imports) are
+still importable from it.
 """
 
 from __future__ import annotations
@@ -20,30 +23,29 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from store.asof import PrunedError, database_as_of, undo_versions, value_as_of
+from store.asof import PrunedError as PrunedError
+from store.asof import database_as_of, value_as_of
+from store.asof import undo_versions as undo_versions
 from store.branches import Branches
-from store.chains import (
-    _CMD_BITS,
-    Chains,
-    VersionEntry,
-    _cmd_codes,
-    _dict_get,
-    _entry_lsn,
-    cmd_code,
-    cmd_names,
-    translate_codes,
-)
-from store.database import Database, now_ms
+from store.chains import _CMD_BITS, _cmd_codes, _dict_get
+from store.chains import Chains as Chains
+from store.chains import VersionEntry as VersionEntry
+from store.chains import _entry_lsn as _entry_lsn
+from store.chains import cmd_code as cmd_code
+from store.chains import cmd_names as cmd_names
+from store.chains import translate_codes as translate_codes
+from store.database import Database as Database
+from store.database import now_ms as now_ms
 from store.ops import CREATED, DEL, SET, Op, Undo, apply_op
-from store.policy import HistoryPolicy, Snapshot, TablePolicy
-from store.records import (
-    CountingSink,
-    LsnMismatch,
-    RecordSink,
-    UpdateRecord,
-    WriteMeta,
-    Writer,
-)
+from store.policy import HistoryPolicy as HistoryPolicy
+from store.policy import Snapshot as Snapshot
+from store.policy import TablePolicy as TablePolicy
+from store.records import CountingSink as CountingSink
+from store.records import LsnMismatch as LsnMismatch
+from store.records import RecordSink as RecordSink
+from store.records import UpdateRecord as UpdateRecord
+from store.records import WriteMeta as WriteMeta
+from store.records import Writer
 from store.values import copy_value
 
 _time = time.time
@@ -464,27 +466,3 @@ class Store:
             self.branches.pop(op[1], None)
         else:
             raise ValueError(f"unknown database op {name!r}")
-
-
-__all__ = [
-    "Chains",
-    "CountingSink",
-    "Database",
-    "HistoryPolicy",
-    "LsnMismatch",
-    "PrunedError",
-    "RecordSink",
-    "Snapshot",
-    "Store",
-    "TablePolicy",
-    "UpdateRecord",
-    "VersionEntry",
-    "WriteMeta",
-    "Writer",
-    "_entry_lsn",
-    "cmd_code",
-    "cmd_names",
-    "now_ms",
-    "translate_codes",
-    "undo_versions",
-]
