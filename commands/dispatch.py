@@ -1,5 +1,6 @@
 """From a parsed request to a reply: lookup, arity, auth gate, MULTI queueing,
-subscribe context, the call, and the commit that gives it a version."""
+subscribe context, the call in the store's transaction, and the commit that gives
+it a version (one for a whole MULTI/EXEC block)."""
 
 from __future__ import annotations
 
@@ -122,18 +123,17 @@ class Dispatcher:
 
     def call(self, s: Session, cmd: Command, argv: list[bytes]) -> Reply:
         store = s.store
-        store.cmd = cmd.name
+        savepoint = store.begin(cmd.name, s)
         s.server.stats.commands_processed += 1
-        st = command_stats(s, cmd)
-        mark = len(store.pending)
+        # The counters exist after a command's first call: a dict lookup, no call.
+        st = s.server.command_stats.get(cmd.name) or command_stats(s, cmd)
         t0 = perf_counter_ns()
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
         except CommandError as e:
-            if len(store.pending) > mark:
-                # Handlers validate before they write; this is a safety net.
-                _rollback_to(s, mark)
+            # Handlers validate before they write; this is a safety net.
+            store.rollback_to(savepoint)
             s.server.stats.error_replies += 1
             count_error(s, e.text)
             st.failed += 1
@@ -142,18 +142,16 @@ class Dispatcher:
             # A bug must not take the connection (or the server) down: undo the
             # command's partial effect, log it, and answer with an error.
             log.exception("internal error in %r", cmd.name)
-            if len(store.pending) > mark:
-                _rollback_to(s, mark)
+            store.rollback_to(savepoint)
             s.server.stats.error_replies += 1
             reply = ErrorReply(b"ERR internal error while running '%s'" % cmd.name.encode())
             count_error(s, reply)
             st.failed += 1
         st.calls += 1
         st.usec += (perf_counter_ns() - t0) // 1000
+        # Inside EXEC the block stays open: EXEC's own call commits it, as one.
         if store.pending and not s.in_exec:
-            lsn = s.last_write_lsn = store.commit(s.meta)
-            if store.last_commit_sync:
-                s.last_sync_lsn = lsn
+            store.commit()
         return reply
 
 
@@ -170,16 +168,6 @@ def count_error(s: Session, text: bytes) -> None:
     counts = s.server.error_stats
     if kind in counts or len(counts) < 128:
         counts[kind] = counts.get(kind, 0) + 1
-
-
-def _rollback_to(s: Session, mark: int) -> None:
-    store = s.store
-    tail = store.pending[mark:]
-    del store.pending[mark:]
-    saved = store.pending
-    store.pending = tail
-    store.rollback_pending()
-    store.pending = saved
 
 
 DISPATCHER = Dispatcher()

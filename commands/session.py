@@ -261,7 +261,7 @@ class Session:
         """Switch database (under a checkout, to its view: that raises PrunedError,
         changing nothing, where the database's history there is no longer retained)."""
         if self.branch is not None:
-            db = self.store.branches[self.branch].dbs[dbi]
+            db: Database = self.store.branches[self.branch].dbs[dbi]
         elif self.view_lsn is None:
             db = self.store.dbs[dbi]
         else:

@@ -10,7 +10,9 @@ The dispatcher queues every command while `s.multi` is a list and marks
 `s.multi_error` when one is rejected at queue time. MULTI, EXEC, DISCARD and
 WATCH run even inside MULTI (TX_CONTROL); UNWATCH is queued like any command, as
 in Redis. EXEC runs the queue with `s.in_exec` set, so nothing commits until the
-end: the whole block becomes one version (one LSN, one update record).
+dispatcher commits EXEC itself: the whole block becomes one version (one LSN, one
+update record). A queued command that fails rolls back only its own ops (the
+dispatcher's savepoint).
 
 WATCH observes each key in the store; a commit that touches it marks the session
 dirty and drops all its watches (as Redis does), so EXEC replies a null array.
@@ -128,11 +130,6 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
             replies.append(reply)
     finally:
         s.in_exec = False
-        lsn = s.store.commit(s.meta)
-        if lsn:
-            s.last_write_lsn = lsn
-            if s.store.last_commit_sync:
-                s.last_sync_lsn = lsn
     return replies
 
 

@@ -1,23 +1,20 @@
-"""The versioned keyspace: databases of values, expiry, per-key version chains, the
-history policy and the single commit point that assigns LSNs and hands update
-records to a sink. Knows nothing of sockets or object storage."""
+"""The versioned keyspace, with no knowledge of sockets or object storage.
 
-import store.branches
+The package owns: numbered databases of values with expiry (`database`), values
+and the ops that change them with their undo (`values`, `ops`, `stream`), each
+key's version chain (`chains`), what history is kept (`policy`), reads in the past
+(`asof`), branches (`branches`), the update records a commit produces and the
+sink that receives them (`records`), and the `Store` (`keyspace`): the
+transaction (begin, apply, commit or roll back) at the single commit point that
+assigns LSNs and hands records to the sink, and replay of persisted records."""
+
 import store.stream  # noqa: F401  (registers the stream type and its ops)
-from store.keyspace import (
-    CountingSink,
-    Database,
-    HistoryPolicy,
-    PrunedError,
-    RecordSink,
-    Snapshot,
-    Store,
-    TablePolicy,
-    UpdateRecord,
-    VersionEntry,
-    WriteMeta,
-    now_ms,
-)
+from store.asof import PrunedError
+from store.chains import VersionEntry
+from store.database import Database, now_ms
+from store.keyspace import Store
+from store.policy import HistoryPolicy, Snapshot, TablePolicy
+from store.records import CountingSink, RecordSink, UpdateRecord, WriteMeta, Writer
 
 __all__ = [
     "CountingSink",
@@ -31,5 +28,6 @@ __all__ = [
     "UpdateRecord",
     "VersionEntry",
     "WriteMeta",
+    "Writer",
     "now_ms",
 ]

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from store.keyspace import (
-    STORE_INIT_HOOKS,
-    Database,
-    Store,
-    VersionEntry,
-    WriteMeta,
-    _entry_lsn,
-    undo_versions,
-)
-from store.ops import Op
+from store.asof import undo_versions
+from store.chains import VersionEntry, _entry_lsn
+from store.database import Database
+from store.records import WriteMeta
 from store.values import copy_value
+
+if TYPE_CHECKING:
+    from store.keyspace import Store
 
 _MISSING = object()
 
@@ -181,20 +178,20 @@ class Branch:
         return sum(len(db.chains) for db in self.dbs)
 
 
-def _apply_branch_op(store: Store) -> None:
-    def create(dbi: int, op: Op, lsn: int, time_ms: int) -> None:
-        _, name, fork_lsn = op
-        store.branches[name] = Branch(store, name, fork_lsn, time_ms)
+class Branches(dict[bytes, Branch]):
+    """A store's branches by name: created and dropped by database-level ops
+    ("branch", name, fork_lsn) and ("dropbranch", name), and kept in checkpoints."""
 
-    def drop(dbi: int, op: Op, lsn: int, time_ms: int) -> None:
-        store.branches.pop(op[1], None)
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
 
-    store.db_ops["branch"] = create
-    store.db_ops["dropbranch"] = drop
+    def create(self, name: bytes, fork_lsn: int, created_ms: int) -> None:
+        self[name] = Branch(self.store, name, fork_lsn, created_ms)
 
-    def save() -> Any:
+    def save(self) -> Any:
         out = []
-        for b in store.branches.values():
+        for b in self.values():
             dbs = []
             for db in b.dbs:
                 data, expires = db.odata, db.oexpires
@@ -211,10 +208,10 @@ def _apply_branch_op(store: Store) -> None:
             out.append((b.name, b.fork_lsn, b.created_ms, dbs))
         return out
 
-    def load(saved: Any) -> None:
-        store.branches = {}
+    def load(self, saved: Any) -> None:
+        self.clear()
         for name, fork_lsn, created_ms, dbs in saved:
-            b = Branch(store, name, fork_lsn, created_ms)
+            b = Branch(self.store, name, fork_lsn, created_ms)
             for db, (own, deleted, exp_own, exp_deleted, chains) in zip(b.dbs, dbs, strict=False):
                 data, expires = db.odata, db.oexpires
                 data.own = dict(own)
@@ -226,11 +223,7 @@ def _apply_branch_op(store: Store) -> None:
                         VersionEntry(lsn, t, cmd, undo, None if m is None else WriteMeta(*m))
                         for lsn, t, cmd, undo, m in c
                     ]
-            store.branches[name] = b
-
-    store.extra_state["branches"] = (save, load)
+            self[name] = b
 
 
-STORE_INIT_HOOKS.append(_apply_branch_op)
-
-__all__ = ["Branch", "BranchDatabase", "Overlay", "_entry_lsn"]
+__all__ = ["Branch", "BranchDatabase", "Branches", "Overlay", "_entry_lsn"]

@@ -1,368 +1,57 @@
-"""Databases, the history policy and the single commit point.
+"""The Store: the versioned keyspace's databases and its one commit point.
 
-`Store.apply` mutates through `store.ops` and remembers the undo; `Store.commit`
-is the one place that assigns the next LSN, appends one entry per touched key to
-its version chain and hands one `UpdateRecord` to the sink. A command (or a whole
+A write is a transaction on the store. `begin` names the command (and who it
+writes for) and returns a savepoint; `apply` mutates through `store.ops` and
+remembers the undo, and `db_op` applies a database-level change (SWAPDB, a seal,
+a table, a branch) with the LSN and time its commit will have. `commit` is the one
+place that assigns the next LSN, appends one entry per touched key to its version
+chain, hands one `UpdateRecord` to the sink and tells the writer its LSN;
+`rollback_to` undoes what was applied after a savepoint. A command (or a whole
 MULTI/EXEC block) that changed nothing commits nothing.
+
+The names this module held before it was split by subject (`X as X` imports) are
+still importable from it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from store import image
-from store.ops import CREATED, DEL, RESTORE, SET, Op, Undo, apply_op
+from store.asof import PrunedError as PrunedError
+from store.asof import database_as_of, value_as_of
+from store.asof import undo_versions as undo_versions
+from store.branches import Branches
+from store.chains import _CMD_BITS, _cmd_codes, _dict_get
+from store.chains import Chains as Chains
+from store.chains import VersionEntry as VersionEntry
+from store.chains import _entry_lsn as _entry_lsn
+from store.chains import cmd_code as cmd_code
+from store.chains import cmd_names as cmd_names
+from store.chains import translate_codes as translate_codes
+from store.database import Database as Database
+from store.database import now_ms as now_ms
+from store.ops import CREATED, DEL, SET, Op, Undo, apply_op
+from store.policy import HistoryPolicy as HistoryPolicy
+from store.policy import Snapshot as Snapshot
+from store.policy import TablePolicy as TablePolicy
+from store.records import CountingSink as CountingSink
+from store.records import LsnMismatch as LsnMismatch
+from store.records import RecordSink as RecordSink
+from store.records import UpdateRecord as UpdateRecord
+from store.records import WriteMeta as WriteMeta
+from store.records import Writer
 from store.values import copy_value
 
 _time = time.time
 
-
-def now_ms() -> int:
-    return int(_time() * 1000)
-
-
-class WriteMeta(NamedTuple):
-    """Who wrote, and why: attached to a connection's writes and kept in history."""
-
-    client_id: int
-    author: bytes | None = None
-    message: bytes | None = None
-
-
-class UpdateRecord(NamedTuple):
-    """One committed change: what the flusher persists and replay applies."""
-
-    lsn: int
-    time_ms: int
-    ops: tuple[tuple[Any, bytes | None, Op], ...]  # (database, key, op)
-    cmds: tuple[str, ...]  # the command behind each op
-    meta: WriteMeta | None
-
-
-class VersionEntry(NamedTuple):
-    lsn: int
-    time_ms: int
-    cmd: str
-    undo: Undo
-    meta: WriteMeta | None
-    # Every SNAPSHOT-EVERY versions a collection keeps a copy of its state after this
-    # version, so an as-of read replays at most that many undos.
-    snap: tuple[Any, int | None] | None = None
-
-    @property
-    def created(self) -> bool:
-        """This version brought the key into existence (nothing older to read)."""
-        return len(self.undo) == 1 and self.undo[0][0] == RESTORE and self.undo[0][1] is None
-
-
-# A key whose only version created it (no metadata) keeps that version packed in
-# one int: its LSN shifted past a small code naming the command. The commit time is
-# the time index's; the undo is CREATED. Most keys are written once, and this saves
-# a list, a VersionEntry and a time per key (most of the history's memory).
-_CMD_BITS = 10
-_CMD_MASK = (1 << _CMD_BITS) - 1
-_cmd_names: list[str] = []
-_cmd_codes: dict[str, int] = {}
-_dict_get = dict.get
-
-
-def cmd_code(cmd: str) -> int | None:
-    """The packing code of a command name (None once the code space is full)."""
-    code = _cmd_codes.get(cmd)
-    if code is None and len(_cmd_names) <= _CMD_MASK:
-        code = _cmd_codes[cmd] = len(_cmd_names)
-        _cmd_names.append(cmd)
-    return code
-
-
-def cmd_names() -> list[str]:
-    """The command names packed versions refer to, by code (checkpoints keep them)."""
-    return list(_cmd_names)
-
-
-def translate_codes(names: list[str]) -> list[int | None] | None:
-    """This process's codes for another's command `names` (a checkpoint's): None
-    when they are the same codes, so packed versions can be taken as they are."""
-    table = [cmd_code(name) for name in names]
-    return None if all(c == i for i, c in enumerate(table)) else table
-
-
-class Chains(dict[bytes, Any]):
-    """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
-    always see lists of `VersionEntry`; a packed first version is unpacked on the
-    way (and stays packed). Only the commit point writes packed entries."""
-
-    __slots__ = ("time_of",)
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.time_of: Callable[[int], int] = _no_time
-
-    def born(self, key: bytes) -> tuple[int, str] | None:
-        """(LSN, command) of a key whose chain is one packed creation, else None."""
-        v = self.packed(key)
-        return None if v is None else (v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])
-
-    def set_born(self, key: bytes, lsn: int, cmd: str) -> bool:
-        """Record a key's creating version packed; False where it cannot be."""
-        code = cmd_code(cmd)
-        if code is None:
-            return False
-        self[key] = lsn << _CMD_BITS | code
-        return True
-
-    def add_born(self, key: bytes, lsn: int, cmd: str) -> None:
-        """Record a key's creating version (committed earlier: its time is indexed),
-        packed where it can be."""
-        if not self.set_born(key, lsn, cmd):
-            self[key] = [self._created(lsn, cmd)]
-
-    def _created(self, lsn: int, cmd: str) -> VersionEntry:
-        return VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)
-
-    def packed(self, key: bytes) -> int | None:
-        """The packed creating version of `key`, if that is all its chain is."""
-        v = _dict_get(self, key)
-        return v if type(v) is int else None
-
-    def raw_many(self, keys: list[bytes]) -> list[Any]:
-        """What the chains of `keys` hold as stored: packed ints, lists or None."""
-        return list(map(_dict_get.__get__(self), keys))
-
-    def add_packed(
-        self, keys: Iterable[bytes], packed: Iterable[int], names: list[str], table: Any
-    ) -> None:
-        """Take packed versions written by a process whose command codes were `names`;
-        `table` is `translate_codes(names)` (None: the same codes, no work per key)."""
-        if table is None:
-            self.update(zip(keys, packed, strict=True))
-            return
-        for key, v in zip(keys, packed, strict=True):
-            self.add_born(key, v >> _CMD_BITS, names[v & _CMD_MASK])
-
-    def unpack(self, v: Any) -> list[VersionEntry]:
-        if type(v) is not int:
-            return v  # type: ignore[no-any-return]
-        return [self._created(v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])]
-
-    def get(self, key: bytes, default: Any = None) -> Any:
-        v = _dict_get(self, key, default)
-        return self.unpack(v) if type(v) is int else v
-
-    def __getitem__(self, key: bytes) -> list[VersionEntry]:
-        return self.unpack(dict.__getitem__(self, key))
-
-    def values(self) -> list[list[VersionEntry]]:  # type: ignore[override]
-        return [self.unpack(v) for v in dict.values(self)]
-
-    def items(self) -> list[tuple[bytes, list[VersionEntry]]]:  # type: ignore[override]
-        return [(k, self.unpack(v)) for k, v in dict.items(self)]
-
-
-def _no_time(lsn: int) -> int:
-    return 0
-
-
-class LsnMismatch(Exception):
-    """A replayed record's LSN is not the next one."""
-
-    def __init__(self, got: int, expected: int) -> None:
-        self.got = got
-        self.expected = expected
-        super().__init__(f"record LSN {got} where {expected} was expected")
-
-
-class PrunedError(Exception):
-    """A version that retention has removed."""
-
-    def __init__(self, lsn: int, key: bytes) -> None:
-        self.lsn = lsn
-        self.key = key
-        super().__init__(
-            f"PRUNED version {lsn} of {key.decode('utf-8', 'replace')} is no longer retained"
-        )
-
-
-class Snapshot(NamedTuple):
-    name: bytes
-    lsn: int
-    time_ms: int
-    trigger: bytes
-
-
-class RecordSink(Protocol):
-    def append(self, record: UpdateRecord) -> None: ...
-
-
-class CountingSink:
-    """The sink until records are persisted: counts what it is given."""
-
-    def __init__(self) -> None:
-        self.records = 0
-        self.ops = 0
-        self.last_lsn = 0
-
-    def append(self, record: UpdateRecord) -> None:
-        self.records += 1
-        self.ops += len(record.ops)
-        self.last_lsn = record.lsn
-
-
-@dataclass(frozen=True)
-class HistoryPolicy:
-    """How much of each key's version chain stays in memory."""
-
-    kind: str = "versions"  # "all" | "versions" | "ms"
-    limit: int = 64
-
-    @classmethod
-    def parse(cls, text: str) -> HistoryPolicy:
-        if text == "all":
-            return cls("all", 0)
-        kind, _, n = text.partition(":")
-        if kind in ("versions", "ms") and n.isdigit() and int(n) > 0:
-            return cls(kind, int(n))
-        raise ValueError(f"invalid history policy {text!r}: use all, versions:N or ms:N")
-
-    def __str__(self) -> str:
-        return "all" if self.kind == "all" else f"{self.kind}:{self.limit}"
-
-
-class TablePolicy(NamedTuple):
-    """A table's durability, history retention and full-copy frequency."""
-
-    durability: str  # "async" | "sync"
-    retain: HistoryPolicy
-    snapshot_every: int
-
-
-class Database:
-    """One numbered database: values, absolute expiry times and version chains."""
-
-    __slots__ = (
-        "chains",
-        "data",
-        "expires",
-        "floors",
-        "frozen_ms",
-        "heap",
-        "ident",
-        "index",
-        "on_expire",
-        "overlay",
-    )
-
-    def __init__(
-        self, index: int, on_expire: Callable[[Database, bytes], None] | None = None
-    ) -> None:
-        self.index = index
-        # How records name this database: its number, or (branch, number) on a branch.
-        self.ident: Any = index
-        self.overlay = False  # a branch database: copy a key in before changing it
-        self.on_expire = on_expire
-        self.data: dict[bytes, Any] = {}
-        self.expires: dict[bytes, int] = {}
-        self.chains = Chains()
-        self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
-        # key -> LSN of the newest version retention dropped: older states are gone.
-        self.floors: dict[bytes, int] = {}
-        # A historical view reads with the clock stopped at its point in time.
-        self.frozen_ms: int | None = None
-
-    def get(self, key: bytes) -> Any:
-        """The live value, or None; an expired key is removed on the way (lazy expiry)."""
-        v = self.data.get(key)
-        if v is not None and self.expires:
-            at = self.expires.get(key)
-            if at is not None and at <= (self.frozen_ms or now_ms()):
-                if self.frozen_ms is not None:
-                    return None
-                self.expire_now(key)
-                return None
-        return v
-
-    def __contains__(self, key: bytes) -> bool:
-        return self.get(key) is not None
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def keys(self) -> Iterator[bytes]:
-        """Live keys (expired ones are skipped, not removed)."""
-        if not self.expires:
-            return iter(list(self.data))
-        t = self.frozen_ms or now_ms()
-        exp = self.expires
-        return iter([k for k in self.data if exp.get(k, t + 1) > t])
-
-    def ttl_ms(self, key: bytes) -> int | None:
-        return self.expires.get(key)
-
-    def own(self, key: bytes) -> None:
-        """Make `key` this database's own before it changes (branches copy on write)."""
-
-    def expire_now(self, key: bytes) -> None:
-        """Remove a key whose time has come. Inside a store this is a versioned
-        deletion (as Redis propagates a DEL), so history shows when it expired."""
-        if self.on_expire is not None:
-            self.on_expire(self, key)
-        else:
-            self.data.pop(key, None)
-            self.expires.pop(key, None)
-
-    def schedule_expiry(self, key: bytes, at: int) -> None:
-        heapq.heappush(self.heap, (at, key))
-
-    def active_expire(self, budget: int = 200) -> int:
-        """Remove up to `budget` keys whose time has come; return how many."""
-        heap = self.heap
-        t = now_ms()
-        n = 0
-        while heap and heap[0][0] <= t and n < budget:
-            at, key = heapq.heappop(heap)
-            if self.expires.get(key) == at:
-                self.expire_now(key)
-                n += 1
-        if len(heap) > 4 * len(self.expires) + 1024:
-            self.heap = [(at, k) for k, at in self.expires.items()]
-            heapq.heapify(self.heap)
-        return n
-
-
 TouchCallback = Callable[[int, bytes], None]
-DbOpHandler = Callable[[int, Op, int, int], None]
-
-
-# Called with every new Store (branches register their ops and checkpoint state).
-STORE_INIT_HOOKS: list[Callable[[Store], None]] = []
-
-
-def undo_versions(
-    key: bytes, value: Any, expire: int | None, newest_first: Iterable[VersionEntry]
-) -> tuple[Any, int | None]:
-    """Start from a copy of (value, expire) and undo each version in turn (newest
-    first): the key's state before the oldest of them."""
-    scratch = Database(-1)
-    if value is not None:
-        scratch.data[key] = copy_value(value)
-        if expire is not None:
-            scratch.expires[key] = expire
-    for entry in newest_first:
-        for u in entry.undo:
-            apply_op(scratch, key, u)
-    return scratch.data.get(key), scratch.expires.get(key)
-
-
-def _entry_lsn(e: VersionEntry) -> int:
-    return e.lsn
 
 
 class Store:
@@ -382,8 +71,13 @@ class Store:
         self.sink: RecordSink = sink or CountingSink()
         self.lsn = 0
         self.last_time_ms = 0
-        self.cmd = ""  # the command being executed, named in its version entries
+        # The open transaction: the command whose ops are being applied (named in
+        # their version entries), who it writes for, what it applied (with the undo
+        # of each op) and, once a database-level op needed it, its commit time.
+        self.cmd = ""
+        self.writer: Writer | None = None
         self.pending: list[tuple[Any, bytes | None, Op, Undo, str]] = []
+        self.commit_time = 0
         # (db, key) -> callbacks run when a commit touches the key (WATCH, blocking)
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
@@ -392,21 +86,26 @@ class Store:
         self.index_times = array("q")
         self.snapshots: dict[bytes, Snapshot] = {}
         self.snapshot_every = 64  # collections keep a full copy every N versions
-        self._views: dict[tuple[int, int], Database] = {}
+        self.views: dict[tuple[int, int], Database] = {}
         # Tables: "<namespace>:<table>" -> policy for every key under that prefix.
         self.tables: dict[bytes, TablePolicy] = {}
         self.default_sync = False  # the default table's durability (server flag)
-        self.last_commit_sync = False  # did the last commit touch sync data?
-        # Database-level ops registered by other parts (tables, branches).
-        self.db_ops: dict[str, DbOpHandler] = {}
+        self.branches = Branches(self)  # name -> Branch
         # name -> (save, load) of other parts' state kept in checkpoints.
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self.extra_state["tables"] = (self._save_tables, self._load_tables)
-        self.branches: dict[bytes, Any] = {}  # name -> store.branches.Branch
-        for hook in STORE_INIT_HOOKS:
-            hook(self)
+        self.extra_state["branches"] = (self.branches.save, self.branches.load)
 
-    # -- writing -----------------------------------------------------------------
+    # -- the transaction -----------------------------------------------------------
+
+    def begin(self, cmd: str, writer: Writer | None = None) -> int:
+        """Run command `cmd` in the open transaction (a command, or one command of a
+        MULTI/EXEC block): its ops are named `cmd`, and the commit records `writer`'s
+        metadata and tells it the LSN. Returns the savepoint `rollback_to` takes to
+        undo this command alone. No object per command: these are the store's fields."""
+        self.cmd = cmd
+        self.writer = writer
+        return len(self.pending)
 
     def apply(self, db: Database, key: bytes, op: Op) -> None:
         """Apply one op now (later reads see it); it is committed by `commit`."""
@@ -415,16 +114,51 @@ class Store:
         undo = apply_op(db, key, op)
         self.pending.append((db.ident, key, op, undo, self.cmd))
 
-    def commit(self, meta: WriteMeta | None = None) -> int:
-        """Give everything applied since the last commit one LSN; return it (0 if none)."""
+    def db_op(self, dbi: int, op: Op) -> int:
+        """Apply a database-level op now, in the open transaction, with the LSN and
+        time its commit will have (the time is taken now and the commit keeps it);
+        return that LSN."""
+        self.pending.append((dbi, None, op, (), self.cmd))
+        t = self.commit_time
+        if not t:
+            t = self.commit_time = max(now_ms(), self.last_time_ms)
+        lsn = self.lsn + 1
+        self.apply_db_op(dbi, op, lsn, t)
+        return lsn
+
+    def rollback_to(self, savepoint: int = 0) -> None:
+        """Undo every key op applied after `savepoint` (what `begin` returned), newest
+        first; 0 undoes the whole transaction. Database-level ops are not undone:
+        handlers apply them last, after every check."""
+        pending = self.pending
+        while len(pending) > savepoint:
+            dbi, key, _op, undo, _cmd = pending.pop()
+            if key is not None:
+                db = self.db_of(dbi)
+                for u in undo:
+                    apply_op(db, key, u)
+        if not pending:
+            self.commit_time = 0
+
+    def commit(self) -> int:
+        """Give everything applied since the last commit one LSN, hand its record to
+        the sink and tell the writer (its `last_write_lsn`, and `last_sync_lsn` when
+        the commit touched sync-durability data); return the LSN (0 if none)."""
         pending = self.pending
         if not pending:
             return 0
         self.pending = []
+        writer = self.writer
+        self.writer = None
+        meta = None if writer is None else writer.meta
         lsn = self.lsn = self.lsn + 1
-        t = int(_time() * 1000)
-        if t < self.last_time_ms:
-            t = self.last_time_ms
+        t = self.commit_time
+        if t:
+            self.commit_time = 0
+        else:
+            t = int(_time() * 1000)
+            if t < self.last_time_ms:
+                t = self.last_time_ms
         self.last_time_ms = t
         if len(pending) == 1:
             dbi, key, op, _undo, cmd = pending[0]
@@ -434,17 +168,19 @@ class Store:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
         self._version(pending, lsn, t, meta)
-        if self.tables:
-            self.last_commit_sync = any(
-                self.is_sync(key) for _d, key, _o, _u, _c in pending if key is not None
-            )
-        else:
-            self.last_commit_sync = self.default_sync
         self.index_lsns.append(lsn)
         self.index_times.append(t)
-        if self._views:
-            self._views.clear()
+        if self.views:
+            self.views.clear()
         self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
+        if writer is not None:
+            writer.last_write_lsn = lsn
+            if not self.tables:
+                sync = self.default_sync
+            else:
+                sync = any(self.is_sync(key) for _d, key, _o, _u, _c in pending if key is not None)
+            if sync:
+                writer.last_sync_lsn = lsn
         if self.observers:
             obs = self.observers
             for dbi, key, _op, _undo, _cmd in pending:
@@ -637,15 +373,6 @@ class Store:
         if record.time_ms > self.last_time_ms:
             self.last_time_ms = record.time_ms
 
-    def rollback_pending(self) -> None:
-        """Undo everything applied since the last commit (a handler failed midway)."""
-        while self.pending:
-            dbi, key, _op, undo, _cmd = self.pending.pop()
-            if key is not None:
-                db = self.db_of(dbi)
-                for u in undo:
-                    apply_op(db, key, u)
-
     # -- observing ---------------------------------------------------------------
 
     def observe(self, dbi: int, key: bytes, cb: TouchCallback) -> None:
@@ -668,8 +395,7 @@ class Store:
 
     def swap_dbs(self, a: int, b: int) -> None:
         """SWAPDB: exchange two databases' contents (and histories) as one change."""
-        self.apply_swap(a, b)
-        self.pending.append((a, None, ("swapdb", b), (), self.cmd))
+        self.db_op(a, ("swapdb", b))
         self.touch_db(a)
         self.touch_db(b)
 
@@ -689,52 +415,15 @@ class Store:
 
     def active_expire(self) -> int:
         """Remove keys whose time has come (Redis' active expiry); commits them."""
+        self.begin("expired")
         n = sum(db.active_expire() for db in self.dbs if db.heap)
         if n:
             self.commit()
         return n
 
     def value_as_of(self, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
-        """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
-        start from the nearest newer full copy (or the latest value) and undo at most
-        SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it."""
-        db = self.db_of(dbi)
-        if db.overlay:
-            return db.as_of(key, lsn)  # type: ignore[attr-defined, no-any-return]
-        chain = db.chains.get(key, ())
-        floor = db.floors.get(key)
-        if floor is not None and lsn < floor:
-            raise PrunedError(lsn, key)
-        i = bisect_right(chain, lsn, key=_entry_lsn)  # chain[i:] are newer than lsn
-        n = len(chain)
-        if i == n:
-            v = db.data.get(key)
-            if v is None:
-                return None, None
-            return (v if type(v) is bytes else copy_value(v)), db.expires.get(key)
-        first = chain[i]
-        if len(first.undo) == 1 and first.undo[0][0] == RESTORE:
-            # The state before the first newer version, whole (a replaced value).
-            value, expire = first.undo[0][1], first.undo[0][2]
-            if value is None or type(value) is bytes:
-                return value, expire
-            return copy_value(value), expire
-        j = i
-        while j < n and chain[j].snap is None:
-            j += 1
-        if j < n:
-            snap = chain[j].snap
-            assert snap is not None
-            # The copy is of the state after the whole commit: when one commit left
-            # several entries for this key, start undoing from its last one.
-            start = j
-            while start + 1 < n and chain[start + 1].lsn == chain[j].lsn:
-                start += 1
-            value, expire = snap
-        else:
-            start = n - 1
-            value, expire = db.data.get(key), db.expires.get(key)
-        return undo_versions(key, value, expire, reversed(chain[i : start + 1]))
+        """The key's (value, expire_ms) just after `lsn` (`store.asof.value_as_of`)."""
+        return value_as_of(self, dbi, key, lsn)
 
     # -- points in time ----------------------------------------------------------------
 
@@ -749,27 +438,8 @@ class Store:
         return self.index_times[i - 1] if i else 0
 
     def view(self, dbi: int, lsn: int) -> Database:
-        """A read-only database holding every key as it was just after `lsn`, with
-        its clock stopped then (cached until the next commit)."""
-        cached = self._views.get((dbi, lsn))
-        if cached is not None:
-            return cached
-        db = self.dbs[dbi]
-        view = Database(dbi)
-        view.frozen_ms = self.time_of(lsn) if lsn < self.lsn else now_ms()
-        for key in dict.fromkeys([*db.data, *db.chains]):
-            value, expire = self.value_as_of(dbi, key, lsn)
-            if value is not None and (expire is None or expire > view.frozen_ms):
-                view.data[key] = value
-                if expire is not None:
-                    view.expires[key] = expire
-            chain = db.chains.get(key)
-            if chain:
-                view.chains[key] = chain[: bisect_right(chain, lsn, key=_entry_lsn)]
-        if len(self._views) > 16:
-            self._views.clear()
-        self._views[(dbi, lsn)] = view
-        return view
+        """Database `dbi` just after `lsn`, read-only (`store.asof.database_as_of`)."""
+        return database_as_of(self, dbi, lsn)
 
     # -- database-level changes ----------------------------------------------------
 
@@ -807,15 +477,9 @@ class Store:
             self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every)
         elif name == "droptable":
             self.tables.pop(op[1], None)
+        elif name == "branch":
+            self.branches.create(op[1], op[2], time_ms)
+        elif name == "dropbranch":
+            self.branches.pop(op[1], None)
         else:
-            handler = self.db_ops.get(name)
-            if handler is None:
-                raise ValueError(f"unknown database op {name!r}")
-            handler(dbi, op, lsn, time_ms)
-
-    def db_op(self, dbi: int, op: Op) -> int:
-        """Commit a database-level op as its own version now; return its LSN."""
-        self.pending.append((dbi, None, op, (), self.cmd))
-        lsn = self.lsn + 1
-        self.apply_db_op(dbi, op, lsn, max(now_ms(), self.last_time_ms))
-        return lsn
+            raise ValueError(f"unknown database op {name!r}")

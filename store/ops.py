@@ -29,7 +29,7 @@ from store.values import (
 )
 
 if TYPE_CHECKING:
-    from store.keyspace import Database
+    from store.database import Database
 
 Op = tuple[Any, ...]
 Undo = tuple[Op, ...]

@@ -31,7 +31,7 @@ from store.ops import CREATED, Op, Undo, register
 from store.values import TYPE_NAMES
 
 if TYPE_CHECKING:
-    from store.keyspace import Database
+    from store.database import Database
 
 StreamID = tuple[int, int]
 Fields = tuple[bytes, ...]  # field, value, field, value, ...

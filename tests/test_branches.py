@@ -9,32 +9,16 @@ import pytest
 
 import commands.families  # noqa: F401
 from commands.branch_lookup import checkout_branch
-from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
+from commands.session import Session
 from flusher.checkpoint import image, load_image
-from store import Store, UpdateRecord
+from store import Store
 from store.branches import BranchDatabase
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[UpdateRecord] = []
-
-    def append(self, record: UpdateRecord) -> None:
-        self.records.append(record)
+from tests.helpers import ListSink, make_session, run
 
 
 def setup() -> tuple[Store, Session, ListSink]:
-    sink = ListSink()
-    store = Store(databases=2, sink=sink)
-    server = ServerState(store)
-    s = Session(server)
-    server.clients[s.id] = s
-    return store, s, sink
-
-
-def run(s: Session, *args: str) -> Any:
-    return DISPATCHER.execute(s, [a.encode() for a in args])
+    s, sink = make_session(2)
+    return s.store, s, sink
 
 
 def on(s: Session, branch: str | None) -> None:

@@ -14,16 +14,16 @@ import pytest
 
 import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
-from store import Store, UpdateRecord, WriteMeta, keyspace
+from store import Store, UpdateRecord, WriteMeta, chains
 from tests.conftest import ROOT
+from tests.helpers import make_session
 
 
 def _store() -> Store:
-    store = Store(databases=4)
-    s = Session(ServerState(store))
+    s, _sink = make_session(4)
+    store = s.store
     for argv in (
         ["SET", "once", "v"],
         ["SET", "twice", "a"],
@@ -106,8 +106,8 @@ def test_packed_versions_from_a_process_with_other_command_codes(
     store = _store()
     expected = _state(store)
     raw, _count = image(store)
-    monkeypatch.setattr(keyspace, "_cmd_names", ["xadd", "rpush"])
-    monkeypatch.setattr(keyspace, "_cmd_codes", {"xadd": 0, "rpush": 1})
+    monkeypatch.setattr(chains, "_cmd_names", ["xadd", "rpush"])
+    monkeypatch.setattr(chains, "_cmd_codes", {"xadd": 0, "rpush": 1})
     fresh = Store(databases=4)
     load_image(fresh, raw, "test")
     assert _state(fresh) == expected

@@ -10,9 +10,9 @@ import pytest
 
 import commands.families  # noqa: F401  (fills the command table)
 from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
-from store import Store
+from commands.session import Session
 from tests.conftest import Differ
+from tests.helpers import make_session
 from tests.resp_client import parse
 
 
@@ -838,7 +838,7 @@ def test_transactions_and_watch(diff: Differ) -> None:
 
 
 def _session(databases: int = 2) -> Session:
-    return Session(ServerState(Store(databases)))
+    return make_session(databases)[0]
 
 
 def _call(s: Session, *args: str | bytes) -> object:

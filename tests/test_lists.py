@@ -10,9 +10,8 @@ from collections.abc import Callable
 
 import commands.families  # noqa: F401  (fills the command table)
 from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
-from store import Store
 from tests.conftest import Differ, ServerProcess
+from tests.helpers import make_session
 from tests.resp_client import RawClient, encode_command
 
 
@@ -794,7 +793,7 @@ def test_random_edits(diff: Differ) -> None:
 def test_edits_undo_exactly() -> None:
     """Every command's ops, rolled back, restore the exact prior keyspace (the version
     chain rebuilds history from these undos)."""
-    s = Session(ServerState(Store()))
+    s, _sink = make_session()
     rng = random.Random(11)
     DISPATCHER.execute(s, [b"RPUSH", b"r1", *(x.encode() for x in rng.choices(_ALPHABET, k=30))])
     DISPATCHER.execute(s, [b"EXPIRE", b"r1", b"1000"])
@@ -803,7 +802,7 @@ def test_edits_undo_exactly() -> None:
         before = ({k: deque(v) for k, v in s.db.data.items()}, dict(s.db.expires))
         s.in_exec = True  # keep the ops pending
         first = DISPATCHER.execute(s, argv)
-        s.store.rollback_pending()
+        s.store.rollback_to()
         s.in_exec = False
         assert ({k: deque(v) for k, v in s.db.data.items()}, dict(s.db.expires)) == before, argv
         assert DISPATCHER.execute(s, argv) == first, argv

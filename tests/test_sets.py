@@ -12,11 +12,12 @@ from typing import Any
 
 from commands import families  # noqa: F401  (fills the command table)
 from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
-from store import Store, now_ms
+from commands.session import Session
+from store import now_ms
 from store.ops import EXPIRE
 from store.values import HashSet
 from tests.conftest import Differ
+from tests.helpers import make_session
 from tests.resp_client import parse
 
 INTS = [str(i) for i in range(-300, 300, 2)]  # 300 members: an intset
@@ -458,7 +459,7 @@ def test_sscan_survives_changes(diff: Differ) -> None:
 
 
 def local_session() -> Session:
-    return Session(ServerState(Store()))
+    return make_session()[0]
 
 
 def check_encodings(diff: Differ, script: str, keys: list[str]) -> None:

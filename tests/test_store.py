@@ -10,34 +10,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import commands.families  # noqa: F401
-from commands.dispatch import DISPATCHER
-from commands.session import ServerState, Session
+from commands.registry import COMMANDS as COMMAND_TABLE
+from commands.replies import OK, ErrorReply
+from commands.session import Session
 from flusher.checkpoint import image, load_image
 from flusher.codec import decode_records, encode_record
-from store import HistoryPolicy, PrunedError, Store, UpdateRecord, VersionEntry
+from store import (
+    PrunedError,
+    Snapshot,
+    Store,
+    VersionEntry,
+    database,
+    keyspace,
+)
 from store.keyspace import LsnMismatch
 from store.ops import CREATED, apply_op
 from store.values import copy_value
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[UpdateRecord] = []
-
-    def append(self, record: UpdateRecord) -> None:
-        self.records.append(record)
+from tests.helpers import ListSink, make_session, run
 
 
 def make(history: str = "all") -> tuple[Store, Session, ListSink]:
-    sink = ListSink()
-    store = Store(databases=4, history=HistoryPolicy.parse(history), sink=sink)
-    store.snapshot_every = 3  # exercise the full copies, not only undo from the latest
-    return store, Session(ServerState(store)), sink
-
-
-def run(s: Session, *args: str | bytes) -> Any:
-    return DISPATCHER.execute(s, [a.encode() if isinstance(a, str) else a for a in args])
+    s, sink = make_session(4, history)
+    s.store.snapshot_every = 3  # exercise the full copies, not only undo from the latest
+    return s.store, s, sink
 
 
 def snapshot(store: Store) -> dict[tuple[int, bytes], tuple[Any, int | None]]:
@@ -283,3 +278,159 @@ def test_time_index_and_snapshot_pins_history() -> None:
         run(s, "SET", "k", str(i))
     with pytest.raises(PrunedError, match="PRUNED version 1 of k is no longer retained"):
         store.value_as_of(0, b"k", 1)
+
+
+# -- the transaction at the commit point ----------------------------------------------
+
+
+def chains_as_stored(store: Store) -> dict[tuple[int, bytes], Any]:
+    """Every chain as stored (packed ints stay ints), copied."""
+    return {
+        (db.index, k): v if type(v) is int else list(v)
+        for db in store.dbs
+        for k, v in dict.items(db.chains)
+    }
+
+
+def test_begin_apply_commit_gives_one_lsn_one_record_and_tells_the_writer() -> None:
+    store, s, sink = make()
+    run(s, "SET", "a", "0")
+    assert s.last_write_lsn == 1 and s.last_sync_lsn == 0
+    assert store.begin("set", s) == 0
+    store.apply(s.db, b"a", ("set", b"1", None))
+    assert store.begin("hset", s) == 1  # the savepoint: what is already applied
+    store.apply(s.db, b"h", ("hset", ((b"f", b"v"),)))
+    assert len(sink.records) == 1  # nothing reaches the sink before the commit
+    assert store.commit() == 2
+    assert store.commit() == 0  # nothing left open
+    assert [r.lsn for r in sink.records] == [1, 2]
+    rec = sink.records[1]
+    assert rec.ops == ((0, b"a", ("set", b"1", None)), (0, b"h", ("hset", ((b"f", b"v"),))))
+    assert rec.cmds == ("set", "hset")
+    assert store.time_of(2) == rec.time_ms
+    assert s.last_write_lsn == 2 and s.last_sync_lsn == 0
+    store.default_sync = True
+    run(s, "SET", "a", "2")
+    assert s.last_write_lsn == s.last_sync_lsn == 3
+    # Only the writer named by `begin` is told; a commit without one tells nobody.
+    store.begin("expired")
+    store.apply(s.db, b"a", ("del",))
+    assert store.commit() == 4
+    assert s.last_write_lsn == s.last_sync_lsn == 3
+
+
+def test_metadata_is_the_writers_at_commit() -> None:
+    _store, s, sink = make()
+    run(s, "MULTI")
+    run(s, "SET", "a", "1")
+    run(s, "TS.META", "AUTHOR", "bob")
+    run(s, "EXEC")
+    assert sink.records[0].meta is not None and sink.records[0].meta.author == b"bob"
+
+
+def test_rollback_leaves_keyspace_and_chains_as_before() -> None:
+    store, s, sink = make()
+    run(s, "SET", "once", "v")
+    run(s, "SET", "twice", "a")
+    run(s, "SET", "twice", "b")
+    run(s, "HSET", "h", "f", "1")
+    run(s, "RPUSH", "l", "x", "y")
+    run(s, "SET", "ttl", "t", "EX", "1000")
+    before = (snapshot(store), chains_as_stored(store), store.lsn, list(store.index_lsns))
+    store.begin("mix", s)
+    for key, op in [
+        (b"once", ("set", b"w", None)),
+        (b"twice", ("del",)),
+        (b"h", ("hset", ((b"f", b"2"), (b"g", b"3")))),
+        (b"l", ("lpop", 1)),
+        (b"ttl", ("expire", None)),
+        (b"new", ("set", b"n", None)),
+        (b"h", ("hdel", (b"f",))),
+    ]:
+        store.apply(s.db, key, op)
+    store.rollback_to(0)
+    assert store.commit() == 0
+    assert (snapshot(store), chains_as_stored(store), store.lsn, list(store.index_lsns)) == before
+    assert len(sink.records) == 6 and s.last_write_lsn == 6
+
+
+def test_savepoint_undoes_only_what_follows_it() -> None:
+    store, s, sink = make()
+    store.begin("set", s)
+    store.apply(s.db, b"a", ("set", b"1", None))
+    savepoint = store.begin("set", s)
+    store.apply(s.db, b"b", ("set", b"2", None))
+    store.apply(s.db, b"a", ("set", b"3", None))
+    store.rollback_to(savepoint)
+    assert store.commit() == 1
+    assert sink.records[0].ops == ((0, b"a", ("set", b"1", None)),)
+    assert snapshot(store) == {(0, b"a"): (b"1", None)}
+
+
+def test_db_ops_get_the_commits_lsn_and_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, s, sink = make()
+    run(s, "SET", "a", "1")
+    run(s, "SET", "b", "2", "EX", "100000")
+    # The clock moves on between the ops and the commit: both carry one time.
+    monkeypatch.setattr(database, "_time", lambda: 4_000_000_000.0)
+    monkeypatch.setattr(keyspace, "_time", lambda: 4_000_000_009.0)
+    store.begin("ts.seal", s)
+    assert store.db_op(0, ("seal", b"snap", b"manual")) == 3
+    store.apply(s.db, b"a", ("set", b"x", None))
+    assert store.db_op(0, ("table", b"ns:t", "sync", "versions:4", 8)) == 3
+    store.swap_dbs(0, 1)
+    assert store.commit() == 3
+    rec = sink.records[-1]
+    assert rec.lsn == 3 and rec.time_ms == 4_000_000_000_000
+    assert [op for _d, _k, op in rec.ops] == [
+        ("seal", b"snap", b"manual"),
+        ("set", b"x", None),
+        ("table", b"ns:t", "sync", "versions:4", 8),
+        ("swapdb", 1),
+    ]
+    assert store.snapshots[b"snap"] == Snapshot(b"snap", 3, 4_000_000_000_000, b"manual")
+    assert store.tables[b"ns:t"].durability == "sync"
+    assert store.dbs[1].get(b"a") == b"x" and store.dbs[0].get(b"a") is None
+    # The next commit reads the clock again.
+    run(s, "SET", "c", "3")
+    assert sink.records[-1].time_ms == 4_000_000_009_000
+    # Replayed, the same record gives the same snapshot.
+    fresh = Store(databases=4)
+    for r in sink.records:
+        fresh.replay(r)
+    assert fresh.snapshots == store.snapshots and fresh.tables == store.tables
+
+
+def test_failing_handler_rolls_back_all_it_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside MULTI a handler that fails after writing leaves nothing; inside EXEC
+    only its own ops are undone and the block is still one record."""
+    store, s, sink = make()
+    hset = COMMAND_TABLE[b"hset"]
+    real = hset.handler
+    assert real is not None
+
+    def fails_after_writing(s: Session, argv: list[bytes]) -> Any:
+        real(s, argv)
+        s.store.apply(s.db, b"other", ("set", b"x", None))
+        raise RuntimeError("bug")
+
+    run(s, "HSET", "h", "f", "1")
+    before = (snapshot(store), chains_as_stored(store))
+    monkeypatch.setattr(hset, "handler", fails_after_writing)
+    reply = run(s, "HSET", "h", "f", "2", "g", "3")
+    assert reply == ErrorReply(b"ERR internal error while running 'hset'")
+    assert (snapshot(store), chains_as_stored(store)) == before
+    assert len(sink.records) == 1 and not store.pending
+    run(s, "MULTI")
+    run(s, "SET", "a", "1")
+    run(s, "HSET", "h", "f", "2")
+    run(s, "SET", "b", "2")
+    replies = run(s, "EXEC")
+    assert replies[0] == replies[2] == OK and isinstance(replies[1], ErrorReply)
+    assert len(sink.records) == 2
+    assert [(k, op) for _d, k, op in sink.records[1].ops] == [
+        (b"a", ("set", b"1", None)),
+        (b"b", ("set", b"2", None)),
+    ]
+    assert store.dbs[0].get(b"h") == before[0][(0, b"h")][0]
+    assert b"other" not in store.dbs[0].data

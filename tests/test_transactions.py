@@ -7,13 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import commands.families  # noqa: F401  (fills the command table)
-from commands.dispatch import DISPATCHER
 from commands.replies import NULL_ARRAY, OK, QUEUED, ErrorReply
-from commands.session import ServerState, Session
-from store import Store
-from store.keyspace import UpdateRecord
+from commands.session import Session
 from tests.conftest import Differ
+from tests.helpers import make_session, run
 from tests.test_pubsub import Pair, pairs
 
 __all__ = ["pairs"]  # the fixture, shared with the pub/sub tests
@@ -304,24 +301,6 @@ def test_rejected_exec_aborts(diff: Differ, pairs: Any) -> None:
 
 
 # -- store level ----------------------------------------------------------------------
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[UpdateRecord] = []
-
-    def append(self, record: UpdateRecord) -> None:
-        self.records.append(record)
-
-
-def make_session(databases: int = 16) -> tuple[Session, ListSink]:
-    sink = ListSink()
-    server = ServerState(Store(databases, sink=sink))
-    return Session(server), sink
-
-
-def run(s: Session, *argv: str) -> Any:
-    return DISPATCHER.execute(s, [a.encode() for a in argv])
 
 
 def test_exec_commits_one_record() -> None:

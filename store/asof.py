@@ -1,0 +1,111 @@
+"""Reads in the past: a key's state just after an LSN (found in its version chain
+by bisection, rebuilt from the nearest full copy or the live value by undoing
+newer versions) and whole-database views with the clock stopped at that point."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from store.chains import VersionEntry, _entry_lsn
+from store.database import Database, now_ms
+from store.ops import RESTORE, apply_op
+from store.values import copy_value
+
+if TYPE_CHECKING:
+    from store.keyspace import Store
+
+
+class PrunedError(Exception):
+    """A version that retention has removed."""
+
+    def __init__(self, lsn: int, key: bytes) -> None:
+        self.lsn = lsn
+        self.key = key
+        super().__init__(
+            f"PRUNED version {lsn} of {key.decode('utf-8', 'replace')} is no longer retained"
+        )
+
+
+def undo_versions(
+    key: bytes, value: Any, expire: int | None, newest_first: Iterable[VersionEntry]
+) -> tuple[Any, int | None]:
+    """Start from a copy of (value, expire) and undo each version in turn (newest
+    first): the key's state before the oldest of them."""
+    scratch = Database(-1)
+    if value is not None:
+        scratch.data[key] = copy_value(value)
+        if expire is not None:
+            scratch.expires[key] = expire
+    for entry in newest_first:
+        for u in entry.undo:
+            apply_op(scratch, key, u)
+    return scratch.data.get(key), scratch.expires.get(key)
+
+
+def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
+    """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
+    start from the nearest newer full copy (or the latest value) and undo at most
+    SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it."""
+    db = store.db_of(dbi)
+    if db.overlay:
+        return db.as_of(key, lsn)  # type: ignore[attr-defined, no-any-return]
+    chain = db.chains.get(key, ())
+    floor = db.floors.get(key)
+    if floor is not None and lsn < floor:
+        raise PrunedError(lsn, key)
+    i = bisect_right(chain, lsn, key=_entry_lsn)  # chain[i:] are newer than lsn
+    n = len(chain)
+    if i == n:
+        v = db.data.get(key)
+        if v is None:
+            return None, None
+        return (v if type(v) is bytes else copy_value(v)), db.expires.get(key)
+    first = chain[i]
+    if len(first.undo) == 1 and first.undo[0][0] == RESTORE:
+        # The state before the first newer version, whole (a replaced value).
+        value, expire = first.undo[0][1], first.undo[0][2]
+        if value is None or type(value) is bytes:
+            return value, expire
+        return copy_value(value), expire
+    j = i
+    while j < n and chain[j].snap is None:
+        j += 1
+    if j < n:
+        snap = chain[j].snap
+        assert snap is not None
+        # The copy is of the state after the whole commit: when one commit left
+        # several entries for this key, start undoing from its last one.
+        start = j
+        while start + 1 < n and chain[start + 1].lsn == chain[j].lsn:
+            start += 1
+        value, expire = snap
+    else:
+        start = n - 1
+        value, expire = db.data.get(key), db.expires.get(key)
+    return undo_versions(key, value, expire, reversed(chain[i : start + 1]))
+
+
+def database_as_of(store: Store, dbi: int, lsn: int) -> Database:
+    """A read-only database holding every key as it was just after `lsn`, with
+    its clock stopped then (cached until the next commit)."""
+    cached = store.views.get((dbi, lsn))
+    if cached is not None:
+        return cached
+    db = store.dbs[dbi]
+    view = Database(dbi)
+    view.frozen_ms = store.time_of(lsn) if lsn < store.lsn else now_ms()
+    for key in dict.fromkeys([*db.data, *db.chains]):
+        value, expire = value_as_of(store, dbi, key, lsn)
+        if value is not None and (expire is None or expire > view.frozen_ms):
+            view.data[key] = value
+            if expire is not None:
+                view.expires[key] = expire
+        chain = db.chains.get(key)
+        if chain:
+            view.chains[key] = chain[: bisect_right(chain, lsn, key=_entry_lsn)]
+    if len(store.views) > 16:
+        store.views.clear()
+    store.views[(dbi, lsn)] = view
+    return view

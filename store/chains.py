@@ -1,0 +1,142 @@
+"""Version chains: one entry per committed version of a key, oldest first.
+
+Most keys are written once; their chain is a single int packing the creating
+LSN and a code naming the command, until a second version arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from store.ops import CREATED, RESTORE, Undo
+from store.records import WriteMeta
+
+
+class VersionEntry(NamedTuple):
+    lsn: int
+    time_ms: int
+    cmd: str
+    undo: Undo
+    meta: WriteMeta | None
+    # Every SNAPSHOT-EVERY versions a collection keeps a copy of its state after this
+    # version, so an as-of read replays at most that many undos.
+    snap: tuple[Any, int | None] | None = None
+
+    @property
+    def created(self) -> bool:
+        """This version brought the key into existence (nothing older to read)."""
+        return len(self.undo) == 1 and self.undo[0][0] == RESTORE and self.undo[0][1] is None
+
+
+# A key whose only version created it (no metadata) keeps that version packed in
+# one int: its LSN shifted past a small code naming the command. The commit time is
+
+
+def _entry_lsn(e: VersionEntry) -> int:
+    return e.lsn
+
+
+# the time index's; the undo is CREATED. Most keys are written once, and this saves
+# a list, a VersionEntry and a time per key (most of the history's memory).
+_CMD_BITS = 10
+_CMD_MASK = (1 << _CMD_BITS) - 1
+_cmd_names: list[str] = []
+_cmd_codes: dict[str, int] = {}
+_dict_get = dict.get
+
+
+def cmd_code(cmd: str) -> int | None:
+    """The packing code of a command name (None once the code space is full)."""
+    code = _cmd_codes.get(cmd)
+    if code is None and len(_cmd_names) <= _CMD_MASK:
+        code = _cmd_codes[cmd] = len(_cmd_names)
+        _cmd_names.append(cmd)
+    return code
+
+
+def cmd_names() -> list[str]:
+    """The command names packed versions refer to, by code (checkpoints keep them)."""
+    return list(_cmd_names)
+
+
+def translate_codes(names: list[str]) -> list[int | None] | None:
+    """This process's codes for another's command `names` (a checkpoint's): None
+    when they are the same codes, so packed versions can be taken as they are."""
+    table = [cmd_code(name) for name in names]
+    return None if all(c == i for i, c in enumerate(table)) else table
+
+
+class Chains(dict[bytes, Any]):
+    """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
+    always see lists of `VersionEntry`; a packed first version is unpacked on the
+    way (and stays packed). Only the commit point writes packed entries."""
+
+    __slots__ = ("time_of",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.time_of: Callable[[int], int] = _no_time
+
+    def born(self, key: bytes) -> tuple[int, str] | None:
+        """(LSN, command) of a key whose chain is one packed creation, else None."""
+        v = self.packed(key)
+        return None if v is None else (v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])
+
+    def set_born(self, key: bytes, lsn: int, cmd: str) -> bool:
+        """Record a key's creating version packed; False where it cannot be."""
+        code = cmd_code(cmd)
+        if code is None:
+            return False
+        self[key] = lsn << _CMD_BITS | code
+        return True
+
+    def add_born(self, key: bytes, lsn: int, cmd: str) -> None:
+        """Record a key's creating version (committed earlier: its time is indexed),
+        packed where it can be."""
+        if not self.set_born(key, lsn, cmd):
+            self[key] = [self._created(lsn, cmd)]
+
+    def _created(self, lsn: int, cmd: str) -> VersionEntry:
+        return VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)
+
+    def packed(self, key: bytes) -> int | None:
+        """The packed creating version of `key`, if that is all its chain is."""
+        v = _dict_get(self, key)
+        return v if type(v) is int else None
+
+    def raw_many(self, keys: list[bytes]) -> list[Any]:
+        """What the chains of `keys` hold as stored: packed ints, lists or None."""
+        return list(map(_dict_get.__get__(self), keys))
+
+    def add_packed(
+        self, keys: Iterable[bytes], packed: Iterable[int], names: list[str], table: Any
+    ) -> None:
+        """Take packed versions written by a process whose command codes were `names`;
+        `table` is `translate_codes(names)` (None: the same codes, no work per key)."""
+        if table is None:
+            self.update(zip(keys, packed, strict=True))
+            return
+        for key, v in zip(keys, packed, strict=True):
+            self.add_born(key, v >> _CMD_BITS, names[v & _CMD_MASK])
+
+    def unpack(self, v: Any) -> list[VersionEntry]:
+        if type(v) is not int:
+            return v  # type: ignore[no-any-return]
+        return [self._created(v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])]
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        v = _dict_get(self, key, default)
+        return self.unpack(v) if type(v) is int else v
+
+    def __getitem__(self, key: bytes) -> list[VersionEntry]:
+        return self.unpack(dict.__getitem__(self, key))
+
+    def values(self) -> list[list[VersionEntry]]:  # type: ignore[override]
+        return [self.unpack(v) for v in dict.values(self)]
+
+    def items(self) -> list[tuple[bytes, list[VersionEntry]]]:  # type: ignore[override]
+        return [(k, self.unpack(v)) for k, v in dict.items(self)]
+
+
+def _no_time(lsn: int) -> int:
+    return 0

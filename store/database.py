@@ -1,0 +1,110 @@
+"""One numbered database: values, absolute expiry times (lazy and active expiry)
+and the version chains of its keys."""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from store.chains import Chains
+
+_time = time.time
+
+
+def now_ms() -> int:
+    return int(_time() * 1000)
+
+
+class Database:
+    """One numbered database: values, absolute expiry times and version chains."""
+
+    __slots__ = (
+        "chains",
+        "data",
+        "expires",
+        "floors",
+        "frozen_ms",
+        "heap",
+        "ident",
+        "index",
+        "on_expire",
+        "overlay",
+    )
+
+    def __init__(
+        self, index: int, on_expire: Callable[[Database, bytes], None] | None = None
+    ) -> None:
+        self.index = index
+        # How records name this database: its number, or (branch, number) on a branch.
+        self.ident: Any = index
+        self.overlay = False  # a branch database: copy a key in before changing it
+        self.on_expire = on_expire
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}
+        self.chains = Chains()
+        self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
+        # key -> LSN of the newest version retention dropped: older states are gone.
+        self.floors: dict[bytes, int] = {}
+        # A historical view reads with the clock stopped at its point in time.
+        self.frozen_ms: int | None = None
+
+    def get(self, key: bytes) -> Any:
+        """The live value, or None; an expired key is removed on the way (lazy expiry)."""
+        v = self.data.get(key)
+        if v is not None and self.expires:
+            at = self.expires.get(key)
+            if at is not None and at <= (self.frozen_ms or now_ms()):
+                if self.frozen_ms is not None:
+                    return None
+                self.expire_now(key)
+                return None
+        return v
+
+    def __contains__(self, key: bytes) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def keys(self) -> Iterator[bytes]:
+        """Live keys (expired ones are skipped, not removed)."""
+        if not self.expires:
+            return iter(list(self.data))
+        t = self.frozen_ms or now_ms()
+        exp = self.expires
+        return iter([k for k in self.data if exp.get(k, t + 1) > t])
+
+    def ttl_ms(self, key: bytes) -> int | None:
+        return self.expires.get(key)
+
+    def own(self, key: bytes) -> None:
+        """Make `key` this database's own before it changes (branches copy on write)."""
+
+    def expire_now(self, key: bytes) -> None:
+        """Remove a key whose time has come. Inside a store this is a versioned
+        deletion (as Redis propagates a DEL), so history shows when it expired."""
+        if self.on_expire is not None:
+            self.on_expire(self, key)
+        else:
+            self.data.pop(key, None)
+            self.expires.pop(key, None)
+
+    def schedule_expiry(self, key: bytes, at: int) -> None:
+        heapq.heappush(self.heap, (at, key))
+
+    def active_expire(self, budget: int = 200) -> int:
+        """Remove up to `budget` keys whose time has come; return how many."""
+        heap = self.heap
+        t = now_ms()
+        n = 0
+        while heap and heap[0][0] <= t and n < budget:
+            at, key = heapq.heappop(heap)
+            if self.expires.get(key) == at:
+                self.expire_now(key)
+                n += 1
+        if len(heap) > 4 * len(self.expires) + 1024:
+            self.heap = [(at, k) for k, at in self.expires.items()]
+            heapq.heapify(self.heap)
+        return n

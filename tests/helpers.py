@@ -1,0 +1,37 @@
+"""In-process helpers shared by the tests: a sink that keeps every record, a session
+on a fresh server, and running one command through the dispatcher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import commands.families  # noqa: F401  (registers every command)
+from commands.dispatch import DISPATCHER
+from commands.session import ServerState, Session
+from store import HistoryPolicy, Store, UpdateRecord
+
+
+class ListSink:
+    """A record sink that keeps every record it is given, in order."""
+
+    def __init__(self) -> None:
+        self.records: list[UpdateRecord] = []
+
+    def append(self, record: UpdateRecord) -> None:
+        self.records.append(record)
+
+
+def make_session(databases: int = 16, history: str | None = None) -> tuple[Session, ListSink]:
+    """A session on a fresh in-process server (listed among its clients, as a
+    connection's is) whose store hands its records to a `ListSink`."""
+    sink = ListSink()
+    policy = None if history is None else HistoryPolicy.parse(history)
+    server = ServerState(Store(databases, history=policy, sink=sink))
+    s = Session(server)
+    server.clients[s.id] = s
+    return s, sink
+
+
+def run(s: Session, *args: str | bytes) -> Any:
+    """Execute one command (str arguments are encoded) and return its reply."""
+    return DISPATCHER.execute(s, [a.encode() if isinstance(a, str) else a for a in args])
