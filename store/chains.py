@@ -36,6 +36,10 @@ def _entry_lsn(e: VersionEntry) -> int:
     return e.lsn
 
 
+def _entry_time(e: VersionEntry) -> int:
+    return e.time_ms
+
+
 # the time index's; the undo is CREATED. Most keys are written once, and this saves
 # a list, a VersionEntry and a time per key (most of the history's memory).
 _CMD_BITS = 10

@@ -19,7 +19,7 @@ import contextlib
 import itertools
 import time
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,7 +28,7 @@ from store.asof import PrunedError as PrunedError
 from store.asof import database_as_of, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
-from store.chains import _CMD_BITS, _cmd_codes, _dict_get
+from store.chains import _CMD_BITS, _cmd_codes, _dict_get, _entry_time
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
 from store.chains import _entry_lsn as _entry_lsn
@@ -85,6 +85,7 @@ class Store:
         self.index_lsns = array("q")
         self.index_times = array("q")
         self.snapshots: dict[bytes, Snapshot] = {}
+        self._pin: int | None = None  # pin_lsn's cache
         self.snapshot_every = 64  # collections keep a full copy every N versions
         self.views: dict[tuple[int, int], Database] = {}
         # Tables: "<namespace>:<table>" -> policy for every key under that prefix.
@@ -239,17 +240,17 @@ class Store:
                 if len(chain) > 2 * keep.limit:
                     self._trim(db, key, chain, len(chain) - keep.limit)
             elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-                cut = t - keep.limit
-                i = 0
-                while i < len(chain) - 1 and chain[i].time_ms < cut:
-                    i += 1
-                self._trim(db, key, chain, i)
+                # Commit times never go back, so the versions older than the window
+                # are a prefix (the newest version always stays).
+                old = bisect_left(chain, t - keep.limit, 0, len(chain) - 1, key=_entry_time)
+                self._trim(db, key, chain, old)
 
     def _trim(self, db: Database, key: bytes, chain: list[VersionEntry], cut: int) -> None:
-        """Drop chain[:cut], keeping every version newer than the oldest snapshot."""
-        pin = self.pin_lsn()
-        while cut > 0 and chain[cut - 1].lsn > pin:
-            cut -= 1
+        """Drop chain[:cut], keeping every version newer than the oldest snapshot or
+        branch fork. O(log n): a pinned chain is not rescanned on every write."""
+        pinned = bisect_right(chain, self.pin_lsn(), 0, cut, key=_entry_lsn)
+        if pinned < cut:
+            cut = pinned
         if cut > 0:
             db.floors[key] = chain[cut - 1].lsn
             del chain[:cut]
@@ -292,10 +293,15 @@ class Store:
         }
 
     def pin_lsn(self) -> int:
-        """Versions newer than this are needed by a sealed snapshot or a branch."""
-        pins = [snap.lsn for snap in self.snapshots.values()]
-        pins.extend(b.fork_lsn for b in self.branches.values())
-        return min(pins) if pins else 1 << 62
+        """Versions newer than this are needed by a sealed snapshot or a branch.
+        Cached: snapshots and branches change only by database-level ops and
+        checkpoint loads, which forget it."""
+        pin = self._pin
+        if pin is None:
+            pins = [snap.lsn for snap in self.snapshots.values()]
+            pins.extend(b.fork_lsn for b in self.branches.values())
+            pin = self._pin = min(pins) if pins else 1 << 62
+        return pin
 
     def replay_records(
         self,
@@ -448,6 +454,7 @@ class Store:
         return {name: fn() for name, (fn, _load) in self.extra_state.items()}
 
     def load_checkpoint_extra(self, extra: dict[str, Any]) -> None:
+        self._pin = None  # the image brought its snapshots and branches
         for name, value in extra.items():
             entry = self.extra_state.get(name)
             if entry is None:
@@ -483,3 +490,4 @@ class Store:
             self.branches.pop(op[1], None)
         else:
             raise ValueError(f"unknown database op {name!r}")
+        self._pin = None  # a seal, unseal, branch or drop moves what history is pinned
