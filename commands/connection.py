@@ -22,12 +22,12 @@ from commands.errors import (
     CommandError,
 )
 from commands.parsing import string2ll
+from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import OK, PONG, CloseAfterReply, Reply, Simple
 from commands.session import Session
 from store import PrunedError
 
-REDIS_VERSION = b"7.0.15"
 PROTOVER_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 HELLO_OPTION = "ERR Syntax error in HELLO option '{}'"
 HELLO_NOAUTH = (
@@ -105,7 +105,7 @@ def cmd_hello(s: Session, argv: list[bytes]) -> Reply:
         s.resp = ver
     return {
         b"server": b"redis",
-        b"version": REDIS_VERSION,
+        b"version": REDIS_VERSION.encode(),
         b"proto": s.resp,
         b"id": s.id,
         b"mode": b"standalone",

@@ -21,12 +21,12 @@ from typing import Any
 
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
+from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
 from commands.session import STARTUP_RSS, Session
 from store.secrets import redact  # credentials in a URL are never shown
 
-REDIS_VERSION = "7.0.15"
 CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
 
 DEFAULT_SECTIONS = frozenset(

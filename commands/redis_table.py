@@ -15,6 +15,9 @@ from commands.replies import Reply, Simple
 
 DATA_PATH = Path(__file__).with_name("redis_commands.json")
 
+REDIS_VERSION = "7.0.15"
+"""The Redis release whose replies we match (HELLO, INFO; the tables here are its)."""
+
 
 class OrderedSet(frozenset[Any]):
     """A RESP3 set reply whose members (maps included: they need not be hashable) go on
