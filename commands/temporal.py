@@ -48,12 +48,12 @@ from commands.points import (
     Point,
     base_lsn,
     chains_and_floors,
+    clock_of,
     entry_lsn,
     parse_at,
     parse_point,
     pruned,
     state_as_of,
-    value_as_of,
 )
 from commands.registry import Flag, command
 from commands.replies import OK, ErrorReply, Reply
@@ -194,6 +194,15 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
         groups.reverse()
     if count is not None:
         groups = groups[:count]
+    values: dict[int, Reply] = {}
+    if withvalues and groups:
+        # Walk back from the newest listed version, one version's undo per step.
+        lsns = sorted((g[0].lsn for g in groups), reverse=True)
+        states = s.store.states_back(s.db.ident, key, chain, lsns)
+        for lsn, (value, expire) in zip(lsns, states, strict=True):
+            if value is not None and expire is not None and expire <= clock_of(s, lsn):
+                value = None
+            values[lsn] = read_shape(s, value)
     out: list[Reply] = []
     for g in groups:
         e = g[0]
@@ -206,7 +215,7 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
             b"message": e.meta.message if e.meta is not None else None,
         }
         if withvalues:
-            item[b"value"] = read_shape(s, value_as_of(s, key, e.lsn))
+            item[b"value"] = values[e.lsn]
         out.append(item)
     return out
 

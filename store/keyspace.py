@@ -20,12 +20,12 @@ import itertools
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from store import image
 from store.asof import PrunedError as PrunedError
-from store.asof import database_as_of, value_as_of
+from store.asof import database_as_of, states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
 from store.chains import _CMD_BITS, _cmd_codes, _dict_get, _entry_time
@@ -430,6 +430,13 @@ class Store:
     def value_as_of(self, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
         """The key's (value, expire_ms) just after `lsn` (`store.asof.value_as_of`)."""
         return value_as_of(self, dbi, key, lsn)
+
+    def states_back(
+        self, dbi: Any, key: bytes, chain: list[VersionEntry], lsns: Iterable[int]
+    ) -> Iterator[tuple[Any, int | None]]:
+        """The key's states just after each of `lsns`, newest first, walking back one
+        version at a time (`store.asof.states_back`)."""
+        return states_back(self, dbi, key, chain, lsns)
 
     # -- points in time ----------------------------------------------------------------
 

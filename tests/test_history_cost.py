@@ -66,3 +66,81 @@ def test_the_sealed_version_stays_readable_under_trimming() -> None:
         run(s, "SET", "a", str(i))
     assert run(s, "TS.ASOF", "a", "SNAPSHOT", "snap") == b"sealed"
     assert run(s, "TS.ASOF", "a", "BACK", "1") == b"298"
+
+
+def _growing_hash(versions: int) -> Any:
+    s, _sink = make_session(history="all")
+    for i in range(versions):
+        run(s, "HSET", "h", f"f{i}", str(i))
+    return s
+
+
+def test_history_withvalues_walks_each_version_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TS.HISTORY WITHVALUES on a hash that gained one field per version: one undo
+    per step, not a rebuild (a copy of the whole hash) per listed version."""
+    import store.asof
+    import store.ops
+
+    copied = [0]
+    real_copy = store.asof.copy_value
+
+    def counting_copy(v: Any) -> Any:
+        copied[0] += len(v) if hasattr(v, "__len__") else 1
+        return real_copy(v)
+
+    monkeypatch.setattr(store.asof, "copy_value", counting_copy)
+    monkeypatch.setattr(store.ops, "copy_value", counting_copy)
+    n = 2000
+    s = _growing_hash(n)
+    copied[0] = 0
+    reply = run(s, "TS.HISTORY", "h", "WITHVALUES")
+    assert len(reply) == n
+    assert reply[-1][b"value"] == {f"f{i}".encode(): str(i).encode() for i in range(n)}
+    assert reply[0][b"value"] == {b"f0": b"0"}
+    # A rebuild per version copies about n*n/2 fields (2,000,000 here); walking
+    # back copies the newest state once.
+    assert copied[0] < 4 * n, copied[0]
+
+
+def _naive_history_values(s: Any, key: str, reply: list[Any]) -> list[Any]:
+    from commands.points import value_as_of
+    from commands.temporal import read_shape
+
+    return [read_shape(s, value_as_of(s, key.encode(), item[b"version"])) for item in reply]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["REV"],
+        ["COUNT", "7"],
+        ["REV", "COUNT", "5"],
+        ["FROM", "VERSION", "10", "TO", "VERSION", "40"],
+    ],
+)
+def test_history_withvalues_equals_an_as_of_read_per_version(options: list[str]) -> None:
+    s, _sink = make_session(history="all")
+    s.store.snapshot_every = 4  # full copies in the walk's way
+    for i in range(60):
+        run(s, "HSET", "h", f"f{i % 9}", str(i))
+        if i % 7 == 0:
+            run(s, "HDEL", "h", f"f{(i + 3) % 9}")
+        if i % 11 == 0:
+            run(s, "DEL", "h")
+        run(s, "RPUSH", "l", str(i))
+        if i % 5 == 0:
+            run(s, "LPOP", "l")
+        run(s, "ZADD", "z", str(i % 4), f"m{i % 6}")
+        run(s, "SADD", "t", f"m{i % 8}")
+        run(s, "SREM", "t", f"m{(i + 2) % 8}")
+        run(s, "SET", "k", str(i))
+        if i % 13 == 0:
+            run(s, "PEXPIRE", "k", "100000")
+    for key in ("h", "l", "z", "t", "k"):
+        reply = run(s, "TS.HISTORY", key, *options, "WITHVALUES")
+        assert reply, key
+        assert [item[b"value"] for item in reply] == _naive_history_values(s, key, reply)
+    run(s, "TS.CHECKOUT", "AT", "VERSION", "150")
+    reply = run(s, "TS.HISTORY", "h", *options, "WITHVALUES")
+    assert [item[b"value"] for item in reply] == _naive_history_values(s, "h", reply)
