@@ -38,7 +38,7 @@ CONFLICT = "ERR CONFLICT merging '{}' into '{}': changed on both sides: {}"
 container("ts.branch", -2)
 
 
-@command("ts.branch|create", -3, Flag.WRITE)
+@command("ts.branch|create", -3, Flag.WRITE | Flag.DENYOOM)
 def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
     name = argv[2]
     if not name or name.lower() in (MAIN, b"head", b"at") or b" " in name:

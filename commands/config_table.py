@@ -35,6 +35,17 @@ class ConfigParam:
         return self.spec.get("flags", [])  # type: ignore[no-any-return]
 
 
+# TemporalStore's own parameters beside Redis' (CONFIG GET/SET, and start-up flags of
+# the same name): name -> (spec, default).
+TS_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
+    # TS.SEAL is refused while pinned history (store.accounting) is at or past it; 0: no cap.
+    "max-pinned-history": (
+        {"type": "ulonglong", "flags": [], "min": 0, "max": 2**64 - 1, "memory": True},
+        "0",
+    ),
+}
+
+
 @cache
 def config_table() -> dict[str, ConfigParam]:
     """Every name CONFIG knows (lower case; aliases included) -> its parameter."""
@@ -42,6 +53,7 @@ def config_table() -> dict[str, ConfigParam]:
     specs: dict[str, dict[str, Any]] = data.get("configs") or {
         name: {"type": "string", "flags": []} for name in data["config_defaults"]
     }
+    specs = {**specs, **{name: spec for name, (spec, _default) in TS_CONFIGS.items()}}
     table: dict[str, ConfigParam] = {}
     for name, spec in specs.items():
         table[name] = ConfigParam(name, name, spec)
@@ -55,6 +67,8 @@ def config_values(server: ServerState) -> dict[str, str]:
     params = server.config.params
     if not server.config_defaults_loaded:
         for name, value in command_data()["config_defaults"].items():
+            params.setdefault(name, value)
+        for name, (_spec, value) in TS_CONFIGS.items():
             params.setdefault(name, value)
         server.config_defaults_loaded = True
     return params

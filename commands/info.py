@@ -2,10 +2,11 @@
 
 Redis' sections in Redis' order and layout (`# Name` headers, `field:value` lines, CRLF,
 one blank line between sections); `default`, `all`, `everything`, names are
-case-insensitive. Our own `# TemporalStore` section (lsn, history policy, storage) comes
-last and only for `INFO temporalstore` or `INFO everything`, the way Redis shows module
-sections: `INFO`, `INFO default` and `INFO all` keep Redis' structure. What we cannot
-measure is reported as a default Redis server would.
+case-insensitive. Our own `# TemporalStore` section (lsn, history policy, storage) and
+`# History` section (memory held by versions, seals, branches and views) come last,
+and only for `INFO temporalstore` / `INFO history` or `INFO everything`, the way
+Redis shows module sections: `INFO`, `INFO default` and `INFO all` keep Redis'
+structure. What we cannot measure is reported as a default Redis server would.
 """
 
 from __future__ import annotations
@@ -409,6 +410,37 @@ def _info_temporalstore(s: Session) -> str:
     )
 
 
+def _info_history(s: Session) -> str:
+    """What history holds in memory (estimates kept as it changes: store.accounting),
+    in O(snapshots + views + keys that branches changed)."""
+    store = s.store
+    mem = store.mem
+    branch_bytes = sum(c[0] for c in mem.branches.values()) + store.branch_data_bytes()
+    branch_versions = sum(c[1] for c in mem.branches.values())
+    views, views_bytes = store.views_memory()
+    cap = int(config_get_value(s.server, "max-pinned-history"))
+    fields = [
+        ("history_versions", mem.main_versions),
+        ("history_bytes", mem.main_bytes),
+        ("history_pinned_versions", mem.pinned_versions),
+        ("history_pinned_bytes", mem.pinned_bytes),
+        ("snapshots", len(store.snapshots)),
+        ("branches", len(store.branches)),
+        ("history_branches_versions", branch_versions),
+        ("history_branches_bytes", branch_bytes),
+        ("views", views),
+        ("history_views_bytes", views_bytes),
+        ("history_total_bytes", mem.main_bytes + branch_bytes + views_bytes),
+        ("max_pinned_history", cap),
+    ]
+    out = []
+    for name, value in fields:
+        out.append(f"{name}:{value}\r\n")
+        if name.endswith("_bytes") or name == "max_pinned_history":
+            out.append(f"{name}_human:{bytes_to_human(value)}\r\n")
+    return "".join(out)
+
+
 def _empty(s: Session) -> str:
     return ""
 
@@ -499,6 +531,8 @@ def info_text(s: Session, args: list[bytes]) -> str:
     ]
     if everything or "temporalstore" in wanted:
         parts.append(f"# TemporalStore\r\n{_info_temporalstore(s)}")
+    if everything or "history" in wanted:
+        parts.append(f"# History\r\n{_info_history(s)}")
     return "\r\n".join(parts)
 
 

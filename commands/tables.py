@@ -3,7 +3,7 @@ durability, history retention and full-copy frequency. Keys outside any table
 belong to the default table, set by the server flags (--durability, --history).
 
 TS.TABLE CREATE <namespace>:<table> [DURABILITY ASYNC|SYNC] [RETAIN ALL|VERSIONS n|MS ms]
-                [SNAPSHOT-EVERY n]
+                [SNAPSHOT-EVERY n] [MAXPINNED bytes]
 TS.TABLE ALTER <namespace>:<table> [the same options]   changes only what is given
 TS.TABLE INFO <namespace>:<table>    policy, keys, versions held in memory, durable LSN,
                                      flush lag
@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from commands.errors import SYNTAX, CommandError
+from commands.limits import memtoull
 from commands.parsing import get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
@@ -29,6 +30,7 @@ BAD_NAME = "ERR table name must be <namespace>:<table>"
 EXISTS = "ERR table '{}' already exists"
 NO_TABLE = "ERR no such table '{}'"
 NOT_POSITIVE = "ERR value is out of range, must be positive"
+BAD_MEMORY = "ERR MAXPINNED must be a memory value (bytes, or 100mb, 1gb, ...)"
 
 container("ts.table", -2)
 
@@ -48,7 +50,7 @@ def _positive(b: bytes) -> int:
 
 
 def parse_policy(argv: list[bytes], i: int, base: TablePolicy) -> TablePolicy:
-    durability, retain, every = base
+    durability, retain, every, max_pinned = base
     while i < len(argv):
         opt = argv[i].lower()
         if opt == b"durability" and i + 1 < len(argv):
@@ -70,9 +72,15 @@ def parse_policy(argv: list[bytes], i: int, base: TablePolicy) -> TablePolicy:
         elif opt == b"snapshot-every" and i + 1 < len(argv):
             every = _positive(argv[i + 1])
             i += 2
+        elif opt == b"maxpinned" and i + 1 < len(argv):
+            n = memtoull(argv[i + 1].decode("utf-8", "replace"))
+            if n is None or n >= 1 << 63:
+                raise CommandError(BAD_MEMORY)
+            max_pinned = n
+            i += 2
         else:
             raise CommandError(SYNTAX)
-    return TablePolicy(durability, retain, every)
+    return TablePolicy(durability, retain, every, max_pinned)
 
 
 def _default(s: Session) -> TablePolicy:
@@ -83,7 +91,10 @@ def _default(s: Session) -> TablePolicy:
 
 
 def _commit_policy(s: Session, name: bytes, p: TablePolicy) -> None:
-    s.store.db_op(s.dbi, ("table", name, p.durability, str(p.retain), p.snapshot_every))
+    op: tuple[Any, ...] = ("table", name, p.durability, str(p.retain), p.snapshot_every)
+    if p.max_pinned:
+        op += (p.max_pinned,)
+    s.store.db_op(s.dbi, op)
 
 
 def _describe(name: bytes, p: TablePolicy) -> dict[bytes, Any]:
@@ -92,6 +103,7 @@ def _describe(name: bytes, p: TablePolicy) -> dict[bytes, Any]:
         b"durability": p.durability.encode(),
         b"retain": str(p.retain).encode(),
         b"snapshot-every": p.snapshot_every,
+        b"maxpinned": p.max_pinned,
     }
 
 
@@ -144,6 +156,7 @@ def cmd_table_info(s: Session, argv: list[bytes]) -> Reply:
     info = _describe(name, policy)
     info[b"keys"] = keys
     info[b"versions_in_memory"] = versions
+    info[b"pinned_bytes"] = s.store.mem.pinned_tables.get(name, 0)
     info[b"durable_lsn"] = s.store.lsn if dur is None else dur.durable_lsn
     info[b"flush_lag_ms"] = 0 if dur is None else int(dur.info().get("flush_lag_ms", 0))
     return info

@@ -39,9 +39,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from commands.branch_lookup import checkout_branch, get_branch
+from commands.config_table import config_get_value
 from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.glob import match_filter
+from commands.limits import OOM
 from commands.parsing import get_int
 from commands.points import (
     NEGATIVE,
@@ -58,12 +60,20 @@ from commands.points import (
 from commands.registry import Flag, command
 from commands.replies import OK, ErrorReply, Reply
 from commands.session import Session
-from store import PrunedError, VersionEntry, WriteMeta, now_ms
+from store import PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
 from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
 
 SNAPSHOT_EXISTS = "ERR snapshot '{}' already exists"
+PINNED_CAP = (
+    "ERR pinned history is {} bytes, at or past max-pinned-history ({} bytes): "
+    "TS.UNSEAL a snapshot, drop a branch or raise the limit"
+)
+TABLE_PINNED_CAP = (
+    "ERR pinned history of table '{}' is {} bytes, at or past its MAXPINNED ({} bytes): "
+    "TS.UNSEAL a snapshot, drop a branch or raise the limit"
+)
 
 RO = Flag.READONLY
 W = Flag.WRITE | Flag.DENYOOM
@@ -237,7 +247,22 @@ def cmd_ts_meta(s: Session, argv: list[bytes]) -> Reply:
     return OK
 
 
-@command("ts.seal", -2, Flag.WRITE)
+def _check_pinned_caps(s: Session) -> None:
+    """A seal is refused while pinned history is at or past max-pinned-history, or a
+    table's pinned history at or past its MAXPINNED."""
+    mem = s.store.mem
+    cap = int(config_get_value(s.server, "max-pinned-history"))
+    if cap and mem.pinned_bytes >= cap:
+        raise CommandError(PINNED_CAP.format(mem.pinned_bytes, cap))
+    for table, policy in s.store.tables.items():
+        pinned = mem.pinned_tables.get(table, 0)
+        if policy.max_pinned and pinned >= policy.max_pinned:
+            name = table.decode("utf-8", "replace")
+            raise CommandError(TABLE_PINNED_CAP.format(name, pinned, policy.max_pinned))
+
+
+# Denied past maxmemory, like writes: a seal pins history from then on.
+@command("ts.seal", -2, Flag.WRITE | Flag.DENYOOM)
 def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
     name = argv[1]
     trigger = b""
@@ -247,6 +272,7 @@ def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
         raise CommandError(SYNTAX)
     if name in s.store.snapshots:
         raise CommandError(SNAPSHOT_EXISTS.format(name.decode("utf-8", "replace")))
+    _check_pinned_caps(s)
     return s.store.db_op(s.dbi, ("seal", name, trigger))
 
 
@@ -266,8 +292,25 @@ def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
         # The commit time of the seal's version, as the time index (and a restart)
         # has it; a seal not yet committed (inside EXEC) has only its own.
         t = store.time_of(snap.lsn) if snap.lsn <= store.lsn else snap.time_ms
-        out.append({b"name": snap.name, b"version": snap.lsn, b"time": t, b"trigger": snap.trigger})
+        nbytes, versions = store.mem.pinned_between(snap.lsn, _next_pin(store, snap.lsn))
+        out.append(
+            {
+                b"name": snap.name,
+                b"version": snap.lsn,
+                b"time": t,
+                b"trigger": snap.trigger,
+                b"pinned_bytes": nbytes,
+                b"pinned_versions": versions,
+            }
+        )
     return out
+
+
+def _next_pin(store: Store, lsn: int) -> int | None:
+    """The LSN of the next seal or branch fork after `lsn` (None: there is none)."""
+    pins = [p.lsn for p in store.snapshots.values() if p.lsn > lsn]
+    pins.extend(b.fork_lsn for b in store.branches.values() if b.fork_lsn > lsn)
+    return min(pins) if pins else None
 
 
 # Refused inside MULTI: EXEC runs queued commands without the READONLY check, so a
@@ -284,6 +327,8 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
         lsn, end = parse_at(s, argv, 2)
         if end != len(argv):
             raise CommandError(SYNTAX)
+        if s.server.over_maxmemory:
+            raise CommandError(OOM)  # a view holds memory, like a write
         try:
             s.store.view(s.dbi, lsn)
         except PrunedError as e:

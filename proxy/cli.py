@@ -102,14 +102,20 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("tls-auth-clients", "yes", "yes: clients need a certificate; optional: checked if sent; no"),
     ("maxmemory", "0", "past this used memory (RSS; 100mb, 1gb...) writes get -OOM; 0: no limit"),
     ("maxmemory-policy", "noeviction", "Redis' values are accepted; keys are never evicted"),
+    (
+        "max-pinned-history",
+        "0",
+        "TS.SEAL is refused while history pinned by seals and branches is past this; 0: no cap",
+    ),
     ("client-output-buffer-limit", None, 'per class: "<class> <hard> <soft> <seconds> ..."'),
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
 ]
 SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
-# Flags that are Redis parameters, checked and stored as CONFIG SET would.
+# Flags that are CONFIG parameters, checked and stored as CONFIG SET would.
 REDIS_PARAM_FLAGS = (
     "maxmemory",
+    "max-pinned-history",
     "maxmemory-policy",
     "client-output-buffer-limit",
     "client-query-buffer-limit",

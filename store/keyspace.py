@@ -24,6 +24,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from store import image
+from store.accounting import (
+    PACKED_BYTES,
+    HistoryMemory,
+    chain_bytes,
+    entry_bytes,
+    payload_bytes,
+)
 from store.asof import PrunedError as PrunedError
 from store.asof import database_as_of, states_back, value_as_of
 from store.asof import undo_versions as undo_versions
@@ -85,6 +92,7 @@ class Store:
         self.index_lsns = array("q")
         self.index_times = array("q")
         self.snapshots: dict[bytes, Snapshot] = {}
+        self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
         self.snapshot_every = 64  # collections keep a full copy every N versions
         self.views: dict[tuple[int, int], Database] = {}
@@ -216,13 +224,22 @@ class Store:
             db = dbs[dbi] if type(dbi) is int else self.db_of(dbi)
             chains = db.chains
             chain = _dict_get(chains, key)
+            mem = self.mem
             if chain is None:
                 if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
+                    if type(dbi) is int:
+                        mem.main_bytes += PACKED_BYTES
+                        mem.main_versions += 1
+                    else:
+                        mem.add(dbi, PACKED_BYTES)
                     continue
-                chains[key] = [VersionEntry(lsn, t, cmd, undo, meta)]
+                entry = VersionEntry(lsn, t, cmd, undo, meta)
+                chains[key] = [entry]
+                mem.add(dbi, entry_bytes(entry))
                 continue
             if type(chain) is int:
                 chain = chains[key] = chains.unpack(chain)
+                mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
             snap = None
             if len(chain) % every == every - 1:
                 v = db.data.get(key)
@@ -235,7 +252,13 @@ class Store:
                     and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
                 ):
                     snap = (copy_value(v), db.expires.get(key))
-            chain.append(VersionEntry(lsn, t, cmd, undo, meta, snap))
+            entry = VersionEntry(lsn, t, cmd, undo, meta, snap)
+            chain.append(entry)
+            if type(dbi) is int:
+                mem.main_bytes += entry_bytes(entry)
+                mem.main_versions += 1
+            else:
+                mem.add(dbi, entry_bytes(entry))
             if keep.kind == "versions":
                 if len(chain) > 2 * keep.limit:
                     self._trim(db, key, chain, len(chain) - keep.limit)
@@ -249,11 +272,17 @@ class Store:
         """Drop chain[:cut], keeping every version newer than the oldest snapshot or
         branch fork. O(log n): a pinned chain is not rescanned on every write."""
         pinned = bisect_right(chain, self.pin_lsn(), 0, cut, key=_entry_lsn)
+        table = self.table_of(key) if self.tables else None
+        stop = cut
         if pinned < cut:
             cut = pinned
         if cut > 0:
+            self.mem.cut(db.ident, key, chain, cut, table)
             db.floors[key] = chain[cut - 1].lsn
             del chain[:cut]
+        if cut < stop:
+            # Past retention but pinned: counted as pinned history (once).
+            self.mem.mark_pinned(db.ident, key, chain, 0, stop - cut, table)
 
     def db_of(self, ident: Any) -> Database:
         """The database a record names: a number, or (branch, number)."""
@@ -283,13 +312,15 @@ class Store:
 
     def _save_tables(self) -> Any:
         return [
-            (name, p.durability, str(p.retain), p.snapshot_every) for name, p in self.tables.items()
+            (name, p.durability, str(p.retain), p.snapshot_every, p.max_pinned)
+            for name, p in self.tables.items()
         ]
 
     def _load_tables(self, saved: Any) -> None:
+        # Checkpoints written before MAXPINNED existed hold four fields per table.
         self.tables = {
-            name: TablePolicy(durability, HistoryPolicy.parse(retain), every)
-            for name, durability, retain, every in saved
+            name: TablePolicy(durability, HistoryPolicy.parse(retain), every, *rest)
+            for name, durability, retain, every, *rest in saved
         }
 
     def pin_lsn(self) -> int:
@@ -324,6 +355,7 @@ class Store:
         add_lsn, add_time = self.index_lsns.append, self.index_times.append
         codes = _cmd_codes
         applied = 0
+        packed = 0
         last_t = self.last_time_ms
         for row in itertools.islice(rows, limit):
             lsn, t, ops, cmds, meta = row
@@ -351,9 +383,12 @@ class Store:
                         add_lsn(lsn)
                         add_time(t)
                         last_t = t
+                        packed += 1
                         continue
             self.replay(typed(row))
             last_t = self.last_time_ms
+        self.mem.main_bytes += packed * PACKED_BYTES
+        self.mem.main_versions += packed
         if applied:
             self.lsn = expected - 1
             if last_t > self.last_time_ms:
@@ -450,6 +485,13 @@ class Store:
         i = bisect_right(self.index_lsns, lsn)
         return self.index_times[i - 1] if i else 0
 
+    def views_memory(self) -> tuple[int, int]:
+        """(views, estimated bytes they hold)."""
+        nbytes = 0
+        for view in self.views.values():
+            nbytes += sum(map(payload_bytes, view.data.values()))
+        return len(self.views), nbytes
+
     def view(self, dbi: int, lsn: int) -> Database:
         """Database `dbi` just after `lsn`, read-only (`store.asof.database_as_of`)."""
         return database_as_of(self, dbi, lsn)
@@ -475,7 +517,47 @@ class Store:
 
     def import_image(self, head: dict[str, Any], items: Iterator[Any]) -> int:
         """Fill this empty store from an image's header and items; return its LSN."""
-        return image.import_image(self, head, items)
+        lsn = image.import_image(self, head, items)
+        self.mem = self.history_recount()
+        return lsn
+
+    def history_recount(self) -> HistoryMemory:
+        """What history holds, counted from scratch (after a checkpoint load, and by
+        the tests that check the running counts)."""
+        mem = HistoryMemory()
+        pin = self.pin_lsn()
+        for db in [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)]:
+            for key, raw in dict.items(db.chains):
+                if type(raw) is int:
+                    mem.add(db.ident, PACKED_BYTES)
+                    continue
+                chain: list[VersionEntry] = raw
+                mem.add(db.ident, chain_bytes(chain), len(chain))
+                keep = self.history
+                policy = self.policy_of(key) if self.tables else None
+                if policy is not None:
+                    keep = policy.retain
+                if keep.kind == "versions" and len(chain) > 2 * keep.limit:
+                    cut = len(chain) - keep.limit
+                elif keep.kind == "ms" and chain:
+                    t = chain[-1].time_ms - keep.limit
+                    cut = bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
+                else:
+                    continue
+                pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
+                if pinned < cut:
+                    table = self.table_of(key) if self.tables else None
+                    mem.mark_pinned(db.ident, key, chain, pinned, cut, table)
+        return mem
+
+    def branch_data_bytes(self) -> int:
+        """Estimated bytes of the values branches hold of their own (the keys they
+        changed), in O(those keys)."""
+        n = 0
+        for b in self.branches.values():
+            for db in b.dbs:
+                n += sum(map(payload_bytes, db.odata.own.values()))
+        return n
 
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
         """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""
@@ -487,14 +569,17 @@ class Store:
         elif name == "unseal":
             self.snapshots.pop(op[1], None)
         elif name == "table":
-            _, table, durability, retain, every = op
-            self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every)
+            # ("table", name, durability, retain, every[, max_pinned]): records written
+            # before MAXPINNED existed, and tables without one, have no sixth field.
+            _, table, durability, retain, every, *rest = op
+            self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every, *rest)
         elif name == "droptable":
             self.tables.pop(op[1], None)
         elif name == "branch":
             self.branches.create(op[1], op[2], time_ms)
         elif name == "dropbranch":
             self.branches.pop(op[1], None)
+            self.mem.drop_branch(op[1])
         else:
             raise ValueError(f"unknown database op {name!r}")
         self._pin = None  # a seal, unseal, branch or drop moves what history is pinned

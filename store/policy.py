@@ -40,3 +40,4 @@ class TablePolicy(NamedTuple):
     durability: str  # "async" | "sync"
     retain: HistoryPolicy
     snapshot_every: int
+    max_pinned: int = 0  # TS.SEAL is refused while the table's pinned history is past it

@@ -645,7 +645,7 @@ def test_info_layout(diff: Differ) -> None:
         assert _comparable(_sections(ours)) == _comparable(_sections(ref)), args
     ref, ours = diff.both("INFO", "everything")
     r, o = _comparable(_sections(ref)), _comparable(_sections(ours))
-    assert o[:-1] == r and o[-1][0] == "# TemporalStore"
+    assert o[:-2] == r and [o[-2][0], o[-1][0]] == ["# TemporalStore", "# History"]
 
 
 def test_info_values(diff: Differ, ts_server: ServerProcess) -> None:
@@ -666,6 +666,9 @@ def test_info_values(diff: Differ, ts_server: ServerProcess) -> None:
         assert b"# TemporalStore" not in parse(diff.ours.call("INFO", *args))[1]
     only = parse(diff.ours.call("INFO", "TemporalStore"))[1]
     assert only.split(b"\r\n")[0].endswith(b"# TemporalStore")
+    history = parse(diff.ours.call("INFO", "history"))[1]
+    assert history.split(b"\r\n")[0].endswith(b"# History")
+    assert b"\r\nhistory_bytes:" in history and b"\r\nmax_pinned_history:0\r\n" in history
 
 
 # -- per-server state -----------------------------------------------------------------------

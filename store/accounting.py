@@ -1,0 +1,188 @@
+"""What history holds in memory, counted as it changes (O(1) per version).
+
+Every retained version is counted when its commit appends it and uncounted when
+trimming cuts it: `versions` and `bytes` for the main line, per branch for branch
+databases. The bytes are an estimate (a fixed cost per entry plus the size of the
+undo's payload: string lengths, a fixed cost per collection item), cheap enough
+for the write path; the process' resident set stays the authority for maxmemory.
+
+Pinned history is what retention (the history policy or a table's RETAIN) would
+have dropped but a sealed snapshot or a branch fork still needs: `Store._trim`
+counts an entry as pinned once, when trimming first stops short of it because of a
+pin, and uncounts it when it is finally cut. Pinned bytes are kept per bucket of
+`BUCKET` LSNs (so a snapshot's share, the pinned versions newer than it and not
+newer than the next pin, is known to within a bucket at its boundaries) and per
+table (for the tables' MAXPINNED caps).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from store.chains import VersionEntry, _entry_lsn
+
+ENTRY_BYTES = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
+PACKED_BYTES = 40  # a key's packed creating version: one int in the chains dict
+ITEM_BYTES = 64  # one field, member or item of a collection in an undo or a copy
+BUCKET_BITS = 6
+BUCKET = 1 << BUCKET_BITS
+
+
+def payload_bytes(x: Any) -> int:
+    """Estimated size of one argument of an undo op (or of a full copy)."""
+    t = type(x)
+    if t is bytes:
+        return len(x) + 33
+    if x is None or t is int or t is float:
+        return 0
+    try:
+        return ITEM_BYTES * len(x) + 56
+    except TypeError:
+        return ITEM_BYTES
+
+
+def entry_bytes(e: VersionEntry) -> int:
+    """Estimated size of one version entry (its undo ops and any full copy)."""
+    undo = e.undo
+    if len(undo) == 1 and e.snap is None:
+        u = undo[0]
+        if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
+            return ENTRY_BYTES + len(u[1]) + 33  # the common one: a replaced string
+    n = ENTRY_BYTES
+    for u in undo:
+        for x in u[1:]:
+            n += payload_bytes(x)
+    if e.snap is not None:
+        n += payload_bytes(e.snap[0])
+    return n
+
+
+def chain_bytes(chain: Iterable[VersionEntry]) -> int:
+    return sum(map(entry_bytes, chain))
+
+
+class HistoryMemory:
+    """The running counts (see the module docstring)."""
+
+    __slots__ = (
+        "branches",
+        "main_bytes",
+        "main_versions",
+        "marks",
+        "pinned",
+        "pinned_bytes",
+        "pinned_tables",
+        "pinned_versions",
+    )
+
+    def __init__(self) -> None:
+        self.main_bytes = 0
+        self.main_versions = 0
+        # branch name -> [bytes, versions] of its own versions
+        self.branches: dict[bytes, list[int]] = {}
+        self.pinned_bytes = 0
+        self.pinned_versions = 0
+        # LSN bucket -> [bytes, versions] of pinned entries with LSNs in it
+        self.pinned: dict[int, list[int]] = {}
+        self.pinned_tables: dict[bytes, int] = {}  # table -> pinned bytes of its keys
+        # (database ident, key) -> LSN of the newest of its entries counted as pinned
+        self.marks: dict[tuple[Any, bytes], int] = {}
+
+    def add(self, ident: Any, nbytes: int, versions: int = 1) -> None:
+        if type(ident) is int:
+            self.main_bytes += nbytes
+            self.main_versions += versions
+        else:
+            c = self.branches.setdefault(ident[0], [0, 0])
+            c[0] += nbytes
+            c[1] += versions
+
+    def drop_branch(self, name: bytes) -> None:
+        """A dropped branch's versions and values go with it."""
+        self.branches.pop(name, None)
+        for mark in [m for m in self.marks if type(m[0]) is not int and m[0][0] == name]:
+            del self.marks[mark]
+
+    def mark_pinned(
+        self,
+        ident: Any,
+        key: bytes,
+        chain: Sequence[VersionEntry],
+        start: int,
+        stop: int,
+        table: bytes | None,
+    ) -> None:
+        """chain[start:stop] is past retention but pinned: count what was not yet."""
+        mk = (ident, key)
+        mark = self.marks.get(mk, 0)
+        if chain[stop - 1].lsn <= mark:
+            return
+        total = 0
+        n = 0
+        pinned = self.pinned
+        for i in range(bisect_right(chain, mark, start, stop, key=_entry_lsn), stop):
+            e = chain[i]
+            b = entry_bytes(e)
+            c = pinned.get(e.lsn >> BUCKET_BITS)
+            if c is None:
+                pinned[e.lsn >> BUCKET_BITS] = [b, 1]
+            else:
+                c[0] += b
+                c[1] += 1
+            total += b
+            n += 1
+        self.marks[mk] = chain[stop - 1].lsn
+        self.pinned_bytes += total
+        self.pinned_versions += n
+        if table is not None:
+            self.pinned_tables[table] = self.pinned_tables.get(table, 0) + total
+
+    def cut(
+        self, ident: Any, key: bytes, chain: Sequence[VersionEntry], stop: int, table: bytes | None
+    ) -> None:
+        """chain[:stop] is being dropped: uncount it (and its pinned share)."""
+        total = 0
+        unpinned = 0
+        n = 0
+        mk = (ident, key)
+        mark = self.marks.get(mk, 0)
+        pinned = self.pinned
+        for i in range(stop):
+            e = chain[i]
+            b = entry_bytes(e)
+            total += b
+            if e.lsn <= mark:
+                bucket = e.lsn >> BUCKET_BITS
+                c = pinned[bucket]
+                c[0] -= b
+                c[1] -= 1
+                if not c[1]:
+                    del pinned[bucket]
+                unpinned += b
+                n += 1
+        if mark and mark <= chain[stop - 1].lsn:
+            del self.marks[mk]
+        self.add(ident, -total, -stop)
+        if n:
+            self.pinned_bytes -= unpinned
+            self.pinned_versions -= n
+            if table is not None:
+                left = self.pinned_tables.get(table, 0) - unpinned
+                if left > 0:
+                    self.pinned_tables[table] = left
+                else:
+                    self.pinned_tables.pop(table, None)
+
+    def pinned_between(self, lo: int, hi: int | None) -> tuple[int, int]:
+        """(bytes, versions) of pinned entries with lo < LSN <= hi (hi None: no
+        bound), to within a bucket at each end."""
+        b_lo = (lo + 1) >> BUCKET_BITS
+        b_hi = None if hi is None else (hi + 1) >> BUCKET_BITS
+        nbytes = versions = 0
+        for bucket, (b, n) in self.pinned.items():
+            if bucket >= b_lo and (b_hi is None or bucket < b_hi):
+                nbytes += b
+                versions += n
+        return nbytes, versions
