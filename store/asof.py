@@ -1,6 +1,6 @@
 """Reads in the past: a key's state just after an LSN (found in its version chain
 by bisection, rebuilt from the nearest full copy or the live value by undoing
-newer versions) and whole-database views with the clock stopped at that point."""
+newer versions); whole-database views are `store.views`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from store.chains import VersionEntry, _entry_lsn
-from store.database import Database, now_ms
+from store.database import Database
 from store.ops import RESTORE, apply_op
 from store.values import copy_value
 
@@ -115,27 +115,3 @@ def states_back(
                 apply_op(scratch, key, u)
         hi = lo
         yield data.get(key), expires.get(key)
-
-
-def database_as_of(store: Store, dbi: int, lsn: int) -> Database:
-    """A read-only database holding every key as it was just after `lsn`, with
-    its clock stopped then (cached until the next commit)."""
-    cached = store.views.get((dbi, lsn))
-    if cached is not None:
-        return cached
-    db = store.dbs[dbi]
-    view = Database(dbi)
-    view.frozen_ms = store.time_of(lsn) if lsn < store.lsn else now_ms()
-    for key in dict.fromkeys([*db.data, *db.chains]):
-        value, expire = value_as_of(store, dbi, key, lsn)
-        if value is not None and (expire is None or expire > view.frozen_ms):
-            view.data[key] = value
-            if expire is not None:
-                view.expires[key] = expire
-        chain = db.chains.get(key)
-        if chain:
-            view.chains[key] = chain[: bisect_right(chain, lsn, key=_entry_lsn)]
-    if len(store.views) > 16:
-        store.views.clear()
-    store.views[(dbi, lsn)] = view
-    return view

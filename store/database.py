@@ -24,6 +24,7 @@ class Database:
         "chains",
         "data",
         "expires",
+        "floor_mark",
         "floors",
         "frozen_ms",
         "heap",
@@ -47,6 +48,7 @@ class Database:
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
         # key -> LSN of the newest version retention dropped: older states are gone.
         self.floors: dict[bytes, int] = {}
+        self.floor_mark = 0  # the newest of the floors: views before it are refused
         # A historical view reads with the clock stopped at its point in time.
         self.frozen_ms: int | None = None
 

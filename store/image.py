@@ -139,6 +139,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
             ]
         if floor is not None:
             db.floors[key] = floor
+            db.floor_mark = max(db.floor_mark, floor)
     store.snapshots = {
         name: keyspace.Snapshot(name, lsn, t, trigger)
         for name, lsn, t, trigger in head["snapshots"]

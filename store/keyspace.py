@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
@@ -32,7 +33,7 @@ from store.accounting import (
     payload_bytes,
 )
 from store.asof import PrunedError as PrunedError
-from store.asof import database_as_of, states_back, value_as_of
+from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
 from store.chains import _CMD_BITS, _cmd_codes, _dict_get, _entry_time
@@ -55,6 +56,7 @@ from store.records import UpdateRecord as UpdateRecord
 from store.records import WriteMeta as WriteMeta
 from store.records import Writer
 from store.values import copy_value
+from store.views import ViewDatabase, make_view
 
 _time = time.time
 
@@ -95,7 +97,10 @@ class Store:
         self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
         self.snapshot_every = 64  # collections keep a full copy every N versions
-        self.views: dict[tuple[int, int], Database] = {}
+        # (db, LSN, clock) -> the view connections checked out there share, while any does
+        self.views: weakref.WeakValueDictionary[tuple[int, int, int], ViewDatabase] = (
+            weakref.WeakValueDictionary()
+        )
         # Tables: "<namespace>:<table>" -> policy for every key under that prefix.
         self.tables: dict[bytes, TablePolicy] = {}
         self.default_sync = False  # the default table's durability (server flag)
@@ -179,8 +184,6 @@ class Store:
         self._version(pending, lsn, t, meta)
         self.index_lsns.append(lsn)
         self.index_times.append(t)
-        if self.views:
-            self.views.clear()
         self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
         if writer is not None:
             writer.last_write_lsn = lsn
@@ -278,7 +281,9 @@ class Store:
             cut = pinned
         if cut > 0:
             self.mem.cut(db.ident, key, chain, cut, table)
-            db.floors[key] = chain[cut - 1].lsn
+            floor = db.floors[key] = chain[cut - 1].lsn
+            if floor > db.floor_mark:
+                db.floor_mark = floor
             del chain[:cut]
         if cut < stop:
             # Past retention but pinned: counted as pinned history (once).
@@ -487,14 +492,18 @@ class Store:
 
     def views_memory(self) -> tuple[int, int]:
         """(views, estimated bytes they hold)."""
-        nbytes = 0
-        for view in self.views.values():
-            nbytes += sum(map(payload_bytes, view.data.values()))
-        return len(self.views), nbytes
+        views = list(self.views.values())
+        return len(views), sum(v.cached_bytes() for v in views)
 
     def view(self, dbi: int, lsn: int) -> Database:
-        """Database `dbi` just after `lsn`, read-only (`store.asof.database_as_of`)."""
-        return database_as_of(self, dbi, lsn)
+        """Database `dbi` just after `lsn`, read-only, made in O(1) and shared by every
+        caller at the same point while one holds it (`store.views`)."""
+        at = self.time_of(lsn) if lsn < self.lsn else now_ms()
+        k = (dbi, lsn, at)
+        view = self.views.get(k)
+        if view is None:
+            view = self.views[k] = make_view(self, dbi, lsn, at)
+        return view
 
     # -- database-level changes ----------------------------------------------------
 

@@ -1,0 +1,171 @@
+"""Views: a database as it was just after an LSN, read-only, made in O(1).
+
+A view computes a key as of its point the first time it is read (`value_as_of`)
+and keeps the answer in a cache shared by every connection checked out at the same
+point; nothing is copied when the view is made, and commits do not invalidate it
+(history at a past LSN does not change). A view lives as long as a connection holds
+it (`Store.views` keeps weak references); reading every key (KEYS, SCAN, DBSIZE)
+fills the cache with every key, as a copy would.
+
+A point's clock (when expiry is judged) is fixed when the view is made: the commit
+time of its LSN, or the present for the newest LSN. Checking out a point older than
+some key's retained history is refused at once (`PrunedError`), using each
+database's floor watermark (the newest LSN trimming has dropped for any key).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from store.accounting import payload_bytes
+from store.asof import PrunedError, value_as_of
+from store.chains import VersionEntry, _entry_lsn
+from store.database import Database
+
+if TYPE_CHECKING:
+    from store.keyspace import Store
+
+_MISSING = (None, None)
+
+
+class _PointStates:
+    """Each key's (value, expire) at the point, computed on first use."""
+
+    def __init__(self, store: Store, dbi: int, lsn: int, at_ms: int) -> None:
+        self.store = store
+        self.dbi = dbi
+        self.lsn = lsn
+        self.at_ms = at_ms
+        self.cache: dict[bytes, tuple[Any, int | None]] = {}
+        self.nbytes = 0  # estimated bytes of the cached values
+
+    def state(self, key: bytes) -> tuple[Any, int | None]:
+        st = self.cache.get(key)
+        if st is None:
+            value, expire = value_as_of(self.store, self.dbi, key, self.lsn)
+            if value is None or (expire is not None and expire <= self.at_ms):
+                st = _MISSING
+            else:
+                st = (value, expire)
+                self.nbytes += payload_bytes(value)
+            self.cache[key] = st
+        return st
+
+    def candidates(self) -> Iterator[bytes]:
+        """Every key that may have existed then: live now, or with a history."""
+        main = self.store.dbs[self.dbi]
+        return iter(dict.fromkeys([*main.data, *main.chains]))
+
+
+class _Values(Mapping[bytes, Any]):
+    __slots__ = ("states",)
+
+    def __init__(self, states: _PointStates) -> None:
+        self.states = states
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        v = self.states.state(key)[0]
+        return default if v is None else v
+
+    def __getitem__(self, key: bytes) -> Any:
+        v = self.states.state(key)[0]
+        if v is None:
+            raise KeyError(key)
+        return v
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is bytes and self.states.state(key)[0] is not None
+
+    def __iter__(self) -> Iterator[bytes]:
+        state = self.states.state
+        return iter([k for k in self.states.candidates() if state(k)[0] is not None])
+
+    def __len__(self) -> int:
+        state = self.states.state
+        return sum(1 for k in self.states.candidates() if state(k)[0] is not None)
+
+    def __bool__(self) -> bool:
+        return True  # may hold keys; asking costs a pass over them
+
+
+class _Expires(_Values):
+    __slots__ = ()
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        at = self.states.state(key)[1]
+        return default if at is None else at
+
+    def __getitem__(self, key: bytes) -> Any:
+        at = self.states.state(key)[1]
+        if at is None:
+            raise KeyError(key)
+        return at
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is bytes and self.states.state(key)[1] is not None
+
+    def __iter__(self) -> Iterator[bytes]:
+        state = self.states.state
+        return iter([k for k in self.states.candidates() if state(k)[1] is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Chains(Mapping[bytes, list[VersionEntry]]):
+    """The main line's version chains, cut at the point."""
+
+    __slots__ = ("chains", "lsn")
+
+    def __init__(self, chains: Any, lsn: int) -> None:
+        self.chains = chains
+        self.lsn = lsn
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        chain = self.chains.get(key)
+        if not chain:
+            return default
+        cut = chain[: bisect_right(chain, self.lsn, key=_entry_lsn)]
+        return cut if cut else default
+
+    def __getitem__(self, key: bytes) -> list[VersionEntry]:
+        chain = self.get(key)
+        if chain is None:
+            raise KeyError(key)
+        return chain  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter([k for k in self.chains if self.get(k) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class ViewDatabase(Database):
+    """Database `dbi` just after `lsn`, read-only, with its clock stopped at `at_ms`."""
+
+    def __init__(self, store: Store, dbi: int, lsn: int, at_ms: int) -> None:
+        super().__init__(dbi)
+        main = store.dbs[dbi]
+        self.lsn = lsn
+        self.frozen_ms = at_ms
+        self.states = _PointStates(store, dbi, lsn, at_ms)
+        self.data = _Values(self.states)  # type: ignore[assignment]
+        self.expires = _Expires(self.states)  # type: ignore[assignment]
+        self.chains = _Chains(main.chains, lsn)  # type: ignore[assignment]
+        self.floors = main.floors
+
+    def cached_bytes(self) -> int:
+        return self.states.nbytes
+
+
+def make_view(store: Store, dbi: int, lsn: int, at_ms: int) -> ViewDatabase:
+    """A view of database `dbi` at `lsn` (O(1)); PrunedError if trimming has dropped
+    some key's state there."""
+    main = store.dbs[dbi]
+    if main.floor_mark > lsn:
+        key = next((k for k, f in main.floors.items() if f > lsn), b"")
+        raise PrunedError(lsn, key)
+    return ViewDatabase(store, dbi, lsn, at_ms)
