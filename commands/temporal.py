@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from commands.branch_lookup import checkout_branch, get_branch
 from commands.config_table import config_get_value
@@ -365,75 +365,78 @@ def _is_branch(argv: list[bytes], i: int) -> bool:
     return i + 1 < len(argv) and argv[i].lower() == b"branch"
 
 
-def _states(s: Session, argv: list[bytes], i: int) -> tuple[dict[bytes, Any], int]:
-    """Every key's (value, expire) at a point, or at a branch head (BRANCH <name>)."""
+class _Side(NamedTuple):
+    """One side of TS.DIFF: a point, or a branch head (BRANCH <name>)."""
+
+    lsn: int  # the main-line LSN its keys are read at, where it did not change them
+    changed: set[bytes]  # keys it changed beyond that (a branch's own)
+    point: Point | None  # None for a branch head (expiry is not judged there)
+    state: Callable[[bytes], tuple[Any, int | None]]
+
+
+def _side(s: Session, argv: list[bytes], i: int) -> tuple[_Side, int]:
     if _is_branch(argv, i):
-        db = get_branch(s, argv[i + 1]).dbs[s.dbi]
-        return {k: (db.data.get(k), db.expires.get(k)) for k in list(db.data)}, i + 2
+        branch = get_branch(s, argv[i + 1])
+        db = branch.dbs[s.dbi]
+
+        def head(key: bytes) -> tuple[Any, int | None]:
+            return db.data.get(key), db.expires.get(key)
+
+        return _Side(branch.fork_lsn, db.changed(), None, head), i + 2
     point, end = parse_point(s, argv, i)
-    try:
-        view = s.store.view(s.dbi, point.lsn)
-    except PrunedError as e:
-        raise pruned(e) from None
-    states: dict[bytes, Any] = {}
-    for k, v in view.data.items():
-        exp = view.expires.get(k)
-        if exp is None or exp > point.at_ms:
-            states[k] = (v, exp)
-    return states, end
+    return _Side(point.lsn, set(), point, lambda key: state_as_of(s, key, point)), end
 
 
-def _diff_states(
-    old: dict[bytes, Any], new: dict[bytes, Any], pattern: bytes | None, count: int | None
-) -> dict[bytes, Reply]:
-    out: dict[bytes, Reply] = {}
-    match = match_filter(pattern)
-    for key in sorted(old.keys() | new.keys()):
-        if match is not None and not match(key):
-            continue
-        if count is not None and len(out) >= count:
-            break
-        if key not in old:
-            out[key] = b"added"
-        elif key not in new:
-            out[key] = b"removed"
-        elif type(old[key][0]) is not type(new[key][0]) or old[key] != new[key]:
-            out[key] = b"changed"
-    return out
+def _diff_candidates(s: Session, a: _Side, b: _Side) -> tuple[set[bytes], set[bytes]]:
+    """(keys that may differ because something wrote them, keys that may differ only
+    because the two clocks judge one committed state's expiry differently)."""
+    store = s.store
+    lo, hi = min(a.lsn, b.lsn), max(a.lsn, b.lsn)
+    written = store.keys_written(s.dbi, lo, hi)
+    if written is None:  # not known from the index: every key of the database
+        db = store.dbs[s.dbi]
+        written = set(db.data) | set(db.chains)
+    written |= a.changed | b.changed
+    clocked: set[bytes] = set()
+    if a.point is not None and b.point is not None and a.point.at_ms != b.point.at_ms:
+        # A key not written in between may have had a TTL at `hi` that one clock
+        # passed: it has a TTL now, or was written since.
+        db = store.dbs[s.dbi]
+        since = store.keys_written(s.dbi, hi, store.lsn)
+        clocked = set(db.expires) | (set(db.data) | set(db.chains) if since is None else since)
+        clocked -= written
+    return written, clocked
 
 
 @command("ts.diff", -5, RO)
 def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
-    if _is_branch(argv, 1) or _is_branch(argv, 3):
-        before, i = _states(s, argv, 1)
-        after, i = _states(s, argv, i)
-        pattern, count = _diff_options(argv, i)
-        return _diff_states(before, after, pattern, count)
-    a, i = parse_point(s, argv, 1)
-    b, i = parse_point(s, argv, i)
+    a, i = _side(s, argv, 1)
+    b, i = _side(s, argv, i)
     pattern, count = _diff_options(argv, i)
-    db = s.store.dbs[s.dbi]
-    chains, floors = db.chains, db.floors
-    lo, hi = min(a.lsn, b.lsn), max(a.lsn, b.lsn)
+    written, clocked = _diff_candidates(s, a, b)
+    match = match_filter(pattern)
+    hi = max(a.lsn, b.lsn)
+    floors = s.store.dbs[s.dbi].floors
     out: dict[bytes, Reply] = {}
-    for key in _keys(s, pattern):
+    for key in sorted(written | clocked):
         if count is not None and len(out) >= count:
             break
-        chain = chains.get(key, ())
-        k = bisect_right(chain, lo, key=entry_lsn)
-        if k < len(chain) and chain[k].lsn <= hi:
-            old, old_exp = state_as_of(s, key, a)
-            new, new_exp = state_as_of(s, key, b)
+        if match is not None and not match(key):
+            continue
+        if key in written:
+            old, old_exp = a.state(key)
+            new, new_exp = b.state(key)
         else:
+            assert a.point is not None and b.point is not None
             floor = floors.get(key)
-            if floor is not None and lo < floor:
-                raise pruned(PrunedError(lo, key))
-            # No version in between: one committed state, alive or not by each clock.
+            if floor is not None and min(a.lsn, b.lsn) < floor:
+                raise pruned(PrunedError(min(a.lsn, b.lsn), key))
+            # One committed state, alive or not by each clock.
             old, old_exp = new, new_exp = state_as_of(s, key, Point(hi, 0))
             if old is not None and old_exp is not None:
-                if old_exp <= a.at_ms:
+                if old_exp <= a.point.at_ms:
                     old, old_exp = None, None
-                if new_exp is not None and new_exp <= b.at_ms:
+                if new_exp is not None and new_exp <= b.point.at_ms:
                     new, new_exp = None, None
         if old is None and new is None:
             continue

@@ -6,7 +6,8 @@ from them. Turning them into bytes (msgpack, zstd, the object's framing) is the
 flusher's business (`flusher.checkpoint`); nothing here knows of it.
 
 The header: lsn, last_time_ms, databases, index_lsns and index_times (the time
-index as machine arrays), snapshots, extra (other parts' state, by name) and
+index as machine arrays), index_keys and index_from (the version index,
+`store.windex`), snapshots, extra (other parts' state, by name) and
 cmd_names (the command codes packed versions refer to).
 
 Items, one per key, 6 fields: (db, key, value or None, expire or None, chain,
@@ -23,7 +24,7 @@ from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from store import keyspace
+from store import keyspace, windex
 from store.ops import CREATED
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ def export_image(store: Store) -> Iterator[Any]:
         "databases": len(store.dbs),
         "index_lsns": store.index_lsns.tobytes(),
         "index_times": store.index_times.tobytes(),
+        "index_keys": windex.export(store.index_keys),
+        "index_from": store.index_from,
         "snapshots": [tuple(snap) for snap in store.snapshots.values()],
         "extra": store.checkpoint_extra(),
         "cmd_names": keyspace.cmd_names(),
@@ -102,6 +105,12 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
     caller has checked that the store has at least `head["databases"]` databases."""
     store.index_lsns = array("q", head["index_lsns"])
     store.index_times = array("q", head["index_times"])
+    if "index_keys" in head:
+        store.index_keys = windex.restore(head["index_keys"])
+        store.index_from = int(head["index_from"])
+    else:  # written before the version index: it starts after this image
+        store.index_keys = [()] * len(store.index_lsns)
+        store.index_from = int(head["lsn"]) + 1
     dbs = store.dbs
     names: list[str] = head.get("cmd_names", [])
     table = keyspace.translate_codes(names)

@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from store import image
+from store import image, windex
 from store.accounting import (
     PACKED_BYTES,
     HistoryMemory,
@@ -93,6 +93,10 @@ class Store:
         # The time index: commit time of every LSN, for TIME points and views.
         self.index_lsns = array("q")
         self.index_times = array("q")
+        # The version index: what each of those commits wrote (store.windex), known
+        # for LSNs from index_from on.
+        self.index_keys: list[Any] = []
+        self.index_from = 0
         self.snapshots: dict[bytes, Snapshot] = {}
         self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
@@ -178,9 +182,11 @@ class Store:
             dbi, key, op, _undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
             cmds: tuple[str, ...] = (cmd,)
+            self.index_keys.append(key if dbi == 0 and key is not None else windex.entry(ops))
         else:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
+            self.index_keys.append(windex.entry(ops))
         self._version(pending, lsn, t, meta)
         self.index_lsns.append(lsn)
         self.index_times.append(t)
@@ -358,6 +364,7 @@ class Store:
         takes a short path with the result `replay` would give; others go there."""
         dbs = self.dbs
         add_lsn, add_time = self.index_lsns.append, self.index_times.append
+        add_key = self.index_keys.append
         codes = _cmd_codes
         applied = 0
         packed = 0
@@ -387,6 +394,7 @@ class Store:
                         chains[key] = lsn << _CMD_BITS | code
                         add_lsn(lsn)
                         add_time(t)
+                        add_key(key if dbi == 0 else ((dbi, key),))
                         last_t = t
                         packed += 1
                         continue
@@ -413,6 +421,7 @@ class Store:
                 db.own(key)
             pending.append((dbi, key, op, apply_op(db, key, op), cmd))
         self._version(pending, record.lsn, record.time_ms, record.meta)
+        self.index_keys.append(windex.entry(record.ops))
         self.index_lsns.append(record.lsn)
         self.index_times.append(record.time_ms)
         self.lsn = record.lsn
@@ -484,6 +493,14 @@ class Store:
         """The last LSN committed at or before `t_ms` (0 before the first)."""
         i = bisect_right(self.index_times, t_ms)
         return self.index_lsns[i - 1] if i else 0
+
+    def keys_written(self, ident: Any, lo: int, hi: int) -> set[bytes] | None:
+        """Keys of database `ident` written with lo < LSN <= hi, from the version
+        index; None when that is not known (a SWAPDB in between, or a range before
+        the index's start)."""
+        if lo + 1 < self.index_from:
+            return None
+        return windex.keys_written(self.index_lsns, self.index_keys, ident, lo, hi)
 
     def time_of(self, lsn: int) -> int:
         """When `lsn` was committed (0 for LSN 0)."""

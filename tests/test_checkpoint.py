@@ -116,8 +116,8 @@ def test_packed_versions_from_a_process_with_other_command_codes(
 
 # An image written before checkpoints went through Store.export_image (same
 # records as `_golden_store`, in a fresh interpreter, so command codes are the
-# ones a server starting up assigns). Existing checkpoints must keep loading, and
-# the image of the same state must stay byte for byte the same.
+# ones a server starting up assigns). Existing checkpoints must keep loading (the
+# version index then starts after them).
 GOLDEN_IMAGE = bytes.fromhex(
     "88a36c736e07ac6c6173745f74696d655f6d73cf0000018bcfe56806a964617461626173657302aa696e6465"
     "785f6c736e73c438010000000000000002000000000000000300000000000000040000000000000005000000"
@@ -131,6 +131,24 @@ GOLDEN_IMAGE = bytes.fromhex(
     "6803a37365749193a7726573746f7265c0c0c0c09605cf0000018bcfe56804a364656c9193a7726573746f72"
     "65c40178c0c0c0c09601c4016882c40166c40131c40167c40132c09204a468736574c09601c4016cc7070192"
     "c40161c40162c09207a57270757368c0"
+)
+# The same state as the checkpoint writes it since the version index (index_keys,
+# index_from) joined the header: it must stay byte for byte the same.
+GOLDEN_IMAGE_INDEXED = bytes.fromhex(
+    "8aa36c736e07ac6c6173745f74696d655f6d73cf0000018bcfe56806a964617461626173657302aa696e6465"
+    "785f6c736e73c438010000000000000002000000000000000300000000000000040000000000000005000000"
+    "0000000006000000000000000700000000000000ab696e6465785f74696d6573c4380068e5cf8b0100000168"
+    "e5cf8b0100000268e5cf8b0100000368e5cf8b0100000468e5cf8b0100000568e5cf8b0100000668e5cf8b01"
+    "0000aa696e6465785f6b65797397c405706c61696ec40374746cc405706c61696e919201c40168929200c404"
+    "676f6e659200c404676f6e6590919201c4016caa696e6465785f66726f6d00a9736e617073686f74739194c4"
+    "04736e617006cf0000018bcfe56805c4066465706c6f79a5657874726182a67461626c657390a86272616e63"
+    "68657390a9636d645f6e616d657393a3736574a468736574a572707573689600c405706c61696ec40177c092"
+    "9601cf0000018bcfe56800a37365749193a7726573746f7265c0c0c0c09603cf0000018bcfe56802a3736574"
+    "9193a7726573746f7265c40176c09307c4026d65c403776879c0c09600c40374746cc40176cf0000018c0b80"
+    "32009202a3736574c09600c404676f6e65c0c0929605cf0000018bcfe56803a37365749193a7726573746f72"
+    "65c0c0c0c09605cf0000018bcfe56804a364656c9193a7726573746f7265c40178c0c0c0c09601c4016882c4"
+    "0166c40131c40167c40132c09204a468736574c09601c4016cc7070192c40161c40162c09207a57270757368"
+    "c0"
 )
 GOLDEN_SCRIPT = """
 import sys
@@ -173,4 +191,10 @@ def test_an_image_written_before_the_store_export_loads_and_is_written_the_same(
     out = subprocess.run(
         [sys.executable, "-c", GOLDEN_SCRIPT], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert bytes.fromhex(out.stdout) == GOLDEN_IMAGE
+    assert bytes.fromhex(out.stdout) == GOLDEN_IMAGE_INDEXED
+    assert fresh.index_from == 8 and fresh.keys_written(0, 0, 7) is None
+    indexed = Store(databases=2)
+    assert load_image(indexed, GOLDEN_IMAGE_INDEXED, "golden") == 7
+    assert _state(indexed) == _state(fresh)
+    assert indexed.keys_written(0, 0, 7) == {b"plain", b"ttl", b"gone"}
+    assert indexed.keys_written(1, 3, 7) == {b"h", b"l"}

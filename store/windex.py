@@ -1,0 +1,65 @@
+"""The version index: the keys each commit wrote, beside the time index.
+
+`Store.index_keys[i]` names what the commit `Store.index_lsns[i]` wrote: the key
+itself for the common commit (one op on database 0), else a tuple of (database
+ident, key) pairs; a SWAPDB appears as (database, None). One list append per commit.
+`keys_written` answers "which keys of this database changed between two LSNs" in
+O(commits in between), so TS.DIFF need not visit keys that did not change. The
+index covers LSNs from `Store.index_from` on (checkpoints written before the index
+existed do not hold it: a range reaching before that is not known).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+
+def entry(ops: Sequence[tuple[Any, bytes | None, Any]]) -> Any:
+    """The index entry of a commit's ops."""
+    if len(ops) == 1:
+        dbi, key, _op = ops[0]
+        if dbi == 0 and key is not None:
+            return key
+    return tuple([(d, k) for d, k, op in ops if k is not None or op[0] == "swapdb"])
+
+
+def keys_written(
+    lsns: Sequence[int], entries: Sequence[Any], ident: Any, lo: int, hi: int
+) -> set[bytes] | None:
+    """Keys of database `ident` written by commits with lo < LSN <= hi; None when a
+    SWAPDB happened in between (every key may have changed)."""
+    start = bisect_right(lsns, lo)
+    stop = bisect_right(lsns, hi)
+    out: set[bytes] = set()
+    main0 = ident == 0
+    for i in range(start, stop):
+        e = entries[i]
+        if type(e) is bytes:
+            if main0:
+                out.add(e)
+            continue
+        for d, k in e:
+            if k is None:
+                if type(d) is int:
+                    return None
+            elif d == ident:
+                out.add(k)
+    return out
+
+
+def export(entries: list[Any]) -> list[Any]:
+    """The index as plain lists (a checkpoint's header)."""
+    return [e if type(e) is bytes else [[d, k] for d, k in e] for e in entries]
+
+
+def restore(saved: list[Any]) -> list[Any]:
+    """The index from a checkpoint's header (idents back to ints or (branch, n))."""
+    out: list[Any] = []
+    for e in saved:
+        if type(e) is bytes:
+            out.append(e)
+        else:
+            out.append(tuple([(d if type(d) is int else tuple(d), k) for d, k in e]))
+    return out
