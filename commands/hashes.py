@@ -41,6 +41,8 @@ from commands.errors import (
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
 from commands.registry import Flag, command
 from commands.replies import OK, Reply
+from commands.resp import encode_reply
+from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from commands.strings import incr_float_text
 from store.ops import HDEL, HSET
@@ -301,6 +303,13 @@ def cmd_hrandfield(s: Session, argv: list[bytes]) -> Reply:
     if h is None or count == 0:
         return []
     size = len(h)
+    if count < -size:  # many picks: each entry encoded once (commands.sampling)
+        if not withvalues:
+            return sample_reply(s, fragments(s, list(h)), -count)
+        if s.resp == 2:
+            frags = [encode_reply(f, 2) + encode_reply(v, 2) for f, v in h.items()]
+            return sample_reply(s, frags, -count, 2)
+        return sample_reply(s, fragments(s, [list(p) for p in h.items()]), -count)
     if count < 0 or count == 1:
         items = list(h.items())
         return _shape(s, random.choices(items, k=-count if count < 0 else 1), withvalues)

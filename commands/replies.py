@@ -30,6 +30,12 @@ class Verbatim(bytes):
     __slots__ = ()
 
 
+class Encoded(bytes):
+    """A reply already encoded in RESP for the connection's protocol, written as is."""
+
+    __slots__ = ()
+
+
 class Push(list[Any]):
     """An out-of-band push (RESP3 `>`); an array in RESP2."""
 

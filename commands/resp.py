@@ -24,7 +24,7 @@ from commands.errors import (
 )
 from commands.limits import PROTO_MAX_BULK_DEFAULT
 from commands.parsing import format_double, string2ll
-from commands.replies import NULL_ARRAY, ErrorReply, Frames, Push, Simple, Verbatim
+from commands.replies import NULL_ARRAY, Encoded, ErrorReply, Frames, Push, Simple, Verbatim
 
 INLINE_MAX = 64 * 1024
 PROTO_MAX_BULK_LEN = PROTO_MAX_BULK_DEFAULT  # until CONFIG SET proto-max-bulk-len
@@ -288,6 +288,8 @@ def encode(r: Any, resp: int, out: list[bytes]) -> None:
         out.append((b"*%d\r\n" if resp == 2 else b">%d\r\n") % len(r))
         for x in r:
             encode(x, resp, out)
+    elif t is Encoded:
+        out.append(r)
     elif t is Frames:
         for x in r:
             encode(x, resp, out)

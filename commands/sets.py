@@ -27,6 +27,7 @@ from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
 from commands.replies import Reply
+from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from store.ops import DEL, KEEP_TTL, SADD, SET, SREM
 from store.values import SET_MAX_INTSET_ENTRIES, HashSet, is_int_member, new_set
@@ -200,6 +201,8 @@ def srandmember_count(s: Session, key: bytes, arg: bytes) -> Reply:
     v = get_set(s, key)
     if v is None or n == 0:
         return []
+    if n < -len(v):  # many picks: each member encoded once (commands.sampling)
+        return sample_reply(s, fragments(s, tuple(v)), -n)
     if n < 0 or n == 1:
         return random.choices(tuple(v), k=-n if n < 0 else 1)
     if n >= len(v):

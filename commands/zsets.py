@@ -63,6 +63,8 @@ from commands.parsing import (
 )
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, Blocked, Reply
+from commands.resp import encode_reply
+from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from commands.zset_ranges import (
     LONG_MAX,
@@ -709,6 +711,13 @@ def cmd_zrandmember(s: Session, argv: list[bytes]) -> Reply:
         return []
     order = z.order
     size = len(order)
+    if count < -size:  # many picks: each entry encoded once (commands.sampling)
+        if not withscores:
+            return sample_reply(s, fragments(s, [m for _, m in order]), -count)
+        if s.resp == 2:
+            frags = [encode_reply(m, 2) + encode_reply(sc, 2) for sc, m in order]
+            return sample_reply(s, frags, -count, 2)
+        return sample_reply(s, fragments(s, [[m, sc] for sc, m in order]), -count)
     if count < 0 or count == 1:
         rr = random.randrange
         items = [order[rr(size)] for _ in range(-count if count < 0 else 1)]

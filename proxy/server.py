@@ -115,6 +115,7 @@ class Connection(asyncio.Protocol):
         self.close_when_released = False
         self.output_blocked = False  # stopped mid-pipeline until the client reads
         self.soft_since = 0.0  # when its output went past the soft limit (0: it is not)
+        self.last_write_len = 0  # bytes of the latest write (one reply may be huge)
 
     # -- asyncio callbacks -------------------------------------------------------
 
@@ -172,9 +173,11 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.paused:
             self.paused = True
             self.transport.pause_reading()
+        # One reply may be larger than the cap (SRANDMEMBER -20000000, as Redis
+        # allows): what counts is what is owed beyond the write that crossed it.
         if (
             self.transport is not None
-            and self.transport.get_write_buffer_size() > OUTPUT_HARD_LIMIT
+            and self.transport.get_write_buffer_size() - self.last_write_len > OUTPUT_HARD_LIMIT
         ):
             self.transport.abort()
 
@@ -368,6 +371,7 @@ class Connection(asyncio.Protocol):
             data = b"".join(out) if len(out) > 1 else out[0]
             assert self.session is not None
             self.session.server.stats.net_output_bytes += len(data)
+            self.last_write_len = len(data)
             self.transport.write(data)
             if self.transport.get_write_buffer_size():
                 self.check_output_limit()
