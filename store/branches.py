@@ -29,12 +29,24 @@ _MISSING = object()
 class Overlay(MutableMapping[bytes, Any]):
     """A mapping of a branch's own entries over the main line's as of the fork."""
 
-    __slots__ = ("base", "deleted", "own")
+    __slots__ = ("base", "deleted", "hidden", "own")
 
     def __init__(self, base: Any) -> None:
         self.own: dict[bytes, Any] = {}
         self.deleted: set[bytes] = set()
-        self.base = base  # callable: key -> value at the fork or None; .keys() iterable
+        self.base: _BaseAt = base  # key -> value at the fork or None
+        # How many of the keys in own or deleted the base has: len() and bool() are
+        # then O(1) (a key never leaves own-or-deleted once in it).
+        self.hidden = 0
+
+    def _shadow(self, key: bytes) -> None:
+        """`key` is about to enter own or deleted."""
+        if key not in self.own and key not in self.deleted and self.base(key) is not None:
+            self.hidden += 1
+
+    def recount(self) -> None:
+        """Recompute `hidden` (after own and deleted were loaded whole)."""
+        self.hidden = sum(1 for k in {*self.own, *self.deleted} if self.base(k) is not None)
 
     def __getitem__(self, key: bytes) -> Any:
         v = self.get(key, _MISSING)
@@ -55,12 +67,14 @@ class Overlay(MutableMapping[bytes, Any]):
         return isinstance(key, bytes) and self.get(key) is not None
 
     def __setitem__(self, key: bytes, value: Any) -> None:
+        self._shadow(key)
         self.own[key] = value
         self.deleted.discard(key)
 
     def __delitem__(self, key: bytes) -> None:
         if key not in self:
             raise KeyError(key)
+        self._shadow(key)
         self.own.pop(key, None)
         self.deleted.add(key)
 
@@ -70,6 +84,7 @@ class Overlay(MutableMapping[bytes, Any]):
             if default:
                 return default[0]
             raise KeyError(key)
+        self._shadow(key)
         self.own.pop(key, None)
         self.deleted.add(key)
         return v
@@ -81,10 +96,10 @@ class Overlay(MutableMapping[bytes, Any]):
                 yield key
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.own) + self.base.live_count() - self.hidden
 
     def __bool__(self) -> bool:
-        return bool(self.own) or any(True for _ in self)
+        return bool(self.own) or self.base.live_count() > self.hidden
 
 
 class _BaseAt:
@@ -96,6 +111,7 @@ class _BaseAt:
         self.fork_lsn = fork_lsn
         self.expiries = expiries
         self.cache: dict[bytes, tuple[Any, int | None]] = {}
+        self.count: int | None = None
 
     def state(self, key: bytes) -> tuple[Any, int | None]:
         st = self.cache.get(key)
@@ -109,6 +125,12 @@ class _BaseAt:
         return (
             expire if self.expiries and value is not None else value if not self.expiries else None
         )
+
+    def live_count(self) -> int:
+        """How many keys the base has: counted once (the base does not change)."""
+        if self.count is None:
+            self.count = sum(1 for _ in self.live_keys())
+        return self.count
 
     def live_keys(self) -> Iterator[bytes]:
         main = self.store.dbs[self.dbi]
@@ -142,7 +164,7 @@ class BranchDatabase(Database):
             return
         value, expire = self.base_values.state(key)
         if value is not None:
-            data.own[key] = copy_value(value)
+            data[key] = copy_value(value)
             if expire is not None:
                 self.expires[key] = expire
 
@@ -218,6 +240,8 @@ class Branches(dict[bytes, Branch]):
                 data.deleted = set(deleted)
                 expires.own = dict(exp_own)
                 expires.deleted = set(exp_deleted)
+                data.recount()
+                expires.recount()
                 for k, c in chains.items():
                     db.chains[k] = [
                         VersionEntry(lsn, t, cmd, undo, None if m is None else WriteMeta(*m))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import commands.families  # noqa: F401
 from commands.branch_lookup import checkout_branch
@@ -217,3 +219,50 @@ def test_reply_shapes_on_the_wire(resp: int) -> None:
     finally:
         c.close()
         p.stop()
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["SET", "DEL", "EXPIRE", "PERSIST", "FLUSH"]),
+        st.sampled_from([b"a", b"b", b"c", b"d", b"e"]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(main=ops, branch=ops)
+def test_branch_sizes_are_counted_not_scanned(
+    main: list[tuple[str, bytes]], branch: list[tuple[str, bytes]]
+) -> None:
+    """DBSIZE and every write's `if db.expires` on a branch are O(1): the base is
+    counted once, then kept by the overlay; the counts equal a full scan."""
+    store, s, _ = setup()
+
+    def play(seq: list[tuple[str, bytes]]) -> None:
+        for cmd, key in seq:
+            if cmd == "SET":
+                run(s, "SET", key, b"v")
+            elif cmd == "EXPIRE":
+                run(s, "EXPIRE", key, b"100")
+            elif cmd == "FLUSH":
+                run(s, "DEL", *[k for k in (b"a", b"b", b"c", b"d", b"e") if k != key])
+            else:
+                run(s, cmd, key)
+
+    play(main)
+    run(s, "TS.BRANCH", "CREATE", "b")
+    play(main[::-1])  # the main line moves on after the fork
+    on(s, "b")
+    db = store.branches[b"b"].dbs[0]
+    scans = []
+    for base in (db.base_values, db.base_expires):
+        real = base.live_keys
+        base.live_keys = lambda real=real: (scans.append(1), (yield from real()))[1]  # type: ignore[method-assign]
+    play(branch)
+    size = run(s, "DBSIZE")
+    assert len(scans) <= 2  # at most one count per base
+    for m in (db.odata, db.oexpires):
+        assert len(m) == sum(1 for _ in m)
+        assert bool(m) == any(True for _ in m)
+    assert size == len(db.odata)
