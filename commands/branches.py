@@ -16,7 +16,7 @@ writes at the branch.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, NamedTuple
 
 from commands.branch_lookup import branch_name, get_branch
 from commands.errors import SYNTAX, CommandError
@@ -24,6 +24,7 @@ from commands.points import parse_at
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
 from commands.session import Session
+from commands.slices import map_in_slices, run_sliced, sliced, write_in_slices
 from store import Database
 from store.branches import Branch
 from store.keyspace import _entry_lsn
@@ -122,35 +123,55 @@ def cmd_ts_merge(s: Session, argv: list[bytes]) -> Reply:
     if target is source:
         raise CommandError("ERR cannot merge a branch into itself")
     store = s.store
-    plan: list[tuple[Database, bytes, Any, int | None]] = []
-    conflicts: list[bytes] = []
-    for n, src_db in enumerate(source.dbs):
-        dst_db: Database = store.dbs[n] if target is None else target.dbs[n]
-        for key in sorted(src_db.chains):
-            theirs = _state(src_db, key)
-            ours = _state(dst_db, key)
-            if theirs == ours:
-                continue
-            if target is None:
-                both = _changed_on_main(dst_db, key, source.fork_lsn)
-            else:
-                both = key in dst_db.chains
-            if both:
-                if strategy == b"fail":
-                    conflicts.append(key)
-                    continue
-                if strategy == b"ours":
-                    continue
-            plan.append((dst_db, key, theirs[0], theirs[1]))
-    if conflicts:
-        shown = b", ".join(conflicts[:20]) + (b", ..." if len(conflicts) > 20 else b"")
-        into = MAIN if target is None else target.name
-        raise CommandError(
-            CONFLICT.format(branch_name(source.name), branch_name(into), branch_name(shown))
-        )
-    for dst_db, key, value, expire in plan:
-        if value is None:
-            store.apply(dst_db, key, (DEL,))
+    keys = [
+        (src_db, store.dbs[n] if target is None else target.dbs[n], key)
+        for n, src_db in enumerate(source.dbs)
+        for key in sorted(src_db.chains)
+    ]
+
+    def compare(item: tuple[Database, Database, bytes]) -> _Merge | None:
+        src_db, dst_db, key = item
+        theirs = _state(src_db, key)
+        if theirs == _state(dst_db, key):
+            return None
+        if target is None:
+            both = _changed_on_main(dst_db, key, source.fork_lsn)
         else:
-            store.apply(dst_db, key, (RESTORE, copy_value(value), expire))
-    return len(plan)
+            both = key in dst_db.chains
+        return _Merge(dst_db, key, theirs[0], theirs[1], both)
+
+    def check(merges: list[_Merge | None]) -> list[_Merge]:
+        conflicts = [m.key for m in merges if m is not None and m.both]
+        if conflicts and strategy == b"fail":
+            shown = b", ".join(conflicts[:20]) + (b", ..." if len(conflicts) > 20 else b"")
+            into = MAIN if target is None else target.name
+            raise CommandError(
+                CONFLICT.format(branch_name(source.name), branch_name(into), branch_name(shown))
+            )
+        return [m for m in merges if m is not None and not (m.both and strategy == b"ours")]
+
+    def write(m: _Merge) -> bool:
+        if m.value is None:
+            store.apply(m.db, m.key, (DEL,))
+        else:
+            store.apply(m.db, m.key, (RESTORE, copy_value(m.value), m.expire))
+        return True
+
+    if not sliced(s, len(keys)):
+        return sum(write(m) for m in check([compare(k) for k in keys]))
+
+    async def merge() -> Reply:
+        plan = check(await map_in_slices(compare, keys))
+        return await write_in_slices(s, "ts.merge", plan, write)
+
+    return run_sliced(merge)
+
+
+class _Merge(NamedTuple):
+    """One key TS.MERGE would write: its state on the source branch."""
+
+    db: Database
+    key: bytes
+    value: Any
+    expire: int | None
+    both: bool  # changed on both sides since the fork (a conflict)

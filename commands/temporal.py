@@ -60,6 +60,7 @@ from commands.points import (
 from commands.registry import Flag, command
 from commands.replies import OK, ErrorReply, Reply
 from commands.session import Session
+from commands.slices import map_in_slices, run_sliced, sliced, write_in_slices
 from store import PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
 from store.stream import MAX_ID, MIN_ID, Stream
@@ -111,12 +112,12 @@ def read_shape(s: Session, value: Any) -> Reply:
 
 
 def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
-    """Every key of the selected database with a value or a history, sorted."""
+    """Every key of the selected database with a value or a history."""
     db = s.store.dbs[s.dbi]
     keys = dict.fromkeys(db.data)
     keys.update(dict.fromkeys(db.chains))
     match = match_filter(pattern)
-    return sorted(k for k in keys if match is None or match(k))
+    return list(keys) if match is None else [k for k in keys if match(k)]
 
 
 def _versions(chain: Sequence[VersionEntry], lo: int, hi: int) -> list[list[VersionEntry]]:
@@ -479,6 +480,14 @@ def cmd_ts_restore(s: Session, argv: list[bytes]) -> Reply:
         if argv[i].lower() != b"match" or i + 2 != len(argv):
             raise CommandError(SYNTAX)
         pattern = argv[i + 1]
+    keys = _keys(s, pattern)
     # Read every old state first, so a PRUNED key fails the command before any write.
-    states = [(key, *state_as_of(s, key, point)) for key in _keys(s, pattern)]
-    return sum(_revert(s, key, value, expire) for key, value, expire in states)
+    if not sliced(s, len(keys)):
+        states = [(key, *state_as_of(s, key, point)) for key in keys]
+        return sum(_revert(s, key, value, expire) for key, value, expire in states)
+
+    async def restore() -> Reply:
+        states = await map_in_slices(lambda key: (key, *state_as_of(s, key, point)), keys)
+        return await write_in_slices(s, "ts.restore", states, lambda st: _revert(s, *st))
+
+    return run_sliced(restore)
