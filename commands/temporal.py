@@ -58,7 +58,8 @@ from commands.points import (
     state_as_of,
 )
 from commands.registry import Flag, command
-from commands.replies import OK, ErrorReply, Reply
+from commands.replies import OK, Encoded, ErrorReply, Reply
+from commands.resp import encode_reply
 from commands.session import Session
 from commands.slices import map_in_slices, run_sliced, sliced, write_in_slices
 from store import PrunedError, Store, VersionEntry, WriteMeta, now_ms
@@ -120,16 +121,41 @@ def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
     return list(keys) if match is None else [k for k in keys if match(k)]
 
 
-def _versions(chain: Sequence[VersionEntry], lo: int, hi: int) -> list[list[VersionEntry]]:
-    """The chain's entries with lo <= LSN <= hi, grouped by LSN (one group per version)."""
+# The values one TS.HISTORY WITHVALUES reply may carry, as for one bulk string.
+HISTORY_TOO_LARGE = (
+    "ERR TS.HISTORY values would be larger than proto-max-bulk-len ({} bytes): "
+    "page them with COUNT and FROM"
+)
+
+
+def _versions(
+    chain: Sequence[VersionEntry],
+    lo: int,
+    hi: int,
+    rev: bool = False,
+    count: int | None = None,
+    author: bytes | None = None,
+) -> list[list[VersionEntry]]:
+    """The chain's entries with lo <= LSN <= hi, grouped by LSN (one group per
+    version), oldest first (newest first with `rev`), only `author`'s, stopping at
+    `count` groups: O(log n + what is listed)."""
     start = bisect_right(chain, lo - 1, key=entry_lsn)
     stop = bisect_right(chain, hi, key=entry_lsn)
+    span = range(stop - 1, start - 1, -1) if rev else range(start, stop)
     groups: list[list[VersionEntry]] = []
-    for e in chain[start:stop]:
+    for i in span:
+        e = chain[i]
         if groups and groups[-1][0].lsn == e.lsn:
             groups[-1].append(e)
-        else:
-            groups.append([e])
+            continue
+        if count is not None and len(groups) >= count:
+            break
+        if author is not None and (e.meta is None or e.meta.author != author):
+            continue
+        groups.append([e])
+    if rev:
+        for g in groups:
+            g.reverse()
     return groups
 
 
@@ -198,22 +224,40 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
         else:
             raise CommandError(SYNTAX)
     chain = chains_and_floors(s)[0].get(key, [])
-    groups = _versions(chain, lo, min(hi, base))
-    if author is not None:
-        groups = [g for g in groups if g[0].meta is not None and g[0].meta.author == author]
-    if rev:
-        groups.reverse()
-    if count is not None:
-        groups = groups[:count]
-    values: dict[int, Reply] = {}
-    if withvalues and groups:
-        # Walk back from the newest listed version, one version's undo per step.
-        lsns = sorted((g[0].lsn for g in groups), reverse=True)
-        states = s.store.states_back(s.db.ident, key, chain, lsns)
-        for lsn, (value, expire) in zip(lsns, states, strict=True):
-            if value is not None and expire is not None and expire <= clock_of(s, lsn):
-                value = None
-            values[lsn] = read_shape(s, value)
+    groups = _versions(chain, lo, min(hi, base), rev, count, author)
+    if not withvalues or not groups:
+        return _history_entries(groups, None)
+    # Walk back from the newest listed version, one version's undo per step, over a
+    # copy of that stretch of the chain (writes between slices may trim the chain).
+    lsns = sorted((g[0].lsn for g in groups), reverse=True)
+    first = bisect_right(chain, lsns[-1] - 1, key=entry_lsn)
+    stretch = chain[first : bisect_right(chain, lsns[0], key=entry_lsn)]
+    states = s.store.states_back(s.db.ident, key, stretch, lsns)
+    budget = [s.server.limits.proto_max_bulk]
+
+    def encode(lsn_state: tuple[int, tuple[Any, int | None]]) -> tuple[int, Encoded]:
+        lsn, (value, expire) = lsn_state
+        if value is not None and expire is not None and expire <= clock_of(s, lsn):
+            value = None
+        enc = Encoded(encode_reply(read_shape(s, value), s.resp))
+        budget[0] -= len(enc)
+        if budget[0] < 0:
+            raise CommandError(HISTORY_TOO_LARGE.format(s.server.limits.proto_max_bulk))
+        return lsn, enc
+
+    walk = zip(lsns, states, strict=True)
+    head = encode(next(walk))  # the as-of read happens now, before any other write
+    if not sliced(s, len(lsns)):
+        return _history_entries(groups, dict([head, *map(encode, walk)]))
+
+    async def work() -> Reply:
+        rest = await map_in_slices(encode, walk)
+        return _history_entries(groups, dict([head, *rest]))
+
+    return run_sliced(work)
+
+
+def _history_entries(groups: list[list[VersionEntry]], values: dict[int, Encoded] | None) -> Reply:
     out: list[Reply] = []
     for g in groups:
         e = g[0]
@@ -225,7 +269,7 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
             b"author": e.meta.author if e.meta is not None else None,
             b"message": e.meta.message if e.meta is not None else None,
         }
-        if withvalues:
+        if values is not None:
             item[b"value"] = values[e.lsn]
         out.append(item)
     return out

@@ -3,10 +3,12 @@ on a fresh server, and running one command through the dispatcher."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import commands.families  # noqa: F401  (registers every command)
 from commands.dispatch import DISPATCHER
+from commands.replies import Deferred
 from commands.session import ServerState, Session
 from store import HistoryPolicy, Store, UpdateRecord
 
@@ -33,5 +35,15 @@ def make_session(databases: int = 16, history: str | None = None) -> tuple[Sessi
 
 
 def run(s: Session, *args: str | bytes) -> Any:
-    """Execute one command (str arguments are encoded) and return its reply."""
-    return DISPATCHER.execute(s, [a.encode() if isinstance(a, str) else a for a in args])
+    """Execute one command (str arguments are encoded) and return its reply; a
+    deferred reply (a verb run in slices) is awaited on a loop of its own."""
+    reply = DISPATCHER.execute(s, [a.encode() if isinstance(a, str) else a for a in args])
+    if isinstance(reply, Deferred):
+        return asyncio.run(_settle(reply))
+    return reply
+
+
+async def _settle(reply: Deferred) -> Any:
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    reply.start(done.set_result)
+    return await done

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import hiredis
 import pytest
 
+from commands.replies import ErrorReply
+from commands.resp import encode_reply
 from tests.helpers import make_session, run
 
 
@@ -95,8 +98,11 @@ def test_history_withvalues_walks_each_version_once(monkeypatch: pytest.MonkeyPa
     copied[0] = 0
     reply = run(s, "TS.HISTORY", "h", "WITHVALUES")
     assert len(reply) == n
-    assert reply[-1][b"value"] == {f"f{i}".encode(): str(i).encode() for i in range(n)}
-    assert reply[0][b"value"] == {b"f0": b"0"}
+    # Values come encoded for the connection's protocol, as HGETALL would send them.
+    assert reply[-1][b"value"] == encode_reply(
+        {f"f{i}".encode(): str(i).encode() for i in range(n)}, s.resp
+    )
+    assert reply[0][b"value"] == encode_reply({b"f0": b"0"}, s.resp)
     # A rebuild per version copies about n*n/2 fields (2,000,000 here); walking
     # back copies the newest state once.
     assert copied[0] < 4 * n, copied[0]
@@ -106,7 +112,22 @@ def _naive_history_values(s: Any, key: str, reply: list[Any]) -> list[Any]:
     from commands.points import value_as_of
     from commands.temporal import read_shape
 
-    return [read_shape(s, value_as_of(s, key.encode(), item[b"version"])) for item in reply]
+    return [
+        _unordered(key, encode_reply(read_shape(s, value_as_of(s, key.encode(), v)), s.resp))
+        for v in (item[b"version"] for item in reply)
+    ]
+
+
+def _unordered(key: str, encoded: bytes) -> Any:
+    """An encoded value, decoded so that hash and set order do not count."""
+    reader = hiredis.Reader()
+    reader.feed(encoded)
+    value = reader.gets()
+    if key == "h" and value is not None:
+        return dict(zip(value[::2], value[1::2], strict=True))
+    if key == "t" and value is not None:
+        return set(value)
+    return value
 
 
 @pytest.mark.parametrize(
@@ -140,7 +161,55 @@ def test_history_withvalues_equals_an_as_of_read_per_version(options: list[str])
     for key in ("h", "l", "z", "t", "k"):
         reply = run(s, "TS.HISTORY", key, *options, "WITHVALUES")
         assert reply, key
-        assert [item[b"value"] for item in reply] == _naive_history_values(s, key, reply)
+        got = [_unordered(key, item[b"value"]) for item in reply]
+        assert got == _naive_history_values(s, key, reply)
     run(s, "TS.CHECKOUT", "AT", "VERSION", "150")
     reply = run(s, "TS.HISTORY", "h", *options, "WITHVALUES")
-    assert [item[b"value"] for item in reply] == _naive_history_values(s, "h", reply)
+    got = [_unordered("h", item[b"value"]) for item in reply]
+    assert got == _naive_history_values(s, "h", reply)
+
+
+class _CountingChain(list[Any]):
+    """A chain that counts the entries read from it."""
+
+    reads = 0
+
+    def __getitem__(self, i: Any) -> Any:
+        got = super().__getitem__(i)
+        _CountingChain.reads += len(got) if isinstance(i, slice) else 1
+        return got
+
+
+@pytest.mark.parametrize("options", [["COUNT", "10"], ["REV", "COUNT", "10"]])
+def test_history_count_reads_only_what_it_lists(options: list[str]) -> None:
+    """COUNT stops the listing: O(log versions + COUNT), whatever the chain's length."""
+    s, _sink = make_session(history="all")
+    for i in range(20_000):
+        run(s, "SET", "k", str(i))
+    chains = s.store.dbs[0].chains
+    chains[b"k"] = _CountingChain(chains[b"k"])
+    _CountingChain.reads = 0
+    reply = run(s, "TS.HISTORY", "k", *options, "WITHVALUES")
+    assert len(reply) == 10
+    first = reply[0][b"version"]
+    assert first == (20_000 if "REV" in options else 1)
+    assert _CountingChain.reads < 200, _CountingChain.reads  # bisects, then 10 entries
+
+
+def test_history_values_past_proto_max_bulk_len_are_refused() -> None:
+    """One reply's values are bounded as one bulk string is: past proto-max-bulk-len
+    the verb answers an error that says how to page, and COUNT pages within it."""
+    s, _sink = make_session(history="all")
+    big = "x" * 300_000
+    for i in range(8):
+        run(s, "SET", "k", big + str(i))
+    run(s, "CONFIG", "SET", "proto-max-bulk-len", "1mb")
+    reply = run(s, "TS.HISTORY", "k", "WITHVALUES")
+    assert reply == ErrorReply(
+        b"ERR TS.HISTORY values would be larger than proto-max-bulk-len (1048576 bytes): "
+        b"page them with COUNT and FROM"
+    )
+    page = run(s, "TS.HISTORY", "k", "WITHVALUES", "COUNT", "3")
+    assert [e[b"version"] for e in page] == [1, 2, 3]
+    rest = run(s, "TS.HISTORY", "k", "FROM", "VERSION", "4", "WITHVALUES", "COUNT", "3")
+    assert [e[b"version"] for e in rest] == [4, 5, 6]

@@ -88,3 +88,21 @@ def test_restore_and_merge_of_many_keys_let_other_clients_in() -> None:
         c.close()
     finally:
         server.stop()
+
+
+def test_history_withvalues_of_many_versions_lets_other_clients_in() -> None:
+    server = start_temporalstore(["--history", "all"])
+    try:
+        c = RawClient(server.port, timeout=120)
+        n = 1200
+        c.send(b"".join(b"".join(_encode(("HSET", "h", f"f{i}", i))) for i in range(n)))
+        for _ in range(n):
+            assert c.read_reply() == b":1\r\n"
+        reply, pings = _pings_while(server, c, "TS.HISTORY", "h", "WITHVALUES")
+        assert reply.startswith(b"*%d\r\n" % n)
+        assert reply.count(b"$5\r\nf1199\r\n") == 1  # only the newest version has it
+        assert reply.count(b"$2\r\nf0\r\n") == n  # every version has the first field
+        assert pings >= 3, pings
+        c.close()
+    finally:
+        server.stop()
