@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
 from commands.durability import deferred
@@ -42,15 +42,18 @@ class _Budget:
         self.deadline = time.perf_counter() + SLICE_MS / 1000
 
 
-async def map_in_slices(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """[fn(x) for x in items], letting the loop in every few milliseconds."""
+async def each_in_slices(items: Iterable[T]) -> AsyncIterator[T]:
+    """The items, letting the loop in every few milliseconds of the caller's work."""
     budget = _Budget()
-    out: list[R] = []
     for n, x in enumerate(items, 1):
-        out.append(fn(x))
+        yield x
         if not n & 31 and budget.spent():
             await budget.pause()
-    return out
+
+
+async def map_in_slices(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """[fn(x) for x in items], letting the loop in every few milliseconds."""
+    return [fn(x) async for x in each_in_slices(items)]
 
 
 async def write_in_slices(

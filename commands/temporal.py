@@ -14,7 +14,7 @@ TS.SEAL name [TRIGGER text]        seal a snapshot (O(1)); replies its LSN
 TS.SNAPSHOTS                       name, version, time, trigger of each snapshot
 TS.UNSEAL name                     drop a snapshot (1, or 0 if there was none)
 TS.CHECKOUT AT <at> | HEAD         this connection's reads answer as of <at>
-TS.DIFF <at> <at> [MATCH pattern] [COUNT n]
+TS.DIFF <at> <at> [MATCH pattern] [COUNT n] [AFTER key]   keys in order; AFTER pages on
 TS.REVERT key <at>                 write the key's old value as a new version
 TS.RESTORE <at> [MATCH pattern]    TS.REVERT every matching key; replies the count
 
@@ -61,7 +61,7 @@ from commands.registry import Flag, command
 from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.resp import encode_reply
 from commands.session import Session
-from commands.slices import map_in_slices, run_sliced, sliced, write_in_slices
+from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices
 from store import PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
 from store.stream import MAX_ID, MIN_ID, Stream
@@ -388,14 +388,17 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
     raise CommandError(SYNTAX)
 
 
-def _diff_options(argv: list[bytes], i: int) -> tuple[bytes | None, int | None]:
-    """TS.DIFF's [MATCH pattern] [COUNT n]."""
+def _diff_options(argv: list[bytes], i: int) -> tuple[bytes | None, int | None, bytes | None]:
+    """TS.DIFF's [MATCH pattern] [COUNT n] [AFTER key]."""
     pattern: bytes | None = None
     count: int | None = None
+    after: bytes | None = None
     while i < len(argv):
         opt = argv[i].lower()
         if opt == b"match" and i + 1 < len(argv):
             pattern = argv[i + 1]
+        elif opt == b"after" and i + 1 < len(argv):
+            after = argv[i + 1]
         elif opt == b"count" and i + 1 < len(argv):
             count = get_int(argv[i + 1])
             if count < 0:
@@ -403,7 +406,7 @@ def _diff_options(argv: list[bytes], i: int) -> tuple[bytes | None, int | None]:
         else:
             raise CommandError(SYNTAX)
         i += 2
-    return pattern, count
+    return pattern, count, after
 
 
 def _is_branch(argv: list[bytes], i: int) -> bool:
@@ -457,17 +460,20 @@ def _diff_candidates(s: Session, a: _Side, b: _Side) -> tuple[set[bytes], set[by
 def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
     a, i = _side(s, argv, 1)
     b, i = _side(s, argv, i)
-    pattern, count = _diff_options(argv, i)
+    pattern, count, after = _diff_options(argv, i)
     written, clocked = _diff_candidates(s, a, b)
     match = match_filter(pattern)
+    keys = sorted(
+        k for k in written | clocked if (after is None or k > after) and (match is None or match(k))
+    )
     hi = max(a.lsn, b.lsn)
     floors = s.store.dbs[s.dbi].floors
     out: dict[bytes, Reply] = {}
-    for key in sorted(written | clocked):
+
+    def step(key: bytes) -> bool:
+        """Compare one key; False once COUNT keys are listed."""
         if count is not None and len(out) >= count:
-            break
-        if match is not None and not match(key):
-            continue
+            return False
         if key in written:
             old, old_exp = a.state(key)
             new, new_exp = b.state(key)
@@ -484,14 +490,26 @@ def cmd_ts_diff(s: Session, argv: list[bytes]) -> Reply:
                 if new_exp is not None and new_exp <= b.point.at_ms:
                     new, new_exp = None, None
         if old is None and new is None:
-            continue
+            return True
         if old is None:
             out[key] = b"added"
         elif new is None:
             out[key] = b"removed"
         elif type(old) is not type(new) or old != new or old_exp != new_exp:
             out[key] = b"changed"
-    return out
+        return True
+
+    if not sliced(s, len(keys)):
+        all(map(step, keys))
+        return out
+
+    async def work() -> Reply:
+        async for key in each_in_slices(keys):
+            if not step(key):
+                break
+        return out
+
+    return run_sliced(work)
 
 
 def _revert(s: Session, key: bytes, value: Any, expire: int | None) -> bool:

@@ -108,7 +108,7 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
     ),
     "ts.history": (
         "List a key's versions",
-        "O(N) in the versions returned",
+        "O(log N + M) where M is the versions returned",
         [
             KEY,
             at("from", True, "FROM", True),
@@ -163,13 +163,14 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
         ],
     ),
     "ts.diff": (
-        "List keys that differ between two points in time or branches",
-        "O(keys)",
+        "List keys that differ between two points in time or branches, in key order",
+        "O(K log K) where K is the number of keys written between the two points",
         [
             at("from"),
             at("to"),
             arg("pattern", "pattern", token="MATCH", optional=True),
             arg("count", "integer", token="COUNT", optional=True),
+            arg("after", "string", token="AFTER", optional=True),
         ],
     ),
     "ts.revert": (

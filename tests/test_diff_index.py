@@ -155,3 +155,40 @@ def test_the_index_is_rebuilt_by_replay() -> None:
     assert fresh.index_keys == s.store.index_keys
     assert fresh.keys_written(1, 0, fresh.lsn) == {b"x", b"y"}
     assert fresh.keys_written(0, 5, fresh.lsn) == {b"k1"}
+
+
+def test_diff_pages_with_after_and_runs_long_diffs_in_slices() -> None:
+    """AFTER is TS.DIFF's cursor: pages of COUNT keys, each after the last key of the
+    one before, add up to the whole diff; a diff over more keys than run whole
+    (commands.slices.ATOMIC_ITEMS) gives the same answer in slices."""
+    from commands.slices import ATOMIC_ITEMS
+
+    s, _sink = make_session()
+    n = ATOMIC_ITEMS * 3
+    for i in range(n):
+        run(s, "SET", f"k{i:05d}", "v")
+    a = s.store.lsn
+    for i in range(0, n, 2):
+        run(s, "SET", f"k{i:05d}", "changed")
+    for i in range(1, n, 3):
+        run(s, "DEL", f"k{i:05d}")
+    run(s, "SET", "new", "1")
+    b = s.store.lsn
+    whole = run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b))
+    expected = {f"k{i:05d}".encode(): b"changed" for i in range(0, n, 2)}
+    expected.update({f"k{i:05d}".encode(): b"removed" for i in range(1, n, 3)})
+    expected[b"new"] = b"added"
+    assert whole == dict(sorted(expected.items()))
+    assert list(whole) == sorted(whole)
+    paged: dict[bytes, Any] = {}
+    after: list[str | bytes] = []
+    while True:
+        page = run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b), "COUNT", "500", *after)
+        paged.update(page)
+        if len(page) < 500:
+            break
+        after = ["AFTER", list(page)[-1]]
+    assert paged == whole
+    assert run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b), "AFTER", "zzz") == {}
+    matched = run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b), "MATCH", "k000*")
+    assert matched == {k: v for k, v in whole.items() if k.startswith(b"k000")}
