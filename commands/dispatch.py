@@ -25,6 +25,7 @@ from commands.limits import OOM, oom_rejects
 from commands.registry import COMMANDS, Command, CommandStats, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
+from store import PrunedError
 
 log = logging.getLogger("temporalstore")
 
@@ -87,6 +88,8 @@ class Dispatcher:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:
             return self.reject(s, READONLY_VIEW.encode(), argv, cmd)
+        if cmd.is_write and server.read_only:
+            return self.reject(s, server.read_only.encode(), argv, cmd)
         if cmd.is_write and server.durability is not None and server.durability.fenced:
             return self.reject(s, FENCED.encode(), argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:
@@ -131,13 +134,15 @@ class Dispatcher:
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
-        except CommandError as e:
-            # Handlers validate before they write; this is a safety net.
+        except (CommandError, PrunedError) as e:
+            # Handlers validate before they write; this is a safety net. A read under
+            # a view of history retention has since dropped answers PRUNED.
             store.rollback_to(savepoint)
+            text = e.text if isinstance(e, CommandError) else str(e).encode()
             s.server.stats.error_replies += 1
-            count_error(s, e.text)
+            count_error(s, text)
             st.failed += 1
-            reply = ErrorReply(e.text)
+            reply = ErrorReply(text)
         except Exception:
             # A bug must not take the connection (or the server) down: undo the
             # command's partial effect, log it, and answer with an error.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.asof import undo_versions
 from store.chains import VersionEntry, _entry_lsn
-from store.database import Database
+from store.database import Database, now_ms
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -157,6 +157,19 @@ class BranchDatabase(Database):
         # Every reader and apply_op sees the overlays as the database's mappings.
         self.data = self.odata  # type: ignore[assignment]
         self.expires = self.oexpires  # type: ignore[assignment]
+
+    def get(self, key: bytes) -> Any:
+        """As `Database.get`, without asking the overlay whether it has expiries
+        (that counts the main line's keys at the fork)."""
+        v = self.odata.get(key)
+        if v is not None:
+            at = self.oexpires.get(key)
+            if at is not None and at <= (self.frozen_ms or now_ms()):
+                if self.frozen_ms is not None:
+                    return None
+                self.expire_now(key)
+                return None
+        return v
 
     def own(self, key: bytes) -> None:
         data = self.odata

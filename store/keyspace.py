@@ -76,6 +76,9 @@ class Store:
         for db in self.dbs:
             db.chains.time_of = self.time_of
         self.expired_keys = 0
+        # A replica's store: it changes only by its primary's records, so expiry hides
+        # keys whose time has come instead of deleting them.
+        self.follower = False
         self.history = history or HistoryPolicy()
         self.sink: RecordSink = sink or CountingSink()
         self.lsn = 0
@@ -462,6 +465,8 @@ class Store:
             setattr(db_, attr, va)
 
     def _expired(self, db: Database, key: bytes) -> None:
+        if self.follower:
+            return  # a replica hides the key; its primary's deletion comes as a record
         saved = self.cmd
         self.cmd = "expired"
         self.apply(db, key, (DEL,))
@@ -470,6 +475,8 @@ class Store:
 
     def active_expire(self) -> int:
         """Remove keys whose time has come (Redis' active expiry); commits them."""
+        if self.follower:
+            return 0
         self.begin("expired")
         n = sum(db.active_expire() for db in self.dbs if db.heap)
         if n:
@@ -604,7 +611,14 @@ class Store:
         elif name == "branch":
             self.branches.create(op[1], op[2], time_ms)
         elif name == "dropbranch":
-            self.branches.pop(op[1], None)
+            branch = self.branches.pop(op[1], None)
+            if branch is not None:
+                # Its pinned versions go with it: uncount them before the counts.
+                for bdb in branch.dbs:
+                    for key, chain in bdb.chains.items():
+                        if chain and (bdb.ident, key) in self.mem.marks:
+                            table = self.table_of(key) if self.tables else None
+                            self.mem.cut(bdb.ident, key, chain, len(chain), table)
             self.mem.drop_branch(op[1])
         else:
             raise ValueError(f"unknown database op {name!r}")

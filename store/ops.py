@@ -88,7 +88,7 @@ def _set_expiry(db: Database, key: bytes, at: int | None) -> None:
 
 def _drop(db: Database, key: bytes) -> None:
     del db.data[key]
-    if db.expires:
+    if db.overlay or db.expires:  # a branch's overlay is asked nothing it must count
         db.expires.pop(key, None)
 
 
@@ -97,7 +97,7 @@ def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
     data = db.data
     expires = db.expires
     old = data.get(key)
-    oldexp = expires.get(key) if expires else None
+    oldexp = expires.get(key) if db.overlay or expires else None
     value = op[1]
     data[key] = value if type(value) is bytes else copy_value(value)
     ttl = op[2]

@@ -206,3 +206,21 @@ def test_oom_for_seal_on_a_real_server() -> None:
         c.close()
     finally:
         server.stop()
+
+
+def test_dropping_a_branch_uncounts_what_it_pinned() -> None:
+    s, _sink = make_session(history="versions:2")
+    run(s, "SET", "k", "main")
+    run(s, "TS.BRANCH", "CREATE", "b")
+    run(s, "TS.CHECKOUT", "b")
+    for i in range(20):
+        run(s, "SET", "k", f"v{i}")
+        run(s, "HSET", "h", f"f{i}", "x")
+    run(s, "TS.CHECKOUT", "HEAD")
+    assert s.store.mem.pinned_versions > 0
+    run(s, "TS.BRANCH", "DROP", "b")
+    live = s.store.mem
+    fresh = s.store.history_recount()
+    assert (live.pinned_bytes, live.pinned_versions) == (fresh.pinned_bytes, fresh.pinned_versions)
+    assert live.pinned == fresh.pinned
+    assert _pinned_from_marks(s.store) == (live.pinned_bytes, live.pinned_versions)

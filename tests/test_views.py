@@ -153,3 +153,19 @@ def test_view_reads_equal_the_state_as_of_each_key(cmds: list[Any], data: Any) -
         if cursor == b"0":
             break
     assert sorted(keys) == sorted(expected)
+
+
+def test_a_view_read_past_retention_answers_pruned() -> None:
+    """Retention may trim a key past a view's point after the checkout (a view pins
+    nothing): a read of that key under the view answers PRUNED, not an internal error."""
+    s, _sink = make_session(history="versions:2")
+    run(s, "SET", "k", "v0")
+    run(s, "SET", "other", "x")
+    point = s.store.lsn
+    o = Session(s.server)
+    assert run(o, "TS.CHECKOUT", "AT", "VERSION", str(point)) == b"OK"
+    for i in range(1, 8):
+        run(s, "SET", "k", f"v{i}")
+    reply = run(o, "GET", "k")
+    assert isinstance(reply, bytes) and reply.startswith(b"PRUNED"), reply
+    assert run(o, "GET", "other") == b"x"
