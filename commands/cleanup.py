@@ -36,6 +36,7 @@ def unsubscribe_all(s: Session) -> None:
 
 
 def session_closed(s: Session) -> None:
+    s.server.replication.links.pop(s.id, None)  # a replica's link
     unwatch_all(s)
     unsubscribe_all(s)
     s.multi = None

@@ -225,15 +225,14 @@ io_threaded_writes_processed:0
 reply_buffer_shrinks:0
 reply_buffer_expands:0
 """)
+# After the role's fields (commands.replstate): offsets are LSNs.
 _REPLICATION = _template("""
-role:master
-connected_slaves:0
 master_failover_state:no-failover
 master_replid:{replid}
 master_replid2:0000000000000000000000000000000000000000
-master_repl_offset:0
+master_repl_offset:{lsn}
 second_repl_offset:-1
-repl_backlog_active:0
+repl_backlog_active:{backlog}
 repl_backlog_size:1048576
 repl_backlog_first_byte_offset:0
 repl_backlog_histlen:0
@@ -377,7 +376,9 @@ def _info_stats(s: Session) -> str:
 
 
 def _info_replication(s: Session) -> str:
-    return _REPLICATION.format(replid=s.server.replid)
+    return s.server.replication.info(s.store.lsn) + _REPLICATION.format(
+        replid=s.server.replid, lsn=s.store.lsn, backlog=int(bool(s.server.replication.links))
+    )
 
 
 def _info_cpu(s: Session) -> str:

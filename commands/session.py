@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.limits import Limits, rss_bytes
 from commands.registry import CommandStats
+from commands.replstate import ReplicationState
 from commands.users import Users
 from store import Database, Store, WriteMeta
 from store.settings import DEFAULTS
@@ -38,6 +39,7 @@ class Config:
     port: int = DEFAULTS.port
     storage: str = DEFAULTS.storage
     s3_endpoint_url: str | None = None
+    replicaof: tuple[str, int] | None = None  # --replicaof: (host, port) of the primary
     flush_interval_ms: int = DEFAULTS.flush_interval_ms
     requirepass: str | None = None
     databases: int = DEFAULTS.databases
@@ -179,6 +181,9 @@ class ServerState:
         self.loading_progress: dict[str, Any] = {}
         self.durability: Durability | None = None
         self.faults: Faults | None = None  # set when started with --fault-injection yes
+        self.replication = ReplicationState()  # role, primary, replica links
+        # Why writes are refused now (a replica's READONLY), or "" when they are not.
+        self.read_only = ""
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
         # Limits in force (from `config.params`, kept current by CONFIG SET), and whether
@@ -227,6 +232,10 @@ class Session:
         self.laddr = laddr
         self.push: Callable[[Reply], None] = push or (lambda r: None)
         self.close: Callable[[], None] = close or (lambda: None)
+        # Bytes written to this connection and not yet taken by the socket.
+        self.output_size: Callable[[], int] = lambda: 0
+        self.repl_port = 0  # REPLCONF listening-port (a replica's link)
+        self.repl_ip = ""  # REPLCONF ip-address
         self.resp = 2
         self.dbi = 0
         self.db: Database = self.store.dbs[0]

@@ -254,8 +254,9 @@ class DurableStore:
 
     # -- closing ---------------------------------------------------------------------
 
-    async def close(self, timeout: float = 30.0) -> None:
-        """Flush everything, write a final checkpoint, release the object store."""
+    async def close(self, timeout: float = 30.0, release_objects: bool = True) -> None:
+        """Flush everything, write a final checkpoint, release the object store
+        (unless the process goes on reading it, as a replica)."""
         self._closed = True
         if self._task is not None:
             self._task.cancel()
@@ -275,4 +276,5 @@ class DurableStore:
         except (ObjectStoreError, FencedError, TimeoutError) as e:
             log.error("shutdown: final checkpoint failed: %s", e)
         finally:
-            await self.objects.close()
+            if release_objects:
+                await self.objects.close()

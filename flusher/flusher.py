@@ -97,6 +97,8 @@ class Flusher:
         # counted exactly and holds no objects for the garbage collector to walk.
         self.pending: deque[tuple[int, int, bytes]] = deque()
         self.pending_bytes = 0
+        # Told of every record as encoded (the replication backlog), when set.
+        self.tap: Callable[[int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
         self.closed = False
@@ -115,6 +117,8 @@ class Flusher:
         lsn = self.last_lsn = record.lsn
         self.pending.append((lsn, record.time_ms, data))
         self.pending_bytes += len(data)
+        if self.tap is not None:
+            self.tap(lsn, data)
         if self.pending_bytes >= self.segment_max_bytes:
             self._wake.set()
 

@@ -19,18 +19,18 @@ import commands.families  # noqa: F401  (registers every command)
 from commands.config_table import set_at_start
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
-from flusher.durable import DurabilityConfig, DurableStore
+from flusher.durable import DurabilityConfig
 from flusher.objectstore import (
     FaultyObjectStore,
     ObjectStore,
     ObjectStoreError,
     open_object_store,
 )
+from proxy.replication import Node, replica_of
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
 from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
-from replay.startup import take_over
 from store import HistoryPolicy, Store
 from store.secrets import redact
 from store.settings import DEFAULTS
@@ -110,6 +110,7 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("client-output-buffer-limit", None, 'per class: "<class> <hard> <soft> <seconds> ..."'),
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
+    ("replicaof", None, '"HOST PORT": serve as a replica of that primary (same --storage)'),
 ]
 SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
 # Flags that are CONFIG parameters, checked and stored as CONFIG SET would.
@@ -182,6 +183,10 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         write_wait_ms=num("write-wait-ms", ns.write_wait_ms),
         fault_injection=ns.fault_injection == "yes",
     )
+    try:
+        config.replicaof = replica_of(ns.replicaof)
+    except ValueError as e:
+        raise SystemExit(f"temporalstore: {e}") from None
     config.params["maxclients"] = str(num("maxclients", ns.maxclients, 1))
     config.params["timeout"] = str(num("timeout", ns.timeout))
     if ns.protected_mode not in ("yes", "no"):
@@ -283,8 +288,9 @@ async def serve(config: Config) -> int:
     if tls is not None:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     progress = LoadProgress(state)
+    node = Node(state, objects, durability_config(config), port, progress)
     try:
-        manifest, recovery = await take_over(store, objects, progress)
+        await node.start(config.replicaof)
     except (ReplayError, ObjectStoreError) as e:
         log.error("cannot start from %s: %s", redact(config.storage), e)
         await server.close()
@@ -292,19 +298,14 @@ async def serve(config: Config) -> int:
         return 1
     finally:
         progress.close()
-    # The link between the store and the durable log: from here on every commit
-    # goes to the flusher.
-    durable = DurableStore(store, objects, durability_config(config), manifest, recovery)
-    durable.start()
-    state.durability = durable
+        node.progress = None
     state.loading = False
     # Everything alive now (imports, the replayed store) is long-lived and holds no
     # cycles that matter: keep the cyclic collector from walking it again and again.
     gc.collect()
     gc.freeze()
     await server.serve_until_stopped()
-    await durable.close()
-    log.info("stopped at LSN %d (durable %d)", store.lsn, durable.durable_lsn)
+    await node.close()
     return 0
 
 

@@ -131,6 +131,7 @@ class Connection(asyncio.Protocol):
             push=self.push,
             close=self.kill,
         )
+        self.session.output_size = self.transport.get_write_buffer_size
         self.reader = RequestReader(self.session)
         state.stats.connections_received += 1
         if protected_denied(state, peer):

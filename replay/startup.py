@@ -14,7 +14,7 @@ import gc
 import logging
 
 from flusher.flusher import put_record
-from flusher.manifest import Manifest, new_manifest
+from flusher.manifest import Manifest, new_manifest, newest_manifest
 from flusher.objectstore import ObjectStore
 from replay.replay import Progress, Recovery, ReplayError, recover
 from store import Store, UpdateRecord, WriteMeta, now_ms
@@ -25,16 +25,24 @@ CLAIM_ATTEMPTS = 20
 
 
 async def take_over(
-    store: Store, objects: ObjectStore, progress: Progress | None = None
+    store: Store,
+    objects: ObjectStore,
+    progress: Progress | None = None,
+    after: Recovery | None = None,
 ) -> tuple[Manifest, Recovery]:
     """Rebuild `store` from `objects` and make this process the prefix's writer:
-    (the new manifest, what recovery did)."""
+    (the new manifest, what recovery did). With `after` (a replica being promoted,
+    whose store is already at `store.lsn`), only catch up on what storage holds
+    beyond that."""
     gc.disable()  # replay builds long-lived objects only: no cycles to find
     try:
-        rec = await recover(store, objects, progress)
+        if after is not None:
+            after.lsn = store.lsn
+        rec = await recover(store, objects, progress, after=after)
     finally:
         gc.enable()
-    previous = rec.manifest
+    # A promoted replica read its manifest long ago: the epoch follows the newest.
+    previous = rec.manifest if after is None else await newest_manifest(objects)
     epoch = (previous.epoch if previous else 0) + 1
     manifest = new_manifest(epoch, 0, previous.checkpoint_lsn if previous else None)
     if not await objects.put_if_absent(manifest.key, manifest.encode()):

@@ -143,8 +143,8 @@ def start_temporalstore(
         if m:
             port = int(m.group(1))
         # Replay is done (the server answers -LOADING until then) once it logs the
-        # storage line with its writer epoch.
-        if port is not None and re.search(r"storage .*: epoch \d+", line):
+        # storage line with its writer epoch (or, for a replica, its primary).
+        if port is not None and re.search(r"storage .*: (epoch \d+|replica of)", line):
             break
     if port is None or proc.poll() is not None:
         proc.kill()

@@ -1,0 +1,123 @@
+"""A node's replication state: its role, its primary (as a replica) or its replica
+links (as a primary), and the waits on acknowledgements and applied LSNs. Kept
+apart from `commands.replication` (the commands) so the server state can hold one
+without importing the commands."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from commands.replies import Reply
+
+if TYPE_CHECKING:
+    from commands.session import Session
+
+
+@dataclass
+class ReplicaLink:
+    """A replica connected to this primary."""
+
+    session_id: int
+    ip: str
+    port: int
+    acked: int = 0  # the last LSN it said it applied
+    last_ack: float = field(default_factory=time.time)
+
+
+@dataclass
+class ReplicationState:
+    """This node's replication role and links (one per server)."""
+
+    role: str = "master"  # "master" or "slave", as Redis names them
+    master_host: str = ""
+    master_port: int = 0
+    link_up: bool = False
+    sync_in_progress: bool = False
+    last_io: float = 0.0
+    link_down_since: float = field(default_factory=time.time)
+    links: dict[int, ReplicaLink] = field(default_factory=dict)
+    # Installed by the proxy: start streaming to a link; switch role (host None: NO ONE).
+    follow: Callable[[Session, int], Reply] | None = None
+    switch: Callable[[str | None, int], None] | None = None
+    _acked: asyncio.Event | None = None
+    _applied: asyncio.Event | None = None
+
+    @property
+    def is_replica(self) -> bool:
+        return self.role == "slave"
+
+    def ack(self, session_id: int, lsn: int) -> None:
+        link = self.links.get(session_id)
+        if link is not None:
+            link.acked = max(link.acked, lsn)
+            link.last_ack = time.time()
+            if self._acked is not None:
+                self._acked.set()
+
+    def applied(self) -> None:
+        """The node applied more records (a replica's follower calls this)."""
+        self.last_io = time.time()
+        if self._applied is not None:
+            self._applied.set()
+
+    def count_acked(self, lsn: int) -> int:
+        return sum(1 for link in self.links.values() if link.acked >= lsn)
+
+    async def wait_acked(self, n: int, lsn: int, timeout: float | None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (got := self.count_acked(lsn)) < n:
+            if self._acked is None:
+                self._acked = asyncio.Event()
+            self._acked.clear()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return got
+            try:
+                await asyncio.wait_for(self._acked.wait(), left)
+            except TimeoutError:
+                return self.count_acked(lsn)
+        return got
+
+    async def wait_applied(self, current: Callable[[], int], lsn: int, t: float | None) -> int:
+        deadline = None if t is None else time.monotonic() + t
+        while current() < lsn:
+            if self._applied is None:
+                self._applied = asyncio.Event()
+            self._applied.clear()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._applied.wait(), left)
+            except TimeoutError:
+                break
+        return current()
+
+    def info(self, lsn: int) -> str:
+        """INFO replication's fields, as Redis 7.0 lays them out."""
+        now = time.time()
+        lines: list[str] = [f"role:{self.role}"]
+        if self.is_replica:
+            lines += [
+                f"master_host:{self.master_host}",
+                f"master_port:{self.master_port}",
+                f"master_link_status:{'up' if self.link_up else 'down'}",
+                f"master_last_io_seconds_ago:{int(now - self.last_io) if self.last_io else -1}",
+                f"master_sync_in_progress:{int(self.sync_in_progress)}",
+                f"slave_read_repl_offset:{lsn}",
+                f"slave_repl_offset:{lsn}",
+            ]
+            if not self.link_up:
+                lines.append(f"master_link_down_since_seconds:{int(now - self.link_down_since)}")
+            lines += ["slave_priority:100", "slave_read_only:1", "replica_announced:1"]
+        lines.append(f"connected_slaves:{len(self.links)}")
+        for i, link in enumerate(self.links.values()):
+            lag = int(now - link.last_ack)
+            lines.append(
+                f"slave{i}:ip={link.ip},port={link.port},state=online,offset={link.acked},lag={lag}"
+            )
+        return "\r\n".join(lines) + "\r\n"

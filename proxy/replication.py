@@ -1,0 +1,387 @@
+"""This process' role: the primary of its storage prefix, or a replica of one.
+
+A **primary** (`Node.become_primary`) rebuilds the store from object storage, takes
+the prefix over (`replay.startup.take_over`: the next writer epoch), starts the
+durable layer, and keeps a backlog of its newest records (`flusher.backlog`, fed by
+the flusher as it encodes them). A replica's link is an ordinary connection that
+sent `REPLCONF listening-port <p>` and `TS.FOLLOW <lsn>`: from then on the primary
+writes it every record from that LSN as bulk strings, each holding consecutive
+encoded records (`flusher.codec`, the segments' encoding), and the replica answers
+`REPLCONF ACK <lsn>` after applying them and every second.
+
+A **replica** (`Node.become_replica`) only reads object storage: it rebuilds the
+store from the newest checkpoint and segments, then follows its primary's link
+(`Follower`). Whenever the link is down, or the primary no longer holds the records
+the replica needs, it catches up from object storage and connects again. Records
+are applied with `Store.replay_records`, exactly as replay applies them, so the
+replica's history is a prefix of the primary's: same values, same LSNs. Writes get
+`-READONLY`; expiry hides keys instead of deleting them (the primary's deletions
+arrive as records).
+
+`REPLICAOF host port` turns a primary into a replica: writes are refused at once,
+everything committed is flushed to object storage, the durable layer stops and
+client connections are closed (as Sentinel does on a role change). `REPLICAOF NO
+ONE` turns a replica into the primary: it catches up from storage and takes the
+prefix over with the next epoch (fencing the old primary, should it still run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import hiredis
+
+from commands.errors import CommandError
+from commands.replication import READONLY
+from commands.replies import Encoded, Reply, Simple
+from commands.replstate import ReplicaLink
+from commands.session import ServerState, Session
+from flusher.backlog import Backlog
+from flusher.codec import decode_records
+from flusher.durable import DurabilityConfig, DurableStore
+from flusher.objectstore import ObjectStore, ObjectStoreError
+from replay.replay import Progress, Recovery, ReplayError, recover
+from replay.startup import take_over
+from store import Store
+from store.keyspace import LsnMismatch
+
+log = logging.getLogger("temporalstore")
+
+LINK_BUFFER = 8 * 1024 * 1024  # a link's unsent bytes before the stream waits
+ACK_EVERY_S = 1.0
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 1.0
+NOBACKLOG = "NOBACKLOG"
+
+
+class LinkError(Exception):
+    """The link to the primary broke or sent what cannot be applied."""
+
+
+def _command(*args: bytes) -> bytes:
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
+
+
+class Follower:
+    """A replica's link to its primary: connect, follow, acknowledge; on any break,
+    catch up from object storage and connect again."""
+
+    def __init__(self, node: Node, host: str, port: int) -> None:
+        self.node = node
+        self.host = host
+        self.port = port
+        self.task: asyncio.Task[None] | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self.run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        if self.writer is not None:
+            self.writer.close()
+
+    async def run(self) -> None:
+        repl = self.node.state.replication
+        delay = RETRY_MIN_S
+        while True:
+            try:
+                await self.node.catch_up()
+                await self.follow()
+                delay = RETRY_MIN_S
+            except asyncio.CancelledError:
+                raise
+            except (OSError, LinkError, ReplayError, ObjectStoreError) as e:
+                log.info("replica link to %s:%d: %s", self.host, self.port, e)
+            finally:
+                if repl.link_up:
+                    repl.link_up = False
+                    repl.link_down_since = time.time()
+                if self.writer is not None:
+                    self.writer.close()
+                    self.writer = None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    async def follow(self) -> None:
+        store = self.node.store
+        repl = self.node.state.replication
+        repl.sync_in_progress = True
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port), timeout=5
+        )
+        self.writer = writer
+        parser = hiredis.Reader(replyError=LinkError)
+        nxt = store.lsn + 1
+        my_port = str(self.node.port).encode()
+        writer.write(
+            _command(b"REPLCONF", b"listening-port", my_port)
+            + _command(b"TS.FOLLOW", str(nxt).encode())
+        )
+        replies: list[object] = []
+        while len(replies) < 2:
+            data = await asyncio.wait_for(reader.read(65536), timeout=10)
+            if not data:
+                raise LinkError("the primary closed the link")
+            parser.feed(data)
+            while (r := parser.gets()) is not False:
+                replies.append(r)
+                if len(replies) == 2:
+                    break
+        for r in replies:
+            if isinstance(r, LinkError):
+                if str(r).startswith(NOBACKLOG):
+                    return  # catch up from object storage first, then come back
+                raise r
+        repl.link_up = True
+        repl.sync_in_progress = False
+        repl.applied()
+        log.info("replica link to %s:%d: following from LSN %d", self.host, self.port, nxt)
+        last_ack = 0.0
+        while True:
+            frame = parser.gets()
+            while frame is not False:
+                if isinstance(frame, LinkError):
+                    raise frame
+                nxt = self.apply(frame, nxt)
+                frame = parser.gets()
+            now = time.monotonic()
+            writer.write(_command(b"REPLCONF", b"ACK", str(store.lsn).encode()))
+            last_ack = now
+            try:
+                data = await asyncio.wait_for(reader.read(1 << 20), ACK_EVERY_S - 0.05)
+            except TimeoutError:
+                continue
+            if not data:
+                raise LinkError("the primary closed the link")
+            parser.feed(data)
+            del last_ack
+
+    def apply(self, frame: object, nxt: int) -> int:
+        """Apply one frame of consecutive records starting at LSN `nxt`."""
+        if not isinstance(frame, bytes):
+            raise LinkError(f"unexpected frame {frame!r:.80}")
+        store = self.node.store
+        records = decode_records(frame)
+        try:
+            while True:
+                after, _applied = store.replay_records(
+                    records.rows, records.typed, nxt, store.lsn, 5000
+                )
+                if after - nxt < 5000:
+                    nxt = after
+                    break
+                nxt = after
+        except LsnMismatch as e:
+            raise LinkError(f"records out of order: {e}") from None
+        self.node.state.replication.applied()
+        return nxt
+
+
+class Node:
+    """The process' role and what it runs for it (see the module docstring)."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        objects: ObjectStore,
+        durability: DurabilityConfig,
+        port: int,
+        progress: Progress | None = None,
+    ) -> None:
+        self.state = state
+        self.store: Store = state.store
+        self.objects = objects
+        self.durability = durability
+        self.port = port
+        self.progress = progress
+        self.recovery: Recovery | None = None
+        self.durable: DurableStore | None = None
+        self.backlog: Backlog | None = None
+        self.follower: Follower | None = None
+        self._switching: asyncio.Task[None] | None = None
+        self._streams: set[asyncio.Task[None]] = set()
+        repl = state.replication
+        repl.follow = self.serve_link
+        repl.switch = self.switch
+
+    # -- starting ------------------------------------------------------------------
+
+    async def start(self, replicaof: tuple[str, int] | None) -> None:
+        """Rebuild from object storage and take the role asked for (ReplayError,
+        ObjectStoreError when storage cannot be read)."""
+        if replicaof is None:
+            await self.become_primary()
+        else:
+            rec = self.recovery = await recover(self.store, self.objects, self.progress)
+            log.info(
+                "storage %s: replica of %s:%d, LSN %d (%d records replayed in %.2fs)",
+                self.objects.url,
+                *replicaof,
+                self.store.lsn,
+                rec.records,
+                rec.seconds,
+            )
+            self._as_replica(*replicaof)
+
+    async def catch_up(self) -> None:
+        """Apply what object storage holds beyond what this store has."""
+        store = self.store
+        if self.recovery is None:
+            self.recovery = await recover(store, self.objects, self.progress)
+            return
+        self.recovery.lsn = store.lsn
+        self.recovery = await recover(store, self.objects, None, after=self.recovery)
+
+    async def become_primary(self) -> None:
+        store = self.store
+        manifest, self.recovery = await take_over(
+            store, self.objects, self.progress, after=self.recovery
+        )
+        durable = DurableStore(store, self.objects, self.durability, manifest, self.recovery)
+        backlog = Backlog(store.lsn + 1, lambda: durable.durable_lsn)
+        durable.flusher.tap = backlog.append
+        store.follower = False
+        durable.start()
+        self.durable, self.backlog = durable, backlog
+        state = self.state
+        state.durability = durable
+        state.read_only = ""
+        repl = state.replication
+        repl.role = "master"
+        repl.master_host, repl.master_port = "", 0
+        repl.link_up = False
+
+    def _as_replica(self, host: str, port: int) -> None:
+        state = self.state
+        self.store.follower = True
+        state.read_only = READONLY
+        repl = state.replication
+        repl.role = "slave"
+        repl.master_host, repl.master_port = host, port
+        repl.link_up = False
+        repl.link_down_since = time.time()
+        self.follower = Follower(self, host, port)
+        self.follower.start()
+
+    # -- switching roles (REPLICAOF) -------------------------------------------------
+
+    def switch(self, host: str | None, port: int) -> None:
+        """REPLICAOF: change role in the background (the command answers at once)."""
+        previous = self._switching
+
+        async def run() -> None:
+            if previous is not None:
+                with contextlib.suppress(Exception):
+                    await previous
+            try:
+                if host is None:
+                    await self._promote()
+                else:
+                    await self._demote(host, port)
+            except Exception:
+                log.exception("role change failed")
+
+        self._switching = asyncio.get_running_loop().create_task(run())
+
+    async def _promote(self) -> None:
+        if self.follower is None:
+            return
+        await self.follower.stop()
+        self.follower = None
+        log.info("becoming the primary (REPLICAOF NO ONE)")
+        await self.catch_up()
+        await self.become_primary()
+
+    async def _demote(self, host: str, port: int) -> None:
+        state = self.state
+        state.read_only = READONLY
+        if self.follower is not None:
+            await self.follower.stop()
+            self.follower = None
+        if self.durable is not None:
+            log.info("becoming a replica of %s:%d: flushing what is committed", host, port)
+            durable, self.durable = self.durable, None
+            await durable.close(release_objects=False)
+            state.durability = None
+            self.backlog = None
+            for task in list(self._streams):
+                task.cancel()
+            state.replication.links.clear()
+            # As Sentinel does on a role change: clients reconnect and find the new role.
+            for s in list(state.clients.values()):
+                s.close()
+        self._as_replica(host, port)
+
+    # -- the primary's side of a link ------------------------------------------------
+
+    def serve_link(self, s: Session, lsn: int) -> Reply:
+        """TS.FOLLOW on the primary: stream records from `lsn` on this connection."""
+        backlog = self.backlog
+        if backlog is None or backlog.since(lsn) is None:
+            first = backlog.first_lsn if backlog is not None else self.store.lsn + 1
+            raise CommandError(f"{NOBACKLOG} records before LSN {first} are in object storage")
+        ip = s.repl_ip or s.addr.rsplit(":", 1)[0]
+        self.state.replication.links[s.id] = ReplicaLink(s.id, ip, s.repl_port, lsn - 1)
+        task = asyncio.get_running_loop().create_task(self._stream(s, backlog, lsn))
+        self._streams.add(task)
+        task.add_done_callback(self._streams.discard)
+        return Simple(b"FOLLOWING %d" % lsn)
+
+    async def _stream(self, s: Session, backlog: Backlog, lsn: int) -> None:
+        links = self.state.replication.links
+        try:
+            await asyncio.sleep(0)  # the reply to TS.FOLLOW goes first
+            while s.id in links:
+                records = backlog.since(lsn)
+                if records is None:
+                    log.warning("replica %s fell behind the backlog: it reads storage", s.addr)
+                    s.close()
+                    return
+                if not records:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(backlog.wait_after(lsn - 1), ACK_EVERY_S)
+                    continue
+                body = b"".join(records)
+                s.push(Encoded(b"$%d\r\n%b\r\n" % (len(body), body)))
+                lsn += len(records)
+                while s.output_size() > LINK_BUFFER and s.id in links:
+                    await asyncio.sleep(0.01)
+        finally:
+            links.pop(s.id, None)
+
+    # -- stopping ----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        if self._switching is not None:
+            with contextlib.suppress(Exception):
+                await self._switching
+        if self.follower is not None:
+            await self.follower.stop()
+        for task in list(self._streams):
+            task.cancel()
+        if self.durable is not None:
+            await self.durable.close()
+            log.info("stopped at LSN %d (durable %d)", self.store.lsn, self.durable.durable_lsn)
+        else:
+            await self.objects.close()
+            log.info("stopped at LSN %d (a replica)", self.store.lsn)
+
+
+def replica_of(value: str | None) -> tuple[str, int] | None:
+    """--replicaof "HOST PORT" (None: a primary)."""
+    if not value:
+        return None
+    parts = value.split()
+    if len(parts) != 2 or not parts[1].isdigit():
+        raise ValueError(f'--replicaof takes "HOST PORT", not {value!r}')
+    return parts[0], int(parts[1])
+
+
+__all__ = ["Follower", "Node", "replica_of"]
