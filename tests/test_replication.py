@@ -1,0 +1,255 @@
+"""Replicas (issue 12, part 1), with real processes sharing one storage directory:
+a replica serves a prefix of its primary's history (same values, same LSNs), refuses
+writes as a Redis replica does, reports ROLE and INFO replication in Redis' shapes,
+acknowledges for WAIT, waits for an LSN (TS.WAITLSN), refills from storage when
+restarted empty, reconnects to a restarted primary, and changes role on REPLICAOF."""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tests.conftest import ServerProcess, free_port, start_temporalstore
+
+
+def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+def _replica(
+    primary: ServerProcess, workdir: Path, extra: list[str] | None = None
+) -> ServerProcess:
+    return start_temporalstore(
+        ["--replicaof", f"127.0.0.1 {primary.port}", *(extra or [])], workdir=workdir
+    )
+
+
+def _last_command(c: redis.Redis, key: str) -> bytes:
+    """The command of a key's newest version."""
+    last = c.execute_command("TS.HISTORY", key)[-1]
+    if not isinstance(last, dict):
+        last = dict(zip(last[::2], last[1::2], strict=True))
+    return last[b"command"]  # type: ignore[no-any-return]
+
+
+def _caught_up(primary: redis.Redis, replica: redis.Redis) -> bool:
+    return bool(replica.execute_command("TS.VERSION") == primary.execute_command("TS.VERSION"))
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--history", "all"], workdir=workdir)
+    replica = _replica(primary, workdir, ["--history", "all"])
+    yield primary, replica
+    replica.stop()
+    primary.stop()
+
+
+def _value(c: redis.Redis, key: str) -> Any:
+    kind = c.type(key)
+    read = {
+        b"string": lambda: c.get(key),
+        b"hash": lambda: c.hgetall(key),
+        b"list": lambda: c.lrange(key, 0, -1),
+        b"set": lambda: c.smembers(key),
+        b"zset": lambda: c.zrange(key, 0, -1, withscores=True),
+        b"stream": lambda: c.xrange(key),
+    }[kind]
+    return kind, read()
+
+
+def _load(c: redis.Redis) -> None:
+    c.set("s", "v1")
+    c.set("s", "v2")
+    c.hset("h", mapping={"a": "1", "b": "2"})
+    c.hdel("h", "a")
+    c.rpush("l", "x", "y", "z")
+    c.lpop("l")
+    c.zadd("z", {"m": 1.5, "n": 2})
+    c.sadd("t", "p", "q")
+    c.xadd("st", {"f": "v"}, id="1-1")
+    c.execute_command("TS.SEAL", "snap")
+    c.incr("counter")
+    c.set("ttl", "x", px=600_000)
+
+
+def test_replica_serves_the_primary_history(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    primary, replica = pair
+    p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    _load(p)
+    _until(lambda: _caught_up(p, r))
+    for key in ("s", "h", "l", "z", "t", "st", "counter", "ttl"):
+        assert _value(r, key) == _value(p, key), key
+        assert r.execute_command("TS.HISTORY", key) == p.execute_command("TS.HISTORY", key)
+        assert r.pttl(key) == pytest.approx(p.pttl(key), abs=1000)
+    assert r.execute_command("TS.ASOF", "s", "BACK", "1") == b"v1"
+    assert r.execute_command("TS.SNAPSHOTS") == p.execute_command("TS.SNAPSHOTS")
+    assert r.execute_command("TS.ASOF", "counter", "SNAPSHOT", "snap") is None
+    assert r.execute_command("TS.CHECKOUT", "AT", "SNAPSHOT", "snap") == b"OK"
+    assert r.get("counter") is None
+    assert r.hgetall("h") == {b"b": b"2"}
+
+
+def test_replica_refuses_writes_and_reports_its_role(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    primary, replica = pair
+    p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    p.set("k", "v")
+    _until(lambda: _caught_up(p, r))
+    with pytest.raises(redis.ReadOnlyError) as e:
+        r.set("k", "other")
+    assert str(e.value) == "You can't write against a read only replica."
+    lsn = p.execute_command("TS.VERSION")
+    role = r.execute_command("ROLE")
+    assert role == [b"slave", b"127.0.0.1", primary.port, b"connected", lsn]
+    _until(lambda: p.execute_command("ROLE")[2])
+    kind, offset, links = p.execute_command("ROLE")
+    assert (kind, offset) == (b"master", lsn)
+    assert links == [[b"127.0.0.1", str(replica.port).encode(), str(lsn).encode()]]
+    info = r.info("replication")
+    assert info["role"] == "slave"
+    assert info["master_host"] == "127.0.0.1" and info["master_port"] == primary.port
+    assert info["master_link_status"] == "up"
+    assert info["master_sync_in_progress"] == 0
+    assert info["slave_repl_offset"] == lsn
+    assert info["slave_read_only"] == 1
+    pinfo = p.info("replication")
+    assert pinfo["role"] == "master" and pinfo["connected_slaves"] == 1
+    slave0 = pinfo["slave0"]
+    assert (slave0["ip"], slave0["port"], slave0["state"]) == ("127.0.0.1", replica.port, "online")
+    assert slave0["offset"] == lsn
+    assert pinfo["master_repl_offset"] == lsn
+
+
+def test_wait_and_read_your_writes_on_a_replica(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    primary, replica = pair
+    p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    for i in range(200):
+        p.set(f"k{i}", i)
+        assert p.execute_command("WAIT", 1, 5000) == 1
+    lsn = p.execute_command("TS.LASTLSN")
+    assert lsn == p.execute_command("TS.VERSION")
+    assert r.execute_command("TS.WAITLSN", lsn, 5000) >= lsn
+    assert r.get("k199") == b"199"
+    # An LSN nobody wrote yet: the wait times out and says how far the node is.
+    assert r.execute_command("TS.WAITLSN", lsn + 1000, 100) == lsn
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica"):
+        r.execute_command("WAIT", 1, 10)
+
+
+def test_wait_without_replicas_times_out_with_zero() -> None:
+    server = start_temporalstore()
+    try:
+        c = redis.Redis(port=server.port)
+        c.set("k", "v")
+        assert c.execute_command("WAIT", 0, 0) == 0
+        assert c.execute_command("WAIT", 1, 100) == 0
+        assert c.execute_command("ROLE") == [b"master", c.execute_command("TS.VERSION"), []]
+    finally:
+        server.stop()
+
+
+def test_expiry_on_a_replica_hides_keys_and_writes_nothing(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    primary, replica = pair
+    p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    p.set("gone", "x", px=300)
+    _until(lambda: _caught_up(p, r))
+    time.sleep(0.4)
+    before = r.execute_command("TS.VERSION")
+    assert r.get("gone") is None and r.exists("gone") == 0
+    assert r.execute_command("TS.VERSION") == before  # no deletion of its own
+    # The primary's deletion arrives as a record, with the primary's LSN.
+    _until(lambda: _last_command(p, "gone") == b"expired")
+    _until(lambda: _caught_up(p, r))
+    assert r.execute_command("TS.HISTORY", "gone") == p.execute_command("TS.HISTORY", "gone")
+
+
+def test_a_replica_restarted_empty_refills_and_follows_a_restarted_primary() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    port = free_port()
+    primary = start_temporalstore(["--port", str(port)], workdir=workdir)
+    replica = _replica(primary, workdir)
+    try:
+        p = redis.Redis(port=port)
+        for i in range(500):
+            p.set(f"k{i}", i)
+        r = redis.Redis(port=replica.port)
+        _until(lambda: _caught_up(p, r))
+        # Killed, then started again with an empty memory: storage, then the link.
+        replica.proc.send_signal(signal.SIGKILL)
+        replica.proc.wait()
+        replica.stop()
+        p.set("while-away", "1")
+        replica = _replica(primary, workdir)
+        r = redis.Redis(port=replica.port)
+        _until(lambda: _caught_up(p, r))
+        assert r.get("k499") == b"499" and r.get("while-away") == b"1"
+        # The primary restarts on its port: the replica reconnects and follows it.
+        primary.stop()
+        _until(lambda: r.info("replication")["master_link_status"] == "down")
+        assert r.get("k1") == b"1"  # a replica whose primary vanished keeps serving
+        assert "master_link_down_since_seconds" in r.info("replication")
+        primary = start_temporalstore(["--port", str(port)], workdir=workdir)
+        p = redis.Redis(port=port)
+        p.set("after-restart", "yes")
+        _until(lambda: r.get("after-restart") == b"yes")
+        assert _until(lambda: _caught_up(p, r))
+    finally:
+        replica.stop()
+        primary.stop()
+
+
+def test_replicaof_no_one_promotes_and_replicaof_demotes() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--durability", "sync"], workdir=workdir)
+    replica = _replica(primary, workdir, ["--durability", "sync"])
+    try:
+        p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+        for i in range(100):
+            p.set(f"k{i}", i)
+        _until(lambda: _caught_up(p, r))
+        # The old primary goes; the replica takes the prefix over.
+        primary.proc.send_signal(signal.SIGKILL)
+        primary.proc.wait()
+        assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        _until(lambda: r.execute_command("ROLE")[0] == b"master")
+        _until(lambda: _try_set(r, "new", "1"))
+        assert r.get("k99") == b"99"
+        assert [r.get(f"k{i}") for i in range(100)] == [str(i).encode() for i in range(100)]
+        # The former replica is primary now; a new node follows it, then is
+        # turned into a primary and back.
+        primary.stop()
+        primary = _replica(replica, workdir)
+        p = redis.Redis(port=primary.port)
+        _until(lambda: _caught_up(r, p))
+        assert p.get("new") == b"1"
+    finally:
+        replica.stop()
+        primary.stop()
+
+
+def _try_set(c: redis.Redis, key: str, value: str) -> bool:
+    try:
+        return bool(c.set(key, value))
+    except redis.RedisError:
+        return False
