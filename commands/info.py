@@ -236,6 +236,8 @@ repl_backlog_active:{backlog}
 repl_backlog_size:1048576
 repl_backlog_first_byte_offset:0
 repl_backlog_histlen:0
+ts_applied_lsn:{lsn}
+ts_lag_ms:{lag}
 """)
 _CPU = _template("""
 used_cpu_sys:{me.ru_stime:.6f}
@@ -377,7 +379,10 @@ def _info_stats(s: Session) -> str:
 
 def _info_replication(s: Session) -> str:
     return s.server.replication.info(s.store.lsn) + _REPLICATION.format(
-        replid=s.server.replid, lsn=s.store.lsn, backlog=int(bool(s.server.replication.links))
+        replid=s.server.replid,
+        lsn=s.store.lsn,
+        backlog=int(bool(s.server.replication.links)),
+        lag=s.server.replication.lag_ms(),
     )
 
 

@@ -40,6 +40,7 @@ class ReplicationState:
     last_io: float = 0.0
     link_down_since: float = field(default_factory=time.time)
     links: dict[int, ReplicaLink] = field(default_factory=dict)
+    apply_delay_ms: int = 0  # the newest applied record: primary commit to applied here
     # Installed by the proxy: start streaming to a link; switch role (host None: NO ONE).
     follow: Callable[[Session, int], Reply] | None = None
     switch: Callable[[str | None, int], None] | None = None
@@ -58,9 +59,22 @@ class ReplicationState:
             if self._acked is not None:
                 self._acked.set()
 
-    def applied(self) -> None:
-        """The node applied more records (a replica's follower calls this)."""
+    def lag_ms(self) -> int:
+        """How far behind its primary this node's data is: on a replica with its link
+        up, how long the newest record took from the primary's commit to here; with
+        the link down, plus how long it has been down; 0 on a primary."""
+        if not self.is_replica:
+            return 0
+        if self.link_up:
+            return self.apply_delay_ms
+        return self.apply_delay_ms + int((time.time() - self.link_down_since) * 1000)
+
+    def applied(self, commit_ms: int = 0) -> None:
+        """The node applied records up to one committed at `commit_ms` (the
+        replica's follower calls this)."""
         self.last_io = time.time()
+        if commit_ms:
+            self.apply_delay_ms = max(0, int(self.last_io * 1000) - commit_ms)
         if self._applied is not None:
             self._applied.set()
 

@@ -159,4 +159,8 @@ def cmd_table_info(s: Session, argv: list[bytes]) -> Reply:
     info[b"pinned_bytes"] = s.store.mem.pinned_tables.get(name, 0)
     info[b"durable_lsn"] = s.store.lsn if dur is None else dur.durable_lsn
     info[b"flush_lag_ms"] = 0 if dur is None else int(dur.info().get("flush_lag_ms", 0))
+    # Freshness on this node: a replica applies records in order, so every table is
+    # as fresh as the node.
+    info[b"applied_lsn"] = s.store.lsn
+    info[b"replica_lag_ms"] = s.server.replication.lag_ms()
     return info

@@ -180,7 +180,7 @@ class Follower:
                 nxt = after
         except LsnMismatch as e:
             raise LinkError(f"records out of order: {e}") from None
-        self.node.state.replication.applied()
+        self.node.state.replication.applied(store.last_time_ms)
         return nxt
 
 

@@ -110,8 +110,13 @@ def test_replica_refuses_writes_and_reports_its_role(
 ) -> None:
     primary, replica = pair
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    p.execute_command("TS.TABLE", "CREATE", "ns:t")
     p.set("k", "v")
     _until(lambda: _caught_up(p, r))
+    table = r.execute_command("TS.TABLE", "INFO", "ns:t")
+    table = table if isinstance(table, dict) else dict(zip(table[::2], table[1::2], strict=True))
+    assert table[b"applied_lsn"] == p.execute_command("TS.VERSION")
+    assert table[b"replica_lag_ms"] >= 0
     with pytest.raises(redis.ReadOnlyError) as e:
         r.set("k", "other")
     assert str(e.value) == "You can't write against a read only replica."
@@ -129,6 +134,7 @@ def test_replica_refuses_writes_and_reports_its_role(
     assert info["master_sync_in_progress"] == 0
     assert info["slave_repl_offset"] == lsn
     assert info["slave_read_only"] == 1
+    assert info["ts_applied_lsn"] == lsn and info["ts_lag_ms"] >= 0
     pinfo = p.info("replication")
     assert pinfo["role"] == "master" and pinfo["connected_slaves"] == 1
     slave0 = pinfo["slave0"]
