@@ -7,7 +7,7 @@ LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
 from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication
+from commands import replication, sentinel
 
 # isort: on
 
@@ -25,6 +25,7 @@ __all__ = [
     "lists",
     "pubsub",
     "replication",
+    "sentinel",
     "server",
     "sets",
     "streams",

@@ -33,7 +33,7 @@ from commands.errors import CommandError
 from commands.glob import glob_match
 from commands.registry import Flag, command, container
 from commands.replies import Frames, Push, Reply, Simple
-from commands.session import Session
+from commands.session import ServerState, Session
 
 PS = Flag.PUBSUB | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE | Flag.SENTINEL | Flag.SUBSCRIBE_OK
 SUBCOMMAND_SYNTAX = b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."
@@ -148,16 +148,25 @@ PUBLISH_FLAGS = (
 
 @command("publish", 3, PUBLISH_FLAGS)
 def cmd_publish(s: Session, argv: list[bytes]) -> Reply:
-    server = s.server
-    ch = argv[1]
-    msg = argv[2]
+    receivers, own = publish(s.server, argv[1], argv[2], s)
+    if own is not None:
+        own.append(receivers)
+        return own
+    return receivers
+
+
+def publish(
+    server: ServerState, ch: bytes, msg: bytes, sender: Session | None = None
+) -> tuple[int, Frames | None]:
+    """Deliver a message to the channel's and matching patterns' subscribers: (how
+    many got it, the messages for `sender` itself, which go before its reply)."""
     receivers = 0
     own: Frames | None = None
     subs = server.channels.get(ch)
     if subs:
         m = Push([MESSAGE, ch, msg])
         for sub in tuple(subs.values()):
-            if sub is s:
+            if sub is sender:
                 if own is None:
                     own = Frames()
                 own.append(m)
@@ -170,7 +179,7 @@ def cmd_publish(s: Session, argv: list[bytes]) -> Reply:
                 continue
             m = Push([PMESSAGE, pat, ch, msg])
             for sub in tuple(psubs.values()):
-                if sub is s:
+                if sub is sender:
                     if own is None:
                         own = Frames()
                     own.append(m)
@@ -178,10 +187,7 @@ def cmd_publish(s: Session, argv: list[bytes]) -> Reply:
                     sub.push(m)
                 receivers += 1
     server.stats.pubsub_messages += receivers
-    if own is not None:
-        own.append(receivers)
-        return own
-    return receivers
+    return receivers, own
 
 
 # -- introspection ----------------------------------------------------------------

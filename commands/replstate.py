@@ -18,6 +18,20 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class GroupView:
+    """What a node knows of its group, for the Sentinel protocol (commands.sentinel)."""
+
+    name: str
+    my_id: str
+    primary: tuple[str, int] | None = None  # the primary's announced address
+    primary_id: str = ""
+    epoch: int = 0  # the writer epoch of the primary's term
+    replicas: list[tuple[str, int, str, int]] = field(default_factory=list)  # host, port, id, lsn
+    nodes: list[tuple[str, int, str]] = field(default_factory=list)  # every node: host, port, id
+    down_after_ms: int = 5000
+
+
+@dataclass
 class ReplicaLink:
     """A replica connected to this primary."""
 
@@ -41,6 +55,7 @@ class ReplicationState:
     link_down_since: float = field(default_factory=time.time)
     links: dict[int, ReplicaLink] = field(default_factory=dict)
     apply_delay_ms: int = 0  # the newest applied record: primary commit to applied here
+    group: GroupView | None = None  # --group: what the Sentinel protocol answers
     # Installed by the proxy: start streaming to a link; switch role (host None: NO ONE).
     follow: Callable[[Session, int], Reply] | None = None
     switch: Callable[[str | None, int], None] | None = None

@@ -40,6 +40,9 @@ class Config:
     storage: str = DEFAULTS.storage
     s3_endpoint_url: str | None = None
     replicaof: tuple[str, int] | None = None  # --replicaof: (host, port) of the primary
+    group: str | None = None  # --group: the Sentinel protocol's master name
+    announce_host: str = "127.0.0.1"
+    announce_port: int = 0  # 0: the port listened on
     flush_interval_ms: int = DEFAULTS.flush_interval_ms
     requirepass: str | None = None
     databases: int = DEFAULTS.databases

@@ -111,6 +111,13 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
     ("replicaof", None, '"HOST PORT": serve as a replica of that primary (same --storage)'),
+    (
+        "group",
+        None,
+        "answer the Sentinel protocol for this group (default with etcd: temporalstore)",
+    ),
+    ("announce-host", None, "the address other nodes and clients reach this node at"),
+    ("announce-port", None, "... and its port (default: the listening port)"),
 ]
 SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
 # Flags that are CONFIG parameters, checked and stored as CONFIG SET would.
@@ -183,6 +190,11 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         write_wait_ms=num("write-wait-ms", ns.write_wait_ms),
         fault_injection=ns.fault_injection == "yes",
     )
+    config.group = ns.group or None
+    config.announce_host = ns.announce_host or (
+        ns.host if ns.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    )
+    config.announce_port = num("announce-port", ns.announce_port) if ns.announce_port else 0
     try:
         config.replicaof = replica_of(ns.replicaof)
     except ValueError as e:

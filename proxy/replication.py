@@ -37,7 +37,8 @@ import hiredis
 from commands.errors import CommandError
 from commands.replication import READONLY
 from commands.replies import Encoded, Reply, Simple
-from commands.replstate import ReplicaLink
+from commands.replstate import GroupView, ReplicaLink
+from commands.sentinel import set_group
 from commands.session import ServerState, Session
 from flusher.backlog import Backlog
 from flusher.codec import decode_records
@@ -55,6 +56,7 @@ ACK_EVERY_S = 1.0
 RETRY_MIN_S = 0.1
 RETRY_MAX_S = 1.0
 NOBACKLOG = "NOBACKLOG"
+GROUP_REFRESH_S = 0.5
 
 
 class LinkError(Exception):
@@ -119,20 +121,21 @@ class Follower:
         self.writer = writer
         parser = hiredis.Reader(replyError=LinkError)
         nxt = store.lsn + 1
-        my_port = str(self.node.port).encode()
+        host, port = self.node.announce
         writer.write(
-            _command(b"REPLCONF", b"listening-port", my_port)
+            _command(b"REPLCONF", b"listening-port", str(port).encode())
+            + _command(b"REPLCONF", b"ip-address", host.encode())
             + _command(b"TS.FOLLOW", str(nxt).encode())
         )
         replies: list[object] = []
-        while len(replies) < 2:
+        while len(replies) < 3:
             data = await asyncio.wait_for(reader.read(65536), timeout=10)
             if not data:
                 raise LinkError("the primary closed the link")
             parser.feed(data)
             while (r := parser.gets()) is not False:
                 replies.append(r)
-                if len(replies) == 2:
+                if len(replies) == 3:
                     break
         for r in replies:
             if isinstance(r, LinkError):
@@ -210,12 +213,17 @@ class Node:
         repl = state.replication
         repl.follow = self.serve_link
         repl.switch = self.switch
+        config = state.config
+        self.announce = (config.announce_host, config.announce_port or port)
+        self._group_task: asyncio.Task[None] | None = None
 
     # -- starting ------------------------------------------------------------------
 
     async def start(self, replicaof: tuple[str, int] | None) -> None:
         """Rebuild from object storage and take the role asked for (ReplayError,
         ObjectStoreError when storage cannot be read)."""
+        if self.state.config.group is not None:
+            self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
         if replicaof is None:
             await self.become_primary()
         else:
@@ -229,6 +237,34 @@ class Node:
                 rec.seconds,
             )
             self._as_replica(*replicaof)
+
+    def group_view(self) -> GroupView | None:
+        """What this node knows of its group from its own role (etcd knows more)."""
+        name = self.state.config.group
+        if name is None:
+            return None
+        repl = self.state.replication
+        me = self.state.run_id
+        view = GroupView(name, me)
+        view.nodes.append((*self.announce, me))
+        if repl.is_replica:
+            view.primary = (repl.master_host, repl.master_port)
+            view.nodes.append((repl.master_host, repl.master_port, "primary"))
+            view.replicas.append((*self.announce, me, self.store.lsn))
+        else:
+            view.primary = self.announce
+            view.primary_id = me
+            for link in repl.links.values():
+                view.replicas.append((link.ip, link.port, str(link.session_id), link.acked))
+                view.nodes.append((link.ip, link.port, str(link.session_id)))
+        return view
+
+    async def _refresh_group(self) -> None:
+        while True:
+            view = self.group_view()
+            if view is not None:
+                set_group(self.state, view)
+            await asyncio.sleep(GROUP_REFRESH_S)
 
     async def catch_up(self) -> None:
         """Apply what object storage holds beyond what this store has."""
@@ -359,6 +395,8 @@ class Node:
     # -- stopping ----------------------------------------------------------------------
 
     async def close(self) -> None:
+        if self._group_task is not None:
+            self._group_task.cancel()
         if self._switching is not None:
             with contextlib.suppress(Exception):
                 await self._switching

@@ -259,3 +259,34 @@ def _try_set(c: redis.Redis, key: str, value: str) -> bool:
         return bool(c.set(key, value))
     except redis.RedisError:
         return False
+
+
+def test_sentinel_clients_find_the_primary_and_replicas() -> None:
+    """redis-py's Sentinel client, pointed at the nodes themselves (--group)."""
+    from redis.sentinel import Sentinel
+
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--group", "g"], workdir=workdir)
+    replica = _replica(primary, workdir, ["--group", "g"])
+    try:
+        p = redis.Redis(port=primary.port)
+        _until(lambda: p.info("replication")["connected_slaves"] == 1)
+        nodes = [("127.0.0.1", primary.port), ("127.0.0.1", replica.port)]
+        sentinel = Sentinel(nodes, socket_timeout=5)
+        assert sentinel.discover_master("g") == ("127.0.0.1", primary.port)
+        _until(lambda: sentinel.discover_slaves("g") == [("127.0.0.1", replica.port)])
+        sentinel.master_for("g").set("a", "1")
+        r = redis.Redis(port=replica.port)
+        _until(lambda: _caught_up(p, r))
+        assert sentinel.slave_for("g").get("a") == b"1"
+        for port in (primary.port, replica.port):
+            c = redis.Redis(port=port)
+            addr = c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "g")
+            assert addr == [b"127.0.0.1", str(primary.port).encode()]
+            assert c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "other") is None
+            with pytest.raises(redis.ResponseError, match="No such master with that name"):
+                c.execute_command("SENTINEL", "MASTER", "other")
+        assert len(p.execute_command("SENTINEL", "SENTINELS", "g")) == 1
+    finally:
+        replica.stop()
+        primary.stop()
