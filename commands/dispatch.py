@@ -5,7 +5,7 @@ it a version (one for a whole MULTI/EXEC block)."""
 from __future__ import annotations
 
 import logging
-from time import perf_counter_ns
+from time import monotonic, perf_counter_ns
 
 from commands.acl import denied as acl_denied
 from commands.cleanup import unwatch_all
@@ -14,6 +14,7 @@ from commands.errors import (
     LOADING,
     NOAUTH,
     NOT_IN_MULTI,
+    READONLY,
     READONLY_VIEW,
     SUBSCRIBE_CONTEXT,
     UNKNOWN_COMMAND,
@@ -88,8 +89,12 @@ class Dispatcher:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:
             return self.reject(s, READONLY_VIEW.encode(), argv, cmd)
-        if cmd.is_write and server.read_only:
-            return self.reject(s, server.read_only.encode(), argv, cmd)
+        if cmd.is_write and (
+            server.read_only or (server.write_deadline and monotonic() >= server.write_deadline)
+        ):
+            # A replica; or a leader whose lease may be about to expire (it answers
+            # nothing it cannot be sure of still leading for).
+            return self.reject(s, (server.read_only or READONLY).encode(), argv, cmd)
         if cmd.is_write and server.durability is not None and server.durability.fenced:
             return self.reject(s, FENCED.encode(), argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:

@@ -25,14 +25,13 @@ import asyncio
 from typing import Any
 
 from commands.durability import _deferred, timeout_ms
-from commands.errors import SYNTAX, CommandError
+from commands.errors import READONLY, SYNTAX, CommandError
 from commands.parsing import get_range_long, string2ll
 from commands.registry import Flag, command
 from commands.replies import OK, Frames, Reply, Simple
 from commands.replstate import ReplicationState
 from commands.session import Session
 
-READONLY = "READONLY You can't write against a read only replica."
 NOT_REPLICA_LINK = "ERR TS.FOLLOW is for replicas (this node is a replica itself)"
 INVALID_LSN = "ERR value is not an integer or out of range"
 

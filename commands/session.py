@@ -41,6 +41,7 @@ class Config:
     s3_endpoint_url: str | None = None
     replicaof: tuple[str, int] | None = None  # --replicaof: (host, port) of the primary
     group: str | None = None  # --group: the Sentinel protocol's master name
+    etcd_endpoints: str | None = None  # --etcd-endpoints: failover and raft tables
     announce_host: str = "127.0.0.1"
     announce_port: int = 0  # 0: the port listened on
     flush_interval_ms: int = DEFAULTS.flush_interval_ms
@@ -104,6 +105,11 @@ class Durability(Protocol):
     def sync(self) -> bool: ...
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool: ...
+
+    @property
+    def raft_lsn(self) -> int: ...
+
+    async def wait_raft(self, lsn: int) -> None: ...
 
     def over_capacity(self) -> bool: ...
 
@@ -187,6 +193,8 @@ class ServerState:
         self.replication = ReplicationState()  # role, primary, replica links
         # Why writes are refused now (a replica's READONLY), or "" when they are not.
         self.read_only = ""
+        # A group's leader refuses writes from this time.monotonic() on (0: no limit).
+        self.write_deadline = 0.0
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
         # Limits in force (from `config.params`, kept current by CONFIG SET), and whether
@@ -259,6 +267,7 @@ class Session:
         self.meta: WriteMeta | None = None
         self.last_write_lsn = 0  # the LSN of this connection's latest write
         self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
+        self.last_raft_lsn = 0  # ... and to raft-durability data
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()

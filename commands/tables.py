@@ -49,13 +49,19 @@ def _positive(b: bytes) -> int:
     return n
 
 
+RAFT_NEEDS_ETCD = (
+    "ERR DURABILITY RAFT needs etcd: start the server with --etcd-endpoints "
+    "(a group whose etcd cluster holds the raft tables' log)"
+)
+
+
 def parse_policy(argv: list[bytes], i: int, base: TablePolicy) -> TablePolicy:
     durability, retain, every, max_pinned = base
     while i < len(argv):
         opt = argv[i].lower()
         if opt == b"durability" and i + 1 < len(argv):
             mode = argv[i + 1].lower()
-            if mode not in (b"async", b"sync"):
+            if mode not in (b"async", b"sync", b"raft"):
                 raise CommandError(SYNTAX)
             durability = mode.decode()
             i += 2
@@ -91,6 +97,8 @@ def _default(s: Session) -> TablePolicy:
 
 
 def _commit_policy(s: Session, name: bytes, p: TablePolicy) -> None:
+    if p.durability == "raft" and not s.server.config.etcd_endpoints:
+        raise CommandError(RAFT_NEEDS_ETCD)
     op: tuple[Any, ...] = ("table", name, p.durability, str(p.retain), p.snapshot_every)
     if p.max_pinned:
         op += (p.max_pinned,)

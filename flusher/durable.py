@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flusher.checkpoint import read_checkpoint, write_checkpoint
 from flusher.compaction import compact
@@ -25,6 +25,9 @@ from flusher.manifest import Manifest, new_manifest, newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from store import HistoryPolicy, PrunedError, Store
 from store.settings import DEFAULTS
+
+if TYPE_CHECKING:
+    from flusher.raft import RaftAppender
 
 log = logging.getLogger("temporalstore")
 
@@ -83,6 +86,7 @@ class DurableStore:
             max_unflushed_bytes=config.max_unflushed_bytes,
             clock=clock,
         )
+        self.raft: RaftAppender | None = None  # set by a node of a group on etcd
         self.checkpoint_lsn = manifest.checkpoint_lsn or 0
         self.checkpoint_time = clock()
         self.checkpoints_written = 0
@@ -115,6 +119,23 @@ class DurableStore:
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
         return await self.flusher.wait_durable(lsn, timeout)
+
+    @property
+    def raft_lsn(self) -> int:
+        """Records up to here survive the loss of this node: in object storage, or
+        committed in etcd's log (raft tables)."""
+        if self.raft is None:
+            return self.flusher.durable_lsn
+        return max(self.flusher.durable_lsn, self.raft.committed)
+
+    async def wait_raft(self, lsn: int) -> None:
+        """Until records up to `lsn` are in etcd's log (or in object storage); raises
+        when they cannot be put there (no quorum, or no longer the leader)."""
+        if self.raft is None:
+            if not await self.flusher.wait_durable(lsn):
+                raise ObjectStoreError(self.last_error())
+            return
+        await self.raft.wait(lsn)
 
     def over_capacity(self) -> bool:
         return self.flusher.over_capacity()

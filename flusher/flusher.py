@@ -60,9 +60,12 @@ async def put_segment(objects: ObjectStore, key: str, data: bytes) -> bool:
 
 def segment_object(encoded: list[bytes], first: int) -> bytes:
     """The segment object holding `encoded` records, LSNs `first` onwards."""
-    return segment.encode(
-        segment.SEGMENT_MAGIC, first, first + len(encoded) - 1, len(encoded), b"".join(encoded)
-    )
+    return records_segment(b"".join(encoded), first, first + len(encoded) - 1)
+
+
+def records_segment(body: bytes, first: int, last: int) -> bytes:
+    """The segment object holding records `first`..`last`, encoded back to back."""
+    return segment.encode(segment.SEGMENT_MAGIC, first, last, last - first + 1, body)
 
 
 async def put_record(objects: ObjectStore, record: UpdateRecord) -> bool:

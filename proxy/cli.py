@@ -111,6 +111,7 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
     ("replicaof", None, '"HOST PORT": serve as a replica of that primary (same --storage)'),
+    ("etcd-endpoints", None, "URL[,URL...]: join a group on etcd (failover, raft tables)"),
     (
         "group",
         None,
@@ -190,7 +191,10 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         write_wait_ms=num("write-wait-ms", ns.write_wait_ms),
         fault_injection=ns.fault_injection == "yes",
     )
-    config.group = ns.group or None
+    config.etcd_endpoints = ns.etcd_endpoints or None
+    config.group = ns.group or ("temporalstore" if config.etcd_endpoints else None)
+    if config.etcd_endpoints and ns.replicaof:
+        raise SystemExit("temporalstore: --replicaof and --etcd-endpoints: etcd picks the primary")
     config.announce_host = ns.announce_host or (
         ns.host if ns.host not in ("0.0.0.0", "::") else "127.0.0.1"
     )

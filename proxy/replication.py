@@ -34,17 +34,16 @@ import time
 
 import hiredis
 
-from commands.errors import CommandError
-from commands.replication import READONLY
+from commands.errors import READONLY, CommandError
 from commands.replies import Encoded, Reply, Simple
 from commands.replstate import GroupView, ReplicaLink
 from commands.sentinel import set_group
 from commands.session import ServerState, Session
 from flusher.backlog import Backlog
-from flusher.codec import decode_records
 from flusher.durable import DurabilityConfig, DurableStore
 from flusher.objectstore import ObjectStore, ObjectStoreError
-from replay.replay import Progress, Recovery, ReplayError, recover
+from proxy.group import GroupMember
+from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
 from store import Store
 from store.keyspace import LsnMismatch
@@ -56,6 +55,7 @@ ACK_EVERY_S = 1.0
 RETRY_MIN_S = 0.1
 RETRY_MAX_S = 1.0
 NOBACKLOG = "NOBACKLOG"
+GROUP = "temporalstore"  # the group's name when --etcd-endpoints is given alone
 GROUP_REFRESH_S = 0.5
 
 
@@ -171,20 +171,14 @@ class Follower:
         if not isinstance(frame, bytes):
             raise LinkError(f"unexpected frame {frame!r:.80}")
         store = self.node.store
-        records = decode_records(frame)
         try:
-            while True:
-                after, _applied = store.replay_records(
-                    records.rows, records.typed, nxt, store.lsn, 5000
-                )
-                if after - nxt < 5000:
-                    nxt = after
-                    break
-                nxt = after
+            first, last = replay_body(store, frame)
         except LsnMismatch as e:
             raise LinkError(f"records out of order: {e}") from None
+        if first != nxt:
+            raise LinkError(f"a frame from LSN {first} where {nxt} was next")
         self.node.state.replication.applied(store.last_time_ms)
-        return nxt
+        return last + 1
 
 
 class Node:
@@ -216,15 +210,34 @@ class Node:
         config = state.config
         self.announce = (config.announce_host, config.announce_port or port)
         self._group_task: asyncio.Task[None] | None = None
+        self.member: GroupMember | None = None  # --etcd-endpoints
 
     # -- starting ------------------------------------------------------------------
 
     async def start(self, replicaof: tuple[str, int] | None) -> None:
         """Rebuild from object storage and take the role asked for (ReplayError,
         ObjectStoreError when storage cannot be read)."""
-        if self.state.config.group is not None:
+        if self.state.config.group is not None and not self.state.config.etcd_endpoints:
             self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
-        if replicaof is None:
+        config = self.state.config
+        if config.etcd_endpoints:
+            # The group decides: follow its leader, or lead (proxy.group).
+            rec = self.recovery = await recover(self.store, self.objects, self.progress)
+            log.info(
+                "storage %s: replica of group %s until it has a leader, LSN %d "
+                "(%d records replayed in %.2fs)",
+                self.objects.url,
+                config.group,
+                self.store.lsn,
+                rec.records,
+                rec.seconds,
+            )
+            self.state.read_only = READONLY
+            self.store.follower = True
+            self.state.replication.role = "slave"
+            self.member = GroupMember(self, config.etcd_endpoints, config.group or GROUP)
+            await self.member.start()
+        elif replicaof is None:
             await self.become_primary()
         else:
             rec = self.recovery = await recover(self.store, self.objects, self.progress)
@@ -336,24 +349,43 @@ class Node:
         await self.become_primary()
 
     async def _demote(self, host: str, port: int) -> None:
-        state = self.state
-        state.read_only = READONLY
+        await self.step_down()
+        self._as_replica(host, port)
+
+    async def follow(self, host: str, port: int) -> None:
+        """Be a replica of host:port (stepping down first if this node is primary)."""
+        f = self.follower
+        if f is not None and (f.host, f.port) == (host, port):
+            return
+        await self.step_down()
+        self._as_replica(host, port)
+
+    async def stop_following(self) -> None:
         if self.follower is not None:
             await self.follower.stop()
             self.follower = None
-        if self.durable is not None:
-            log.info("becoming a replica of %s:%d: flushing what is committed", host, port)
-            durable, self.durable = self.durable, None
-            await durable.close(release_objects=False)
-            state.durability = None
-            self.backlog = None
-            for task in list(self._streams):
-                task.cancel()
-            state.replication.links.clear()
-            # As Sentinel does on a role change: clients reconnect and find the new role.
-            for s in list(state.clients.values()):
-                s.close()
-        self._as_replica(host, port)
+
+    async def step_down(self) -> None:
+        """Stop being the primary (or following): writes are refused at once, what
+        is committed is flushed (fenced if another node took over), the replica links
+        and client connections are closed, as Sentinel does on a role change."""
+        state = self.state
+        state.read_only = READONLY
+        self.store.follower = True
+        await self.stop_following()
+        if self.durable is None:
+            return
+        log.info("stepping down: flushing what is committed")
+        durable, self.durable = self.durable, None
+        await durable.close(release_objects=False)
+        state.durability = None
+        self.backlog = None
+        for task in list(self._streams):
+            task.cancel()
+        state.replication.links.clear()
+        state.replication.role = "slave"
+        for s in list(state.clients.values()):
+            s.close()
 
     # -- the primary's side of a link ------------------------------------------------
 
@@ -397,6 +429,8 @@ class Node:
     async def close(self) -> None:
         if self._group_task is not None:
             self._group_task.cancel()
+        if self.member is not None:
+            await self.member.close()
         if self._switching is not None:
             with contextlib.suppress(Exception):
                 await self._switching

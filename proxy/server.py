@@ -309,7 +309,9 @@ class Connection(asyncio.Protocol):
         s = self.session
         assert s is not None
         dur = s.server.durability
-        if dur is not None and s.last_sync_lsn > dur.durable_lsn:
+        if dur is not None and (
+            s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn
+        ):
             self.held = list(out)
             task = asyncio.get_running_loop().create_task(self._release(dur))
             self.server.releases.add(task)
@@ -322,9 +324,11 @@ class Connection(asyncio.Protocol):
         assert s is not None
         try:
             while True:
-                target = s.last_sync_lsn
+                target, raft = s.last_sync_lsn, s.last_raft_lsn
                 await dur.wait_durable(target)
-                if s.last_sync_lsn <= target:
+                if raft > dur.raft_lsn:
+                    await dur.wait_raft(raft)
+                if s.last_sync_lsn <= target and s.last_raft_lsn <= raft:
                     break
         except Exception as e:  # fenced or shutting down: these writes are not durable
             log.warning("closing client %d: its writes cannot be made durable: %s", s.id, e)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flusher import segment
 from flusher.checkpoint import read_checkpoint
+from flusher.codec import decode_records
 from flusher.log import LogError, SegmentLog
 from flusher.manifest import Manifest, newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
@@ -100,3 +102,24 @@ async def recover(
         raise ReplayError(f"undecodable data after LSN {rec.lsn}: {e!r}") from None
     rec.seconds += time.monotonic() - started
     return rec
+
+
+def replay_body(store: Store, body: bytes) -> tuple[int, int]:
+    """Apply records encoded back to back (a replica link's frame, a raft log entry):
+    they must be consecutive; those the store has already are skipped. Returns the
+    (first, last) LSNs the body held (LsnMismatch if they do not follow the store's)."""
+    rows, typed = decode_records(body)
+    it = iter(rows)
+    head = next(it, None)
+    if head is None:
+        return store.lsn + 1, store.lsn
+    first = head[0]
+    if first > store.lsn + 1:
+        raise LsnMismatch(first, store.lsn + 1)
+    expected = first
+    rows_left = itertools.chain([head], it)
+    while True:
+        nxt, _applied = store.replay_records(rows_left, typed, expected, store.lsn, SLICE)
+        if nxt - expected < SLICE:
+            return first, nxt - 1
+        expected = nxt

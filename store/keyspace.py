@@ -197,11 +197,14 @@ class Store:
         if writer is not None:
             writer.last_write_lsn = lsn
             if not self.tables:
-                sync = self.default_sync
+                if self.default_sync:
+                    writer.last_sync_lsn = lsn
             else:
-                sync = any(self.is_sync(key) for _d, key, _o, _u, _c in pending if key is not None)
-            if sync:
-                writer.last_sync_lsn = lsn
+                modes = {self.durability_of(key) for _d, key, _o, _u, _c in pending if key}
+                if "sync" in modes:
+                    writer.last_sync_lsn = lsn
+                if "raft" in modes:
+                    writer.last_raft_lsn = lsn
         if self.observers:
             obs = self.observers
             for dbi, key, _op, _undo, _cmd in pending:
@@ -320,9 +323,12 @@ class Store:
         t = self.table_of(key)
         return None if t is None else self.tables[t]
 
-    def is_sync(self, key: bytes) -> bool:
+    def durability_of(self, key: bytes) -> str:
+        """async, sync or raft: the durability of the table `key` belongs to."""
         policy = self.policy_of(key)
-        return self.default_sync if policy is None else policy.durability == "sync"
+        if policy is None:
+            return "sync" if self.default_sync else "async"
+        return policy.durability
 
     def _save_tables(self) -> Any:
         return [

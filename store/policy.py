@@ -37,7 +37,7 @@ class HistoryPolicy:
 class TablePolicy(NamedTuple):
     """A table's durability, history retention and full-copy frequency."""
 
-    durability: str  # "async" | "sync"
+    durability: str  # "async" | "sync" | "raft"
     retain: HistoryPolicy
     snapshot_every: int
     max_pinned: int = 0  # TS.SEAL is refused while the table's pinned history is past it

@@ -52,6 +52,7 @@ class Writer(Protocol):
     meta: WriteMeta | None
     last_write_lsn: int
     last_sync_lsn: int
+    last_raft_lsn: int  # ... and to data with raft durability (committed in etcd)
 
 
 class LsnMismatch(Exception):
