@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server install clean bench soak
+.PHONY: run test lint typecheck layers pytest compat redis-server etcd install clean bench soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,17 @@ redis-server:
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools; }
 
+# Debian's etcd: leader election, fencing and the RAFT-mode log of a group
+# (flusher/coordination.py); the tests start their own members (tests/etcd.py).
+# etcd-client (etcdctl) is installed too where the release has it.
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  if apt-cache show etcd-client >/dev/null 2>&1; then pkgs="etcd-server etcd-client"; \
+	  else pkgs=etcd-server; fi && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$pkgs; }
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -37,7 +48,7 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) redis-server
+pytest: $(STAMP) redis-server etcd
 	$(BIN)/pytest -q
 
 test: lint typecheck layers pytest
@@ -48,7 +59,7 @@ compat: $(STAMP) redis-server
 
 # Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
 # bench-results.json (see bench/run.py).
-bench: $(STAMP) redis-server
+bench: $(STAMP) redis-server etcd
 	$(BIN)/python -m bench.run
 
 # The long versions of the reliability tests (about 6 minutes): a million fuzzed
@@ -57,7 +68,7 @@ bench: $(STAMP) redis-server
 # Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py
-soak: $(STAMP) redis-server
+soak: $(STAMP) redis-server etcd
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \
 	  --junitxml=soak-results.xml $(SOAK_TESTS); status=$$?; \

@@ -23,6 +23,9 @@ from tests.resp_client import RawClient, canonical, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The etcd fixtures (`etcd`, `etcd_cluster`) live in tests/etcd.py.
+pytest_plugins = ("tests.etcd",)
+
 
 def proc_status_kb(pid: int, field: str = "VmRSS") -> int:
     """A size from /proc/PID/status (VmRSS: resident; VmSize: address space), in KiB."""
