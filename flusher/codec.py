@@ -187,3 +187,9 @@ def pack_plain(obj: Any) -> bytes:
     the bytes `pack` gives, faster. Anything else would lose its type: use `pack`."""
     data: bytes = _PLAIN_PACKER.pack(obj)
     return data
+
+
+def records_from(body: bytes, lsn: int) -> bytes:
+    """The records of `body` (encoded back to back) from `lsn` on, re-encoded."""
+    rows, typed = decode_records(body)
+    return b"".join(encode_record(typed(row)) for row in rows if row[0] >= lsn)

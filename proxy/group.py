@@ -30,6 +30,10 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from commands.errors import READONLY
+from commands.replstate import GroupView
+from commands.sentinel import set_group
+from flusher.codec import records_from
 from flusher.coordination import (
     CoordinationError,
     LeaderInfo,
@@ -40,13 +44,6 @@ from flusher.coordination import (
     best_candidate,
     etcd_client,
 )
-
-from commands.errors import READONLY
-from commands.replstate import GroupView
-from commands.sentinel import set_group
-from flusher.codec import decode_records, encode_record
-from flusher.flusher import put_segment, records_segment
-from flusher.paths import segment as segment_key
 from flusher.raft import RaftAppender
 from replay.replay import replay_body
 
@@ -58,7 +55,6 @@ log = logging.getLogger("temporalstore")
 LEASE_TTL_S = 3
 POLL_S = 0.2
 LEADERLESS_S = 3 * LEASE_TTL_S
-TAKEOVER_ATTEMPTS = 20
 
 
 def _addr(text: str) -> tuple[str, int]:
@@ -165,13 +161,7 @@ class GroupMember:
         log.info(
             "group %s: %s takes the lead (epoch %s)", self.group, self.me, self.leadership.epoch
         )
-        await node.stop_following()
-        for _attempt in range(TAKEOVER_ATTEMPTS):
-            await node.catch_up()
-            if await self._apply_raft_log():
-                break
-        else:
-            raise RuntimeError("could not write the raft log's records to object storage")
+        await node.prepare_to_lead(self._apply_raft_log)
         await node.become_primary()
         durable, backlog = node.durable, node.backlog
         assert durable is not None and backlog is not None
@@ -183,23 +173,17 @@ class GroupMember:
         state.write_deadline = self.leadership.deadline
         self._publish_view()
 
-    async def _apply_raft_log(self) -> bool:
-        """Apply what etcd's log holds beyond object storage and store it there, so the
-        takeover's claim follows it. False: another writer put a segment there first
-        (catch up from storage, then try again)."""
+    async def _apply_raft_log(self) -> None:
+        """Apply what etcd's log holds beyond this node's records (they are stored with
+        the rest this node has beyond storage)."""
         store = self.node.store
         start = store.lsn + 1
         entries = await self.raft.entries_after(store.lsn)
-        data = _from(b"".join(body for _last, body in entries), start)
-        if not data:
-            return True
-        replay_body(store, data)
-        last = store.lsn
-        segment = records_segment(data, start, last)
-        if not await put_segment(self.node.objects, segment_key(start), segment):
-            return False
-        log.info("group %s: raft log records %d..%d stored", self.group, start, last)
-        return True
+        data = records_from(b"".join(body for _last, body in entries), start)
+        if data:
+            first, last = replay_body(store, data)
+            self.node.unstored.append((first, last, data))
+            log.info("group %s: records %d..%d applied from the raft log", self.group, first, last)
 
     # -- stepping down -----------------------------------------------------------------
 
@@ -244,9 +228,3 @@ class GroupMember:
         )
         view.down_after_ms = LEASE_TTL_S * 1000
         set_group(node.state, view)
-
-
-def _from(body: bytes, lsn: int) -> bytes:
-    """The records of `body` from `lsn` on, re-encoded."""
-    rows, typed = decode_records(body)
-    return b"".join(encode_record(typed(row)) for row in rows if row[0] >= lsn)

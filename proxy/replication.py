@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import hiredis
 
@@ -40,8 +41,11 @@ from commands.replstate import GroupView, ReplicaLink
 from commands.sentinel import set_group
 from commands.session import ServerState, Session
 from flusher.backlog import Backlog
+from flusher.codec import records_from
 from flusher.durable import DurabilityConfig, DurableStore
+from flusher.flusher import put_segment, records_segment
 from flusher.objectstore import ObjectStore, ObjectStoreError
+from flusher.paths import segment as segment_key
 from proxy.group import GroupMember
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
@@ -55,6 +59,7 @@ ACK_EVERY_S = 1.0
 RETRY_MIN_S = 0.1
 RETRY_MAX_S = 1.0
 NOBACKLOG = "NOBACKLOG"
+TAKEOVER_ATTEMPTS = 20
 GROUP = "temporalstore"  # the group's name when --etcd-endpoints is given alone
 GROUP_REFRESH_S = 0.5
 
@@ -177,6 +182,7 @@ class Follower:
             raise LinkError(f"records out of order: {e}") from None
         if first != nxt:
             raise LinkError(f"a frame from LSN {first} where {nxt} was next")
+        self.node.unstored.append((first, last, frame))
         self.node.state.replication.applied(store.last_time_ms)
         return last + 1
 
@@ -202,6 +208,8 @@ class Node:
         self.durable: DurableStore | None = None
         self.backlog: Backlog | None = None
         self.follower: Follower | None = None
+        # Records applied beyond what storage holds: (first LSN, last LSN, encoded).
+        self.unstored: list[tuple[int, int, bytes]] = []
         self._switching: asyncio.Task[None] | None = None
         self._streams: set[asyncio.Task[None]] = set()
         repl = state.replication
@@ -285,8 +293,40 @@ class Node:
         if self.recovery is None:
             self.recovery = await recover(store, self.objects, self.progress)
             return
-        self.recovery.lsn = store.lsn
         self.recovery = await recover(store, self.objects, None, after=self.recovery)
+        stored = self.recovery.stored
+        self.unstored = [c for c in self.unstored if c[1] > stored]
+
+    async def store_unstored(self) -> bool:
+        """Put the records this node applied beyond what object storage holds (from
+        its link, or etcd's raft log) there as one segment, so that a takeover's claim
+        follows them. False: another writer stored a segment there first (catch up
+        from storage, then try again)."""
+        assert self.recovery is not None
+        start = self.recovery.stored + 1
+        if self.store.lsn < start:
+            return True
+        data = records_from(b"".join(body for _f, _l, body in self.unstored), start)
+        if not await put_segment(
+            self.objects, segment_key(start), records_segment(data, start, self.store.lsn)
+        ):
+            return False
+        log.info("records %d..%d this node had beyond storage are stored", start, self.store.lsn)
+        self.recovery.stored = self.store.lsn
+        self.unstored = []
+        return True
+
+    async def prepare_to_lead(self, extra: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Catch up from storage (and `extra`: etcd's raft log), then store what this
+        node has beyond storage, until that succeeds."""
+        await self.stop_following()
+        for _attempt in range(TAKEOVER_ATTEMPTS):
+            await self.catch_up()
+            if extra is not None:
+                await extra()
+            if await self.store_unstored():
+                return
+        raise ReplayError("could not store the records this node has beyond storage")
 
     async def become_primary(self) -> None:
         store = self.store
@@ -342,10 +382,8 @@ class Node:
     async def _promote(self) -> None:
         if self.follower is None:
             return
-        await self.follower.stop()
-        self.follower = None
         log.info("becoming the primary (REPLICAOF NO ONE)")
-        await self.catch_up()
+        await self.prepare_to_lead()
         await self.become_primary()
 
     async def _demote(self, host: str, port: int) -> None:
@@ -386,6 +424,17 @@ class Node:
         state.replication.role = "slave"
         for s in list(state.clients.values()):
             s.close()
+        # What this node committed may not all be in storage (a fenced flush): its
+        # memory is no longer a prefix of the group's history. Start again from
+        # storage, as a Redis replica does a full resynchronisation.
+        old = self.store
+        store = Store(databases=len(old.dbs), history=old.history)
+        store.follower = True
+        self.store = state.store = store
+        self.recovery = None
+        self.unstored = []
+        await self.catch_up()
+        log.info("rebuilt from storage after stepping down: LSN %d", store.lsn)
 
     # -- the primary's side of a link ------------------------------------------------
 

@@ -40,6 +40,7 @@ class Recovery:
     manifest: Manifest | None = None
     checkpoint_lsn: int = 0
     lsn: int = 0  # the last LSN applied
+    stored: int = 0  # the last LSN object storage was seen to hold
     records: int = 0
     segments: int = 0
     seconds: float = 0.0
@@ -61,7 +62,7 @@ async def recover(
             rec.manifest = await newest_manifest(objects)
             if rec.manifest is not None and rec.manifest.checkpoint_lsn is not None:
                 await read_checkpoint(objects, store, rec.manifest.checkpoint_lsn)
-                rec.checkpoint_lsn = rec.lsn = rec.manifest.checkpoint_lsn
+                rec.checkpoint_lsn = rec.lsn = rec.stored = rec.manifest.checkpoint_lsn
         segments = await log.segments()
         if rec.manifest is None and segments:
             raise ReplayError(
@@ -69,15 +70,16 @@ async def recover(
                 "refusing to start over data that cannot be placed"
             )
         rec.segment_firsts = [ref.first for ref in segments]
-        async with contextlib.aclosing(log.walk(segments, rec.lsn)) as walk:
+        # From what storage was seen to hold; records the store has already (a
+        # replica's, from its link) are counted, not applied.
+        skip = store.lsn
+        async with contextlib.aclosing(log.walk(segments, rec.stored)) as walk:
             async for seg in walk:
                 expected = seg.ref.first
                 rows, typed = seg.rows()
                 while True:
                     try:
-                        nxt_lsn, applied = store.replay_records(
-                            rows, typed, expected, rec.lsn, SLICE
-                        )
+                        nxt_lsn, applied = store.replay_records(rows, typed, expected, skip, SLICE)
                     except LsnMismatch as e:
                         raise ReplayError(f"{seg.ref.key}: {e}") from None
                     taken = nxt_lsn - expected
@@ -91,6 +93,7 @@ async def recover(
                         progress(rec.records, seg.left)
                     await asyncio.sleep(0)
                 seg.check_count(expected)
+                rec.stored = expected - 1
                 rec.segments += 1
         if progress is not None:
             progress(rec.records, 0)

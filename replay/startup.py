@@ -36,8 +36,6 @@ async def take_over(
     beyond that."""
     gc.disable()  # replay builds long-lived objects only: no cycles to find
     try:
-        if after is not None:
-            after.lsn = store.lsn
         rec = await recover(store, objects, progress, after=after)
     finally:
         gc.enable()

@@ -1,0 +1,237 @@
+"""Failover and raft tables on etcd (issue 12, parts 2 and 3), with real processes:
+etcd, three nodes on one storage directory, redis-py's Sentinel client.
+
+- kill -9 of the primary, ROUNDS times: a replica takes over, acknowledged writes to
+  sync and raft tables are all there, the killed node rejoins as a replica;
+- a paused primary (SIGSTOP past its lease, then SIGCONT) acknowledges nothing after
+  another node became primary, and storage replays whole;
+- raft writes survive the loss of the primary and of its unflushed tail (the log in
+  etcd), fail with an error when etcd has no quorum, and need --etcd-endpoints.
+
+Failover times and losses are written as figures (tests/reliability.py `figure`).
+"""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis.sentinel import Sentinel
+
+from tests.conftest import ServerProcess, start_temporalstore
+from tests.etcd import EtcdCluster, start_etcd, unique_group
+from tests.reliability import SOAK, figure
+
+ROUNDS = 10 if SOAK else 2
+
+
+def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = check()
+        except redis.RedisError:
+            got = None
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+class Group:
+    def __init__(self, etcd: EtcdCluster, extra: list[str] | None = None) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="ts-group-"))
+        self.name = unique_group()
+        self.args = [
+            "--etcd-endpoints",
+            ",".join(etcd.endpoints),
+            "--group",
+            self.name,
+            *(extra or []),
+        ]
+        self.nodes: list[ServerProcess] = []
+
+    def add(self) -> ServerProcess:
+        node = start_temporalstore(self.args, workdir=self.workdir)
+        self.nodes.append(node)
+        return node
+
+    def role(self, node: ServerProcess) -> bytes | None:
+        try:
+            role: bytes = redis.Redis(port=node.port, socket_timeout=1).execute_command("ROLE")[0]
+            return role
+        except redis.RedisError:
+            return None
+
+    def primary(self) -> ServerProcess:
+        return _until(lambda: next((n for n in self.live() if self.role(n) == b"master"), None))
+
+    def live(self) -> list[ServerProcess]:
+        return [n for n in self.nodes if n.proc.poll() is None]
+
+    def sentinel(self) -> Sentinel:
+        return Sentinel([("127.0.0.1", n.port) for n in self.live()], socket_timeout=1)
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()
+
+
+@pytest.fixture(scope="module")
+def etcd() -> Iterator[EtcdCluster]:
+    cluster = start_etcd(1)
+    yield cluster
+    cluster.stop()
+
+
+def _kill(node: ServerProcess) -> None:
+    node.proc.send_signal(signal.SIGKILL)
+    node.proc.wait()
+    node.stop()  # closes its pipes
+
+
+def test_kill_9_of_the_primary_loses_no_acknowledged_sync_or_raft_write(etcd: EtcdCluster) -> None:
+    group = Group(etcd, ["--flush-interval-ms", "50"])
+    try:
+        for _ in range(3):
+            group.add()
+        primary = group.primary()
+        c = redis.Redis(port=primary.port)
+        c.execute_command("TS.TABLE", "CREATE", "s:t", "DURABILITY", "SYNC")
+        c.execute_command("TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT")
+        acked: list[str] = []
+        times: list[float] = []
+        n = 0
+        for _round in range(ROUNDS):
+            master = group.sentinel().master_for(group.name, socket_timeout=2)
+            for _ in range(50):
+                for table in ("s:t", "r:t"):
+                    key = f"{table}:{n}"
+                    assert master.set(key, n)
+                    acked.append(key)
+                n += 1
+            old = group.primary()
+            _kill(old)
+            killed = time.monotonic()
+
+            def write_again() -> bool:
+                m = group.sentinel().master_for(group.name, socket_timeout=1)
+                return bool(m.set("probe", "1"))
+
+            _until(write_again)
+            times.append(time.monotonic() - killed)
+            # The killed node comes back with an empty memory and joins as a replica.
+            group.nodes.remove(old)
+            back = group.add()
+            _until(lambda back=back: group.role(back) == b"slave")
+        master = group.sentinel().master_for(group.name, socket_timeout=2)
+        lost = [k for k in acked if master.get(k) is None]
+        figure(
+            "failover",
+            rounds=ROUNDS,
+            acknowledged=len(acked),
+            lost=len(lost),
+            median_s=round(statistics.median(times), 2),
+            max_s=round(max(times), 2),
+        )
+        assert lost == []
+    finally:
+        group.stop()
+
+
+def test_a_paused_primary_acknowledges_nothing_after_losing_the_lead(etcd: EtcdCluster) -> None:
+    group = Group(etcd, ["--durability", "sync", "--flush-interval-ms", "50"])
+    try:
+        for _ in range(2):
+            group.add()
+        old = group.primary()
+        c = redis.Redis(port=old.port, socket_timeout=15)
+        c.set("before", "1")
+        other = next(n for n in group.nodes if n is not old)
+        old.proc.send_signal(signal.SIGSTOP)
+        try:
+            _until(lambda: group.role(other) == b"master")
+            redis.Redis(port=other.port).set("new-primary", "1")
+        finally:
+            old.proc.send_signal(signal.SIGCONT)
+        # Resumed, the old primary refuses (or drops) every write: never OK.
+        outcomes = []
+        for i in range(20):
+            try:
+                outcomes.append(c.set(f"zombie{i}", "x"))
+            except redis.RedisError as e:
+                outcomes.append(type(e).__name__)
+        assert True not in outcomes, outcomes
+        new = redis.Redis(port=other.port)
+        assert all(new.get(f"zombie{i}") is None for i in range(20))
+        _until(lambda: group.role(old) == b"slave")
+        # Storage replays whole: a new node rebuilt from it has both primaries' writes.
+        late = group.add()
+        r = redis.Redis(port=late.port)
+        _until(lambda: r.get("new-primary") == b"1")
+        assert r.get("before") == b"1"
+    finally:
+        group.stop()
+
+
+def test_raft_writes_survive_the_primary_and_its_unflushed_tail(etcd: EtcdCluster) -> None:
+    # One node, flushing to object storage only every 10 minutes: acknowledged raft
+    # writes are in etcd alone when it is killed.
+    group = Group(etcd, ["--flush-interval-ms", "600000"])
+    try:
+        primary = group.add()
+        c = redis.Redis(port=primary.port)
+        _until(lambda: group.role(primary) == b"master")
+        c.execute_command("TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT")
+        for i in range(100):
+            assert c.set(f"r:t:{i}", i)
+        c.set("async-key", "may be lost")
+        _kill(primary)
+        group.nodes.remove(primary)
+        successor = group.add()
+        r = redis.Redis(port=successor.port)
+        _until(lambda: group.role(successor) == b"master")
+        assert [r.get(f"r:t:{i}") for i in range(100)] == [str(i).encode() for i in range(100)]
+        assert r.execute_command("TS.TABLE", "INFO", "r:t")
+    finally:
+        group.stop()
+
+
+def test_raft_writes_fail_without_a_quorum_and_reads_go_on() -> None:
+    cluster = start_etcd(3)
+    group = Group(cluster)
+    try:
+        primary = group.add()
+        _until(lambda: group.role(primary) == b"master")
+        c = redis.Redis(port=primary.port, socket_timeout=30)
+        c.execute_command("TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT")
+        c.set("r:t:before", "1")
+        for member in cluster.members[1:]:
+            member.stop()
+        started = time.monotonic()
+        with pytest.raises(redis.RedisError):
+            c.set("r:t:after", "1")
+        assert time.monotonic() - started < 25
+        r = redis.Redis(port=primary.port, socket_timeout=5)
+        assert r.get("r:t:before") == b"1"
+    finally:
+        group.stop()
+        cluster.stop()
+
+
+def test_raft_tables_need_etcd() -> None:
+    server = start_temporalstore()
+    try:
+        c = redis.Redis(port=server.port)
+        with pytest.raises(redis.ResponseError, match="DURABILITY RAFT needs etcd"):
+            c.execute_command("TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT")
+    finally:
+        server.stop()
