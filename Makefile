@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server etcd install clean bench soak
+.PHONY: run test lint typecheck layers pytest compat redis-server etcd install clean bench soak cluster
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/temporalstore serve
+
+# A group on this machine: etcd and three nodes on one storage directory (Ctrl-C stops).
+cluster: $(STAMP) etcd
+	$(BIN)/python tools/cluster.py
 
 # Debian's redis-server is the reference for the differential tests.
 redis-server:
