@@ -92,6 +92,15 @@ def etcd() -> Iterator[EtcdCluster]:
     cluster.stop()
 
 
+def _switch_message(ps: Any) -> str | None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        m = ps.get_message(timeout=0.5)
+        if m is not None and m["type"] == "message":
+            return str(m["data"].decode())
+    return None
+
+
 def _kill(node: ServerProcess) -> None:
     node.proc.send_signal(signal.SIGKILL)
     node.proc.wait()
@@ -119,6 +128,14 @@ def test_kill_9_of_the_primary_loses_no_acknowledged_sync_or_raft_write(etcd: Et
                     acked.append(key)
                 n += 1
             old = group.primary()
+            # Sentinel clients hear of the new primary on +switch-master.
+            watchers = []
+            for node in group.live():
+                if node is not old:
+                    ps = redis.Redis(port=node.port).pubsub()
+                    ps.subscribe("+switch-master")
+                    ps.get_message(timeout=1)  # the subscribe confirmation
+                    watchers.append(ps)
             _kill(old)
             killed = time.monotonic()
 
@@ -128,6 +145,11 @@ def test_kill_9_of_the_primary_loses_no_acknowledged_sync_or_raft_write(etcd: Et
 
             _until(write_again)
             times.append(time.monotonic() - killed)
+            new = group.primary()
+            heard = [_switch_message(ps) for ps in watchers]
+            assert f"{group.name} 127.0.0.1 {old.port} 127.0.0.1 {new.port}" in heard, heard
+            for ps in watchers:
+                ps.close()
             # The killed node comes back with an empty memory and joins as a replica.
             group.nodes.remove(old)
             back = group.add()
