@@ -33,6 +33,8 @@ OWN_CATEGORIES: dict[str, tuple[str, ...]] = {
     "ts.meta": ("connection",),
     "ts.checkout": ("read", "connection"),
     "ts.waitdurable": ("connection",),
+    "ts.waitlsn": ("connection",),
+    "ts.lastlsn": ("connection",),
     "ts.asof": ("keyspace",),
     "ts.history": ("keyspace",),
     "ts.diff": ("keyspace",),

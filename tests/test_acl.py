@@ -760,6 +760,9 @@ TS_CATEGORIES = {
     "ts.table|info": {"@read", "@slow"},
     "ts.waitdurable": {"@slow", "@connection"},
     "ts.fault": {"@admin", "@slow", "@dangerous"},
+    "ts.lastlsn": {"@fast", "@connection"},
+    "ts.waitlsn": {"@slow", "@connection"},
+    "ts.follow": {"@admin", "@slow", "@dangerous"},
 }
 
 
