@@ -236,8 +236,6 @@ repl_backlog_active:{backlog}
 repl_backlog_size:1048576
 repl_backlog_first_byte_offset:0
 repl_backlog_histlen:0
-ts_applied_lsn:{lsn}
-ts_lag_ms:{lag}
 """)
 _CPU = _template("""
 used_cpu_sys:{me.ru_stime:.6f}
@@ -256,6 +254,9 @@ history_policy:{store.history}
 versioned_keys:{versioned}
 storage:{storage}
 flush_interval_ms:{cfg.flush_interval_ms}
+role:{role}
+applied_lsn:{store.lsn}
+replica_lag_ms:{lag}
 """)
 
 
@@ -382,7 +383,6 @@ def _info_replication(s: Session) -> str:
         replid=s.server.replid,
         lsn=s.store.lsn,
         backlog=int(bool(s.server.replication.links)),
-        lag=s.server.replication.lag_ms(),
     )
 
 
@@ -413,6 +413,8 @@ def _info_temporalstore(s: Session) -> str:
         cfg=s.server.config,
         versioned=versioned,
         storage=redact(s.server.config.storage),
+        role=s.server.replication.role,
+        lag=s.server.replication.lag_ms(),
     )
 
 

@@ -72,17 +72,17 @@ def _replicaof(s: Session, argv: list[bytes]) -> Reply:
     return OK
 
 
-@command("replicaof", 3, Flag.ADMIN | Flag.NOSCRIPT | Flag.STALE)
+@command("replicaof", 3, Flag.ADMIN | Flag.NOSCRIPT | Flag.STALE | Flag.NO_ASYNC_LOADING)
 def cmd_replicaof(s: Session, argv: list[bytes]) -> Reply:
     return _replicaof(s, argv)
 
 
-@command("slaveof", 3, Flag.ADMIN | Flag.NOSCRIPT | Flag.STALE)
+@command("slaveof", 3, Flag.ADMIN | Flag.NOSCRIPT | Flag.STALE | Flag.NO_ASYNC_LOADING)
 def cmd_slaveof(s: Session, argv: list[bytes]) -> Reply:
     return _replicaof(s, argv)
 
 
-@command("replconf", -1, Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE)
+@command("replconf", -1, Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE | Flag.ALLOW_BUSY)
 def cmd_replconf(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) % 2 == 0:
         raise CommandError(SYNTAX)

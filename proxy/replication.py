@@ -225,8 +225,6 @@ class Node:
     async def start(self, replicaof: tuple[str, int] | None) -> None:
         """Rebuild from object storage and take the role asked for (ReplayError,
         ObjectStoreError when storage cannot be read)."""
-        if self.state.config.group is not None and not self.state.config.etcd_endpoints:
-            self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
         config = self.state.config
         if config.etcd_endpoints:
             # The group decides: follow its leader, or lead (proxy.group).
@@ -258,6 +256,12 @@ class Node:
                 rec.seconds,
             )
             self._as_replica(*replicaof)
+        if config.group is not None and not config.etcd_endpoints:
+            # The view follows the role (once it is known).
+            view = self.group_view()
+            if view is not None:
+                set_group(self.state, view)
+            self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
 
     def group_view(self) -> GroupView | None:
         """What this node knows of its group from its own role (etcd knows more)."""

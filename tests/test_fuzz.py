@@ -13,6 +13,8 @@ Left out of the random commands, and why:
 - SHUTDOWN stops the server, CLIENT KILL can close the witness, CONFIG SET and ACL
   SETUSER can set a password or limits under it: each is the command working as
   designed.
+- REPLICAOF/SLAVEOF turn the server into a replica of some address: writes are then
+  refused and every client (the witness too) is closed, as designed.
 - SETRANGE (and SETBIT, not implemented) allocate up to 512 MB for one offset, and
   SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with a negative count reply that many elements:
   both are requests for gigabytes, as in Redis, not protocol abuse.
@@ -43,8 +45,9 @@ from tests.test_protocol import same
 
 EXCLUDED = {b"shutdown", b"config", b"client|kill", b"acl|setuser", b"setrange"}
 EXCLUDED |= {b"srandmember", b"hrandfield", b"zrandmember"}
+EXCLUDED |= {b"replicaof", b"slaveof"}
 FORBIDDEN = (b"shutdown", b"config", b"kill", b"setuser", b"setrange", b"setbit")
-FORBIDDEN += (b"randmember", b"randfield")
+FORBIDDEN += (b"randmember", b"randfield", b"replicaof", b"slaveof")
 COSTLY = {b"command", b"save"}  # tens of ms each without arguments: sent 50 times rarer
 
 KEYS = [b"k0", b"k1", b"k2", b"k3", b"ns:tb", b"ns:tb:k", b"{tag}a", b"{tag}b", b"", b"k\x00"]

@@ -134,7 +134,8 @@ def test_replica_refuses_writes_and_reports_its_role(
     assert info["master_sync_in_progress"] == 0
     assert info["slave_repl_offset"] == lsn
     assert info["slave_read_only"] == 1
-    assert info["ts_applied_lsn"] == lsn and info["ts_lag_ms"] >= 0
+    ours = r.info("temporalstore")
+    assert ours["applied_lsn"] == lsn and ours["replica_lag_ms"] >= 0 and ours["role"] == "slave"
     pinfo = p.info("replication")
     assert pinfo["role"] == "master" and pinfo["connected_slaves"] == 1
     slave0 = pinfo["slave0"]

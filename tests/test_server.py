@@ -356,8 +356,13 @@ def _all_ours() -> list[Command]:
 
 
 def _our_own_names() -> set[bytes]:
-    """Commands Redis 7.0 does not have: WAITAOF (7.2) and our TS.* verbs."""
-    return {c.name.encode() for c in _all_ours() if c.name == "waitaof" or c.name.startswith("ts.")}
+    """Commands a Redis 7.0 server does not have: WAITAOF (7.2), our TS.* verbs, and
+    SENTINEL (Redis has it in sentinel mode only; every node of a group answers it)."""
+    return {
+        c.name.encode()
+        for c in _all_ours()
+        if c.name == "waitaof" or c.name.startswith(("ts.", "sentinel"))
+    }
 
 
 def _known_to_redis(diff: Differ) -> set[bytes]:
