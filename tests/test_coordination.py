@@ -149,6 +149,35 @@ def test_a_paused_leader_resumes_believing_nothing(etcd: EtcdCluster) -> None:
     run(scenario)
 
 
+def test_a_late_keepalive_reply_does_not_revive_the_term(etcd: EtcdCluster) -> None:
+    async def scenario() -> None:
+        a = Node(etcd.endpoints, unique_group(), "a")
+        real = a.client.refresh_lease
+
+        async def answered_then_paused(lease_id: int) -> Any:
+            reply = await real(lease_id)  # etcd renewed the lease ...
+            # ... and the process stalls before it reads the answer, until just past
+            # the deadline (but not past what the answer would extend it to).
+            time.sleep(max(0.0, a.lead.deadline - time.monotonic()) + 0.05)
+            a.unstall_keepalive()
+            return reply
+
+        try:
+            assert await a.lead.try_acquire()
+            a.client.refresh_lease = answered_then_paused
+            async with asyncio.timeout(5):
+                while not a.losses:
+                    await asyncio.sleep(0.01)
+            for _ in range(50):  # the term is over for good
+                assert not a.lead.am_leader()
+                await asyncio.sleep(0.01)
+            assert len(a.losses) == 1
+        finally:
+            await a.close()
+
+    run(scenario)
+
+
 def test_epochs_increase_with_every_term(etcd: EtcdCluster) -> None:
     async def scenario() -> None:
         group = unique_group()
