@@ -188,7 +188,8 @@ class _KeptLease:
     """A lease and the task that keeps it alive. `deadline` (time.monotonic) is when
     the lease may first have expired in etcd, less the safety margin: it moves forward
     only from the send time of a keep-alive that etcd answered with a live TTL (and,
-    with `check`, whose check passed). `on_expired` runs once, from the task, when the
+    with `check`, whose check passed), and never once it has passed: `alive()` never
+    goes from False back to True. `on_expired` runs once, from the task, when the
     deadline passes without renewal or etcd says the lease is gone."""
 
     def __init__(
@@ -249,15 +250,20 @@ class _KeptLease:
                 if reply is None or int(reply.TTL) <= 0:
                     self._expire("etcd says the lease has expired")
                     return
-                if self.check is not None:
-                    left = max(0.01, min(self.timeout_s, self.deadline - time.monotonic()))
-                    if not await self.check(left):
+                left = self.deadline - time.monotonic()
+                if self.check is not None and left > 0:
+                    if not await self.check(min(self.timeout_s, left)):
                         self._expire("the leased key no longer holds our value")
                         return
             except CoordinationError as exc:
                 log.warning("etcd lease %x: keep-alive failed (%s); retrying", self.id, exc)
                 next_renewal = time.monotonic() + retry
                 continue
+            if time.monotonic() >= self.deadline:
+                # Too late, even if etcd renewed it: am_leader() has already said False,
+                # and a term that ended never comes back.
+                self._expire("the lease could not be renewed before its deadline")
+                return
             self.deadline = max(self.deadline, sent + int(reply.TTL) - self.margin_s)
             next_renewal = sent + interval
 
