@@ -12,7 +12,10 @@
   `compaction`;
 - `durable` (`DurableStore`: the flusher, checkpoint scheduling, compaction,
   drain and as-of reads from storage, as commands see them through
-  `commands.session.Durability`).
+  `commands.session.Durability`);
+- `backlog` (the newest encoded records, for replica links), `coordination` (etcd:
+  leadership on a lease, node registry, the raft log; the only module that talks to
+  etcd), `raft` (raft durability: records committed in etcd before acknowledging).
 
 Imports only `store`.
 """

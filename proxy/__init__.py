@@ -8,8 +8,12 @@
   durable, close).
 - `reader`: `RequestReader`, a connection's input as requests, sans I/O: hiredis' C
   reader as the fast path, the exact parser of `commands.resp` for the rest.
-- `cli`: `temporalstore serve` and `inspect`, the only place that wires the store, the
-  commands, the durable layer and the listeners together.
+- `cli`: `temporalstore serve` and `inspect`, which wires the store, the commands, the
+  node and the listeners together.
+- `replication`: the node's role (`Node`): a primary (takeover, durable layer,
+  backlog, streaming records to replica links) or a replica (`Follower`); promotion
+  and stepping down. With `group` (a node of a group on etcd: leadership, failover),
+  the only modules besides `cli` that wire the durable layers in.
 
 The RESP codec itself (reply encoding, the exact request parser, protocol errors)
 lives in `commands.resp`; authentication, ACLs and every command in `commands`.
