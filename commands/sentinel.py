@@ -46,22 +46,31 @@ def _fields(pairs: list[tuple[str, object]]) -> dict[bytes, Reply]:
     return {k.encode(): str(v).encode() for k, v in pairs}
 
 
+def _instance(
+    group: GroupView, name: str, host: str, port: int, runid: str, flags: str
+) -> list[tuple[str, object]]:
+    """The fields Sentinel gives every instance first."""
+    return [
+        ("name", name),
+        ("ip", host),
+        ("port", port),
+        ("runid", runid),
+        ("flags", flags),
+        ("link-pending-commands", 0),
+        ("link-refcount", 1),
+        ("last-ping-sent", 0),
+        ("last-ok-ping-reply", 0),
+        ("last-ping-reply", 0),
+        ("down-after-milliseconds", group.down_after_ms),
+    ]
+
+
 def _master(group: GroupView) -> dict[bytes, Reply]:
     assert group.primary is not None
     host, port = group.primary
     return _fields(
         [
-            ("name", group.name),
-            ("ip", host),
-            ("port", port),
-            ("runid", group.primary_id),
-            ("flags", "master"),
-            ("link-pending-commands", 0),
-            ("link-refcount", 1),
-            ("last-ping-sent", 0),
-            ("last-ok-ping-reply", 0),
-            ("last-ping-reply", 0),
-            ("down-after-milliseconds", group.down_after_ms),
+            *_instance(group, group.name, host, port, group.primary_id, "master"),
             ("info-refresh", 0),
             ("role-reported", "master"),
             ("role-reported-time", 0),
@@ -104,17 +113,7 @@ def _replicas(s: Session, argv: list[bytes]) -> Reply:
     return [
         _fields(
             [
-                ("name", f"{host}:{port}"),
-                ("ip", host),
-                ("port", port),
-                ("runid", node_id),
-                ("flags", "slave"),
-                ("link-pending-commands", 0),
-                ("link-refcount", 1),
-                ("last-ping-sent", 0),
-                ("last-ok-ping-reply", 0),
-                ("last-ping-reply", 0),
-                ("down-after-milliseconds", group.down_after_ms),
+                *_instance(group, f"{host}:{port}", host, port, node_id, "slave"),
                 ("info-refresh", 0),
                 ("role-reported", "slave"),
                 ("role-reported-time", 0),
@@ -147,17 +146,7 @@ def cmd_sentinels(s: Session, argv: list[bytes]) -> Reply:
     return [
         _fields(
             [
-                ("name", node_id),
-                ("ip", host),
-                ("port", port),
-                ("runid", node_id),
-                ("flags", "sentinel"),
-                ("link-pending-commands", 0),
-                ("link-refcount", 1),
-                ("last-ping-sent", 0),
-                ("last-ok-ping-reply", 0),
-                ("last-ping-reply", 0),
-                ("down-after-milliseconds", group.down_after_ms),
+                *_instance(group, node_id, host, port, node_id, "sentinel"),
                 ("last-hello-message", 0),
                 ("voted-leader", "?"),
                 ("voted-leader-epoch", 0),

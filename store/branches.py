@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.asof import undo_versions
 from store.chains import VersionEntry, _entry_lsn
-from store.database import Database, now_ms
+from store.database import Database
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -162,14 +162,7 @@ class BranchDatabase(Database):
         """As `Database.get`, without asking the overlay whether it has expiries
         (that counts the main line's keys at the fork)."""
         v = self.odata.get(key)
-        if v is not None:
-            at = self.oexpires.get(key)
-            if at is not None and at <= (self.frozen_ms or now_ms()):
-                if self.frozen_ms is not None:
-                    return None
-                self.expire_now(key)
-                return None
-        return v
+        return v if v is None else self.unexpired(key, v, self.oexpires.get(key))
 
     def own(self, key: bytes) -> None:
         data = self.odata

@@ -56,12 +56,15 @@ class Database:
         """The live value, or None; an expired key is removed on the way (lazy expiry)."""
         v = self.data.get(key)
         if v is not None and self.expires:
-            at = self.expires.get(key)
-            if at is not None and at <= (self.frozen_ms or now_ms()):
-                if self.frozen_ms is not None:
-                    return None
+            return self.unexpired(key, v, self.expires.get(key))
+        return v
+
+    def unexpired(self, key: bytes, v: Any, at: int | None) -> Any:
+        """`v`, or None if its expiry time `at` has come (removing the key)."""
+        if at is not None and at <= (self.frozen_ms or now_ms()):
+            if self.frozen_ms is None:
                 self.expire_now(key)
-                return None
+            return None
         return v
 
     def __contains__(self, key: bytes) -> bool:
