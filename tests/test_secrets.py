@@ -115,10 +115,17 @@ def test_secrets_appear_in_no_reply_and_no_log(moto_s3: str) -> None:
         )
         assert c.call("AUTH", NEW_PASSWORD) == b"+OK\r\n"  # the password did change
         # A storage error: the bucket goes away under the running server.
-        listing = s3.list_objects_v2(Bucket=bucket)  # type: ignore[attr-defined]
-        for obj in listing.get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=obj["Key"])  # type: ignore[attr-defined]
-        s3.delete_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+        # (The server may write an object between emptying and deleting: try again.)
+        for attempt in range(20):
+            listing = s3.list_objects_v2(Bucket=bucket)  # type: ignore[attr-defined]
+            for obj in listing.get("Contents", []):
+                s3.delete_object(Bucket=bucket, Key=obj["Key"])  # type: ignore[attr-defined]
+            try:
+                s3.delete_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+                break
+            except s3.exceptions.ClientError:  # type: ignore[attr-defined]
+                if attempt == 19:
+                    raise
         assert c.call("SET", "k2", "v2") == b"+OK\r\n"
         replies.append(_wait_info(c, "persistence", b"last_flush_status:err"))
         replies.append(c.call("INFO", "everything"))
