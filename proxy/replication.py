@@ -157,7 +157,10 @@ class Follower:
             while frame is not False:
                 if isinstance(frame, LinkError):
                     raise frame
-                nxt = self.apply(frame, nxt)
+                if isinstance(frame, list):
+                    self.node.stored_upto(frame[1])  # ["DURABLE", lsn]
+                else:
+                    nxt = self.apply(frame, nxt)
                 frame = parser.gets()
             now = time.monotonic()
             writer.write(_command(b"REPLCONF", b"ACK", str(store.lsn).encode()))
@@ -257,10 +260,8 @@ class Node:
             )
             self._as_replica(*replicaof)
         if config.group is not None and not config.etcd_endpoints:
-            # The view follows the role (once it is known).
-            view = self.group_view()
-            if view is not None:
-                set_group(self.state, view)
+            # The view follows the role (once it is known) and the links.
+            self.publish_view()
             self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
 
     def group_view(self) -> GroupView | None:
@@ -284,11 +285,16 @@ class Node:
                 view.nodes.append((link.ip, link.port, str(link.session_id)))
         return view
 
-    async def _refresh_group(self) -> None:
-        while True:
+    def publish_view(self) -> None:
+        """Update what the Sentinel protocol answers (without etcd: from the role)."""
+        if self.member is None:
             view = self.group_view()
             if view is not None:
                 set_group(self.state, view)
+
+    async def _refresh_group(self) -> None:
+        while True:
+            self.publish_view()
             await asyncio.sleep(GROUP_REFRESH_S)
 
     async def catch_up(self) -> None:
@@ -300,6 +306,13 @@ class Node:
         self.recovery = await recover(store, self.objects, None, after=self.recovery)
         stored = self.recovery.stored
         self.unstored = [c for c in self.unstored if c[1] > stored]
+
+    def stored_upto(self, lsn: int) -> None:
+        """The primary says object storage holds records up to `lsn`."""
+        if self.recovery is not None and lsn > self.recovery.stored:
+            self.recovery.stored = lsn
+        if self.unstored and self.unstored[0][1] <= lsn:
+            self.unstored = [c for c in self.unstored if c[1] > lsn]
 
     async def store_unstored(self) -> bool:
         """Put the records this node applied beyond what object storage holds (from
@@ -453,13 +466,20 @@ class Node:
         task = asyncio.get_running_loop().create_task(self._stream(s, backlog, lsn))
         self._streams.add(task)
         task.add_done_callback(self._streams.discard)
+        self.publish_view()
         return Simple(b"FOLLOWING %d" % lsn)
 
     async def _stream(self, s: Session, backlog: Backlog, lsn: int) -> None:
         links = self.state.replication.links
+        told = 0
         try:
             await asyncio.sleep(0)  # the reply to TS.FOLLOW goes first
             while s.id in links:
+                durable = backlog.durable_lsn()
+                if durable > told:
+                    # What storage holds now: the replica stops keeping those records.
+                    s.push(Encoded(b"*2\r\n$7\r\nDURABLE\r\n:%d\r\n" % durable))
+                    told = durable
                 records = backlog.since(lsn)
                 if records is None:
                     log.warning("replica %s fell behind the backlog: it reads storage", s.addr)
@@ -476,6 +496,7 @@ class Node:
                     await asyncio.sleep(0.01)
         finally:
             links.pop(s.id, None)
+            self.publish_view()
 
     # -- stopping ----------------------------------------------------------------------
 
