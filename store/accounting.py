@@ -122,7 +122,11 @@ class HistoryMemory:
         total = 0
         n = 0
         pinned = self.pinned
-        for i in range(bisect_right(chain, mark, start, stop, key=_entry_lsn), stop):
+        if stop - start >= 2 and chain[stop - 2].lsn == mark:
+            first = stop - 1  # one write since the last mark: the common case
+        else:
+            first = bisect_right(chain, mark, start, stop, key=_entry_lsn)
+        for i in range(first, stop):
             e = chain[i]
             b = entry_bytes(e)
             c = pinned.get(e.lsn >> BUCKET_BITS)

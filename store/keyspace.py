@@ -286,7 +286,9 @@ class Store:
     def _trim(self, db: Database, key: bytes, chain: list[VersionEntry], cut: int) -> None:
         """Drop chain[:cut], keeping every version newer than the oldest snapshot or
         branch fork. O(log n): a pinned chain is not rescanned on every write."""
-        pinned = bisect_right(chain, self.pin_lsn(), 0, cut, key=_entry_lsn)
+        pin = self.pin_lsn()
+        # Under a seal the versions kept are all newer than it: no search needed.
+        pinned = 0 if chain[0].lsn > pin else bisect_right(chain, pin, 0, cut, key=_entry_lsn)
         table = self.table_of(key) if self.tables else None
         stop = cut
         if pinned < cut:
