@@ -308,10 +308,11 @@ def render(res: dict[str, Any], old: str) -> str:
     return generated + "\n" + HAND_WRITTEN + "\n" + hand.lstrip("\n").rstrip() + "\n"
 
 
-def _code_measured(code: dict[str, Any]) -> str:
+def _code_measured(code: dict[str, Any], subject: bool = True) -> str:
     dirty = code["uncommitted_server_files"]
     return (
-        f"commit `{code['commit']}` ({code['subject']})"
+        f"commit `{code['commit']}`"
+        + (f" ({code['subject']})" if subject else "")
         + (
             "; with uncommitted changes to " + ", ".join(f"`{x[3:]}`" for x in dirty)
             if dirty
@@ -415,7 +416,7 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
         f"{REMEASURED}on {res['generated']} by `python -m bench.run --items {','.join(items)}"
         + (" --quick`" if res.get("quick") else "`")
         + f" ({res['total_seconds']:.0f} s): {'; '.join(measured)}."
-        + (f" Code: {_code_measured(res['code'])}." if res.get("code") else "")
+        + (f" Code: {_code_measured(res['code'], subject=False)}." if res.get("code") else "")
         + ("" if machine in old_pre else " M" + machine[3:])
         + (" " + CODE_CHANGED[2:] if res.get("code_changed_during_run") else "")
     )
@@ -972,7 +973,8 @@ def _bounded_walk(wk: dict[str, Any]) -> list[str]:
         " undo is the time per returned field. 100,000 versions of such a hash would"
         " make a reply of 5 billion fields, so the hash stops at"
         f" {max(wk['hash_versions']):,} versions. `TS.HISTORY key WITHVALUES`, the whole"
-        " history in one reply, medians of the runs.",
+        " history in one reply; a run lists a history of n versions (deepest / n) times"
+        " and keeps the median, the table shows the median of the runs.",
         "",
     ]
     rows = []
@@ -1029,8 +1031,8 @@ def _bounded_views(vw: dict[str, Any]) -> list[str]:
             ["`GET` under a view, median", f"{ck['read_ms_median']:.3f} ms"],
             [
                 f"RSS growth per connection ({ck['connections']} on different points)",
-                f"{ck['bytes_per_connection'] / 2**20:.4f} MiB"
-                f" ({_n(ck['bytes_per_connection'])} bytes)",
+                f"{ck['bytes_per_connection'] / 2**20:.5f} MiB"
+                f" ({_n(ck['bytes_per_connection'])} bytes; RSS counts 4 KiB pages)",
             ],
             [
                 "INFO history: views, bytes they cache",
