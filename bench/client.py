@@ -1,8 +1,10 @@
-"""A tiny blocking RESP client (hiredis parses replies), a pipelined loader and an
-INFO sampler that runs in a thread beside a load."""
+"""A tiny blocking RESP client (hiredis parses replies), a pipelined loader, an
+INFO sampler that runs in a thread beside a load and a PING prober that times a
+second client's requests while a long command runs."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -94,6 +96,34 @@ class Client:
         self._drain(pending)
         return sent
 
+    def call_unparsed(self, *args: bytes | str | int) -> tuple[int, float, bytes]:
+        """Send one command and read its reply without parsing it (a reply of
+        millions of elements costs more to parse here than to produce); its end is
+        found by an ECHO of a random token sent right behind it. Returns the reply's
+        size in bytes, the seconds until its last byte and its first 64 bytes."""
+        token = os.urandom(16).hex().encode()
+        tail = b"$%d\r\n%b\r\n" % (len(token), token)
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        head = b""
+        last = b""
+        total = 0
+        t0 = time.perf_counter()
+        self.sock.sendall(encode(args) + encode([b"ECHO", token]))
+        while not last.endswith(tail):
+            n = self.sock.recv_into(buf)
+            if not n:
+                raise ConnectionError("server closed the connection")
+            if len(head) < 64:
+                head += bytes(view[: min(n, 64 - len(head))])
+            total += n
+            last = (last + bytes(view[max(0, n - len(tail)) : n]))[-len(tail) :]
+        secs = time.perf_counter() - t0
+        if head.startswith(b"-"):
+            line = head.split(b"\r\n", 1)[0].decode(errors="replace")
+            raise ServerError(f"{args[0]!r}: {line}")
+        return total - len(tail), secs, head
+
     def _drain(self, n: int) -> None:
         for _ in range(n):
             r = self._reply()
@@ -141,3 +171,37 @@ class Sampler(threading.Thread):
         self._stop_event.set()
         self.join(10)
         return self.samples
+
+
+class PingProber(threading.Thread):
+    """PINGs the server one request at a time over its own connection until stopped,
+    keeping each PING's (send time, latency) in perf_counter seconds."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.port = port
+        self.pings: list[tuple[float, float]] = []
+        self._stop_event = threading.Event()
+        self._ready = threading.Event()
+
+    def run(self) -> None:
+        with Client(self.port) as c:
+            c.call("PING")
+            self._ready.set()
+            while not self._stop_event.is_set():
+                t0 = time.perf_counter()
+                c.call("PING")
+                self.pings.append((t0, time.perf_counter() - t0))
+
+    def start_probing(self) -> None:
+        self.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the PING prober did not connect")
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(120)
+
+    def during(self, t0: float, t1: float) -> list[float]:
+        """Latencies (ms) of the PINGs that were in flight at some time in [t0, t1]."""
+        return [lat * 1000 for sent, lat in self.pings if sent < t1 and sent + lat > t0]

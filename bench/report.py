@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 HAND_WRITTEN = (
@@ -122,6 +123,83 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         ]:
             r = hi[key]
             add(f"{what}: within 2x (>= 0.5x)", _x(r), r >= 0.5, "7")
+    bd = res.get("bounded")
+    if _ok(bd):
+        assert bd is not None
+        for target, measured, ok in _bounded_targets(bd):
+            add(target, measured, ok, "9")
+    return out
+
+
+def _bounded_targets(bd: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    out: list[tuple[str, str, bool | None]] = []
+    wr = bd["writes"]
+    if _ok(wr):
+        for case, by in wr["summary"].items():
+            base = by["0 seals"]["rps"]
+            for cfg, r in by.items():
+                if cfg != "0 seals":
+                    out.append(
+                        (
+                            f"SET throughput, {case}, {_SEAL_LABELS[cfg]}: >= 0.9x no seal",
+                            f"{_x(r['ratio'])} ({_n(r['rps'])} vs {_n(base)} SET/s)",
+                            r["ratio"] >= 0.9,
+                        )
+                    )
+    wk = bd["walk"]
+    if _ok(wk):
+        sm = wk["summary"]
+        for kind, unit in (("string", "version"), ("hash", "version"), ("hash", "field")):
+            sizes = wk[f"{kind}_versions"]
+            lo, hi = sm[f"{kind} {min(sizes)}"], sm[f"{kind} {max(sizes)}"]
+            r = hi[f"us_per_{unit}"] / lo[f"us_per_{unit}"]
+            what = "a string" if kind == "string" else "a hash gaining a field per version"
+            measured = f"{_x(r)} ({hi[f'us_per_{unit}']:,.2f} vs {lo[f'us_per_{unit}']:,.2f} µs)"
+            ok: bool | None = r <= 2
+            if kind == "hash" and unit == "version":
+                # Not flat by construction: version n's value has n fields.
+                ok = None
+                measured += "; the reply holds n(n+1)/2 fields, see the field row"
+            out.append(
+                (
+                    f"TS.HISTORY WITHVALUES, {what}: time per returned {unit} at"
+                    f" {max(sizes):,} versions <= 2x at {min(sizes):,}",
+                    measured,
+                    ok,
+                )
+            )
+    vw = bd["views"]
+    if _ok(vw):
+        d = vw["diff"]
+        out.append(
+            (
+                f"TS.DIFF COUNT 10 over {vw['keys']:,} keys, 10 changed: well under 100 ms",
+                f"{d['ms_median']:.2f} ms median, {d['ms_max']:.2f} ms max",
+                d["ms_max"] < 100,
+            )
+        )
+    st = bd["stalls"]
+    if _ok(st):
+        for verb in _STALL_VERBS:
+            r = st[verb]
+            out.append(
+                (
+                    f"PING p99 while {verb} runs ({_stall_work(st, verb)}) <= 50 ms",
+                    f"{r['p99_ms']:,.1f} ms (max {r['max_ms']:,.0f} ms; {r['pings']} PINGs"
+                    f" over {r['seconds']:.2f} s)",
+                    r["p99_ms"] <= 50,
+                )
+            )
+    sp = bd["sampling"]
+    if _ok(sp):
+        for name, r in sp["summary"].items():
+            out.append(
+                (
+                    f"{name} key -{sp['count']:,} ({sp['members']:,} members): ours <= redis time",
+                    f"{_x(r['ratio'])} ({r['ours_s']:.2f} s vs {r['redis_s']:.2f} s)",
+                    r["ratio"] <= 1,
+                )
+            )
     return out
 
 
@@ -160,21 +238,9 @@ def render(res: dict[str, Any], old: str) -> str:
     ]
     code = res.get("code")
     if code:
-        dirty = code["uncommitted_server_files"]
-        L.append(
-            f"- Code measured: commit `{code['commit']}` ({code['subject']})"
-            + (
-                "; with uncommitted changes to " + ", ".join(f"`{x[3:]}`" for x in dirty)
-                if dirty
-                else ""
-            )
-            + f"; server sources sha256 `{code['sources_sha256']}`."
-        )
+        L.append(f"- Code measured: {_code_measured(code)}.")
         if res.get("code_changed_during_run"):
-            L.append(
-                "- **Warning: the server's source files changed while this run was going;"
-                " parts of it measured different code.**"
-            )
+            L.append(CODE_CHANGED)
     if m["pinned"]:
         L.append(
             f"- Pinning: every server runs on CPU {m['server_cpu']} (`taskset -c "
@@ -184,8 +250,10 @@ def render(res: dict[str, Any], old: str) -> str:
     else:
         L.append("- Pinning: **not pinned** (fewer than 2 cores or no taskset).")
     L += [
-        "- Run it: `make bench` (everything, < 10 min); `python -m bench.run --quick` (small"
-        " sizes, checks the suite); `python -m bench.profile` (the py-spy profile alone);"
+        "- Run it: `make bench` (everything, about 15 min); `python -m bench.run --quick`"
+        " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
+        " report keeps the other sections from the last run); `python -m bench.profile`"
+        " (the py-spy profile alone);"
         " `python -m bench.experiments gc|replay` (the garbage-collector experiments cited"
         ' in "Where the time goes", not part of `make bench`).',
         f"- Throughput, latency, restart and history figures are medians of {s['runs']} runs;"
@@ -211,6 +279,7 @@ def render(res: dict[str, Any], old: str) -> str:
     L += _sync(res.get("durability"), s)
     L += _history(res.get("history"))
     L += _flush_lag(res.get("throughput"), res.get("durability"))
+    L += _bounded(res.get("bounded"))
     L += _profile(res.get("profile"))
     L += ["## This run", ""]
     L += _table(
@@ -232,8 +301,137 @@ def render(res: dict[str, Any], old: str) -> str:
         " large, the absolute numbers (and, less so, the alternated ratios) are noisy.",
         "",
     ]
+    generated = "\n".join(L)
+    if HAND_WRITTEN in old:
+        generated = _keep_unmeasured(generated, old.split(HAND_WRITTEN, 1)[0].rstrip("\n"), res)
     hand = old.split(HAND_WRITTEN, 1)[1] if HAND_WRITTEN in old else DEFAULT_HAND_WRITTEN
-    return "\n".join(L) + "\n" + HAND_WRITTEN + "\n" + hand.lstrip("\n").rstrip() + "\n"
+    return generated + "\n" + HAND_WRITTEN + "\n" + hand.lstrip("\n").rstrip() + "\n"
+
+
+def _code_measured(code: dict[str, Any], subject: bool = True) -> str:
+    dirty = code["uncommitted_server_files"]
+    return (
+        f"commit `{code['commit']}`"
+        + (f" ({code['subject']})" if subject else "")
+        + (
+            "; with uncommitted changes to " + ", ".join(f"`{x[3:]}`" for x in dirty)
+            if dirty
+            else ""
+        )
+        + f"; server sources sha256 `{code['sources_sha256']}`"
+    )
+
+
+# -- a subset run (--items) keeps the other sections of the existing report ------------------
+
+NOT_RUN = "_Not run in this invocation"
+CODE_CHANGED = (
+    "- **Warning: the server's source files changed while this run was going;"
+    " parts of it measured different code.**"
+)
+REMEASURED = "- Re-measured "
+# Which results each Targets row comes from (the `item` column), in the order
+# `evaluate` lists them.
+TARGET_SOURCES = {
+    "1": "throughput",
+    "8": "throughput",
+    "4": "memory",
+    "5": "restart",
+    "6": "durability",
+    "7": "history",
+    "9": "bounded",
+}
+
+
+def _split_sections(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(the lines before the first `## ` heading, {heading: its lines}), in order."""
+    pre: list[str] = []
+    sections: dict[str, list[str]] = {}
+    body = pre
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            body = sections[line] = []
+        else:
+            body.append(line)
+    return pre, sections
+
+
+def _rows(body: list[str]) -> tuple[int, int, list[str]]:
+    """The first table of a section: (index of its first row, index past its last
+    row, the rows), header and separator excluded."""
+    start = next(i for i, line in enumerate(body) if line.startswith("| ")) + 2
+    end = start
+    while end < len(body) and body[end].startswith("| "):
+        end += 1
+    return start, end, body[start:end]
+
+
+def _first_cell(row: str) -> str:
+    return row[2:].split(" | ", 1)[0]
+
+
+def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
+    """A run of some items (--items) rewrites their sections only: every section the
+    run left out ("Not run in this invocation") is taken from the existing report, with
+    its Targets rows and its line of "This run", and the header says what was
+    re-measured when."""
+    new_pre, new_secs = _split_sections(new)
+    old_pre, old_secs = _split_sections(old)
+    kept = [
+        h
+        for h, body in new_secs.items()
+        if any(line.startswith(NOT_RUN) for line in body)
+        and h in old_secs
+        and not any(line.startswith(NOT_RUN) for line in old_secs[h])
+    ]
+    if not kept:
+        return new
+    for h in kept:
+        new_secs[h] = old_secs[h]
+
+    # Targets: the new rows, and the old ones of results this run did not measure.
+    order = list(TARGET_SOURCES)
+    start, end, rows = _rows(new_secs["## Targets"])
+    rows += [
+        r
+        for r in _rows(old_secs.get("## Targets", ["| item |", "| --- |"]))[2]
+        if res.get(TARGET_SOURCES.get(_first_cell(r), "")) is None
+    ]
+    rows.sort(key=lambda r: order.index(c) if (c := _first_cell(r)) in order else len(order))
+    body = new_secs["## Targets"]
+    new_secs["## Targets"] = body[:start] + rows + body[end:]
+
+    # This run: the parts run now, and the old lines of the others.
+    start, end, rows = _rows(new_secs["## This run"])
+    now = {_first_cell(r): r for r in rows}
+    merged = [now.pop(_first_cell(r), r) for r in _rows(old_secs["## This run"])[2]]
+    body = new_secs["## This run"]
+    new_secs["## This run"] = body[:start] + merged + list(now.values()) + body[end:]
+
+    # The header: the old run's, then what was re-measured since (and on what).
+    items = [str(k) for k in res.get("items", [])]
+    measured = [h[3:] for h in new_secs if h not in kept and h not in ("## Targets", "## This run")]
+    machine = next(x for x in new_pre if x.startswith("- Machine:"))
+    line = (
+        f"{REMEASURED}on {res['generated']} by `python -m bench.run --items {','.join(items)}"
+        + (" --quick`" if res.get("quick") else "`")
+        + f" ({res['total_seconds']:.0f} s): {'; '.join(measured)}."
+        + (f" Code: {_code_measured(res['code'], subject=False)}." if res.get("code") else "")
+        + ("" if machine in old_pre else " M" + machine[3:])
+        + (" " + CODE_CHANGED[2:] if res.get("code_changed_during_run") else "")
+    )
+
+    def current(old_line: str) -> bool:
+        """An older re-measured line whose items this run did not all measure again."""
+        m = re.search(r"--items ([\w,]+)", old_line)
+        return m is None or not set(m.group(1).split(",")) <= set(items)
+
+    pre = [x for x in old_pre if current(x) or not x.startswith(REMEASURED)]
+    at = max(i for i, x in enumerate(pre) if x.startswith(("- Code", "- **Warning", REMEASURED)))
+    pre.insert(at + 1, line)
+    run_it = next((x for x in new_pre if x.startswith("- Run it:")), None)
+    pre = [run_it if run_it and x.startswith("- Run it:") else x for x in pre]
+    return "\n".join(pre + [x for h, body in new_secs.items() for x in (h, *body)])
 
 
 def _throughput(tp: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
@@ -671,6 +869,260 @@ def _history(hi: dict[str, Any] | None) -> list[str]:
     L += _table(["command", "req/s", "p99 ms", "vs the plain read"], rows)
     c = hi["commands"]
     L += ["", "Commands:", "", *_code(hi["server"], *c.values()), ""]
+    return L
+
+
+_SEAL_LABELS = {
+    "0 seals": "no seal",
+    "1 seal": "1 seal",
+    "100 seals": "100 seals",
+    "pinned": "pinned history",
+}
+_STALL_VERBS = ["TS.RESTORE SNAPSHOT", "TS.MERGE", "TS.HISTORY WITHVALUES", "SRANDMEMBER"]
+
+
+def _stall_work(st: dict[str, Any], verb: str) -> str:
+    return {
+        "TS.RESTORE SNAPSHOT": f"{st['keys']:,} keys",
+        "TS.MERGE": f"{st['keys']:,} keys",
+        "TS.HISTORY WITHVALUES": f"{st['history_versions']:,} versions",
+        "SRANDMEMBER": f"key -{st['count']:,}",
+    }[verb]
+
+
+def _bounded(bd: dict[str, Any] | None) -> list[str]:
+    L = ["## 9. History at bounded cost (issue 11)", ""]
+    if not _ok(bd):
+        return L + _failed("item 9", bd)
+    assert bd is not None
+    L += [
+        "Ours with the default history (`versions:64`), `file://` storage, async"
+        " durability, unless a case says otherwise; every server is fresh for its case."
+        " Replies of many elements are read unparsed (the client reads bytes until an"
+        " `ECHO` of a random token sent right behind the command comes back), so the times"
+        " are the server's, not the client's parser's.",
+        "",
+    ]
+    L += _bounded_writes(bd["writes"])
+    L += _bounded_walk(bd["walk"])
+    L += _bounded_views(bd["views"])
+    L += _bounded_stalls(bd["stalls"])
+    L += _bounded_sampling(bd["sampling"])
+    return L
+
+
+def _bounded_writes(wr: dict[str, Any]) -> list[str]:
+    L = ["### Writes under seals and pinned history", ""]
+    if not _ok(wr):
+        return L + _failed("writes", wr)
+    L += [
+        f"{wr['writes']:,} pipelined `SET`s (100-byte values, the item 1 loader's pipeline"
+        f" of 1,000) on one key (`w:one`), and cycling over {wr['keys']:,} keys. Four"
+        " servers run side by side, each first given every key once, then: nothing; one"
+        " `TS.SEAL`; 100 `TS.SEAL`s; or one `TS.SEAL` followed by"
+        f" {wr['pinned_versions']:,} SETs of the one key and as many across the"
+        f" {wr['keys']:,} keys, all pinned by the seal (pinned history). Each case then"
+        " runs on each server in turn, the order rotating from case to case and run to"
+        " run, after the server's flusher has caught up. Every write after a seal is"
+        " pinned too, so the pinned history grows as the runs go (INFO history"
+        " `history_pinned_versions`, before the first run and after the last, below)."
+        ' Medians of the runs; "paired" lists the ratio to no seal of each run.',
+        "",
+    ]
+    rows = []
+    for case, by in wr["summary"].items():
+        for cfg, r in by.items():
+            rows.append(
+                [
+                    case,
+                    _SEAL_LABELS[cfg],
+                    _n(r["rps"]),
+                    _x(r["ratio"]),
+                    ", ".join(f"{x:.2f}" for x in r["run_ratios"]),
+                    f"{wr['pinned_before'][cfg]:,} / {wr['pinned_after'][cfg]:,}",
+                    ""
+                    if cfg == "0 seals"
+                    else f"{'PASS' if r['ratio'] >= 0.9 else 'FAIL'} (>= 0.9x)",
+                ]
+            )
+    L += _table(
+        [
+            "writes",
+            "server",
+            "SET/s",
+            "vs no seal",
+            "paired",
+            "pinned versions before / after",
+            "target",
+        ],
+        rows,
+    )
+    L += ["", *_code(wr["server"]), ""]
+    return L
+
+
+def _bounded_walk(wk: dict[str, Any]) -> list[str]:
+    L = ["### TS.HISTORY WITHVALUES: time per returned version", ""]
+    if not _ok(wk):
+        return L + _failed("history walk", wk)
+    L += [
+        "Ours with `--history all`. `walk:str:N` has N versions (`SET`s of 100-byte"
+        " values); `walk:hash:N` gained one field per version (`HSET key f<i> v<i>`),"
+        " so version i holds i fields and the whole reply n(n+1)/2: its time per"
+        " version grows with n by construction, and what stays flat if each step is one"
+        " undo is the time per returned field. 100,000 versions of such a hash would"
+        " make a reply of 5 billion fields, so the hash stops at"
+        f" {max(wk['hash_versions']):,} versions. `TS.HISTORY key WITHVALUES`, the whole"
+        " history in one reply; a run lists a history of n versions (deepest / n) times"
+        " and keeps the median, the table shows the median of the runs.",
+        "",
+    ]
+    rows = []
+    for r in wk["summary"].values():
+        rows.append(
+            [
+                r["kind"],
+                f"{r['versions']:,}",
+                _mib(r["reply_bytes"]),
+                f"{r['seconds'] * 1000:,.1f}",
+                f"{r['us_per_version']:,.1f}",
+                f"{r['fields']:,}",
+                f"{r['us_per_field']:,.2f}",
+            ]
+        )
+    L += _table(
+        [
+            "key",
+            "versions",
+            "reply",
+            "ms",
+            "µs per version",
+            "values/fields returned",
+            "µs per value/field",
+        ],
+        rows,
+    )
+    L += ["", *_code(wk["server"]), ""]
+    return L
+
+
+def _bounded_views(vw: dict[str, Any]) -> list[str]:
+    L = ["### TS.CHECKOUT AT and TS.DIFF", ""]
+    if not _ok(vw):
+        return L + _failed("checkout and diff", vw)
+    ck, d = vw["checkout"], vw["diff"]
+    L += [
+        f"{vw['keys']:,} keys loaded by the item 4 loader (one version each; RSS"
+        f" {_mib(vw['rss_loaded'])}). {ck['connections']} connections are opened"
+        " (and PINGed), then each in turn runs `TS.CHECKOUT AT VERSION <v>` at its own"
+        f" point of the load and `GET`s {ck['reads_per_connection']} keys (4 written"
+        " before the point, 1 after it, checked). Creation time is the round trip of the"
+        " `TS.CHECKOUT`; memory is the RSS growth from the open connections to all of"
+        f" them checked out and read. Then {d['changed']} keys are rewritten between"
+        f" versions a and b, and `{d['command']}` runs {d['calls']} times (its reply is"
+        " checked: exactly those keys, `changed`).",
+        "",
+    ]
+    L += _table(
+        ["measure", "value"],
+        [
+            ["`TS.CHECKOUT AT` creation, median", f"{ck['create_ms_median']:.3f} ms"],
+            ["`TS.CHECKOUT AT` creation, max", f"{ck['create_ms_max']:.3f} ms"],
+            ["`GET` under a view, median", f"{ck['read_ms_median']:.3f} ms"],
+            [
+                f"RSS growth per connection ({ck['connections']} on different points)",
+                f"{ck['bytes_per_connection'] / 2**20:.5f} MiB"
+                f" ({_n(ck['bytes_per_connection'])} bytes; RSS counts 4 KiB pages)",
+            ],
+            [
+                "INFO history: views, bytes they cache",
+                f"{ck['views']}, {_n(ck['views_bytes'])}",
+            ],
+            [f"`TS.DIFF` ... `COUNT {d['changed']}`, median", f"{d['ms_median']:.3f} ms"],
+            [f"`TS.DIFF` ... `COUNT {d['changed']}`, max", f"{d['ms_max']:.3f} ms"],
+        ],
+    )
+    L += ["", *_code(vw["server"]), ""]
+    return L
+
+
+def _bounded_stalls(st: dict[str, Any]) -> list[str]:
+    L = ["### PING latency while a long verb runs", ""]
+    if not _ok(st):
+        return L + _failed("stalls", st)
+    L += [
+        "One server: the item 4 loader writes"
+        f" {st['keys']:,} keys, `TS.SEAL before`, the loader rewrites them all;"
+        " `TS.RESTORE SNAPSHOT before` restores them. Then `TS.BRANCH CREATE what-if`,"
+        f" a connection on the branch rewrites the {st['keys']:,} keys and `TS.MERGE"
+        " what-if` merges them. Then a table `TS.TABLE CREATE bench:deep RETAIN ALL`"
+        f" and {st['history_versions']:,} SETs of `bench:deep:str`, listed by"
+        " `TS.HISTORY bench:deep:str WITHVALUES`. Then `SRANDMEMBER rand:set"
+        f" -{st['count']:,}` on a 1,000-member set, also against a redis-server for"
+        " comparison. While each runs, a second client (a thread of the runner) sends"
+        " PINGs one at a time; the PINGs in flight at any time during the verb count."
+        " Each verb runs once, its reply checked.",
+        "",
+    ]
+    rows = []
+    for verb in [*_STALL_VERBS, "SRANDMEMBER (redis-server)"]:
+        r = st[verb]
+        target = ""
+        if verb in _STALL_VERBS:
+            target = f"{'PASS' if r['p99_ms'] <= 50 else 'FAIL'} (<= 50 ms)"
+        rows.append(
+            [
+                f"`{verb}`",
+                _stall_work(st, verb.split(" (")[0]),
+                f"{r['seconds']:.2f}",
+                str(r["pings"]),
+                f"{r['p50_ms']:,.1f}",
+                f"{r['p99_ms']:,.1f}",
+                f"{r['max_ms']:,.1f}",
+                target,
+            ]
+        )
+    L += _table(
+        [
+            "verb",
+            "work",
+            "verb s",
+            "PINGs",
+            "PING p50 ms",
+            "PING p99 ms",
+            "PING max ms",
+            "target",
+        ],
+        rows,
+    )
+    L += ["", *_code(st["server"], st["redis_server"]), ""]
+    return L
+
+
+def _bounded_sampling(sp: dict[str, Any]) -> list[str]:
+    L = ["### Random sampling with a huge count: ours vs redis-server", ""]
+    if not _ok(sp):
+        return L + _failed("sampling", sp)
+    L += [
+        f"A set and a sorted set of {sp['members']:,} 5-byte members on both servers (side"
+        " by side, the order alternating); the time is from sending the command to the"
+        f" last byte of its reply ({_mib(sp['reply_bytes'])}, its size checked to the"
+        " byte). Medians of the runs.",
+        "",
+    ]
+    rows = []
+    for name, r in sp["summary"].items():
+        rows.append(
+            [
+                f"`{sp['commands'][name]}`",
+                f"{r['redis_s']:.2f}",
+                f"{r['ours_s']:.2f}",
+                _x(r["ratio"]),
+                f"{'PASS' if r['ratio'] <= 1 else 'FAIL'} (<= 1x)",
+            ]
+        )
+    L += _table(["command", "redis s", "ours s", "ours/redis", "target"], rows)
+    L += ["", *_code(sp["servers"]["redis"], sp["servers"]["ours"]), ""]
     return L
 
 

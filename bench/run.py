@@ -8,7 +8,7 @@ show medians of --runs runs. Writes docs/benchmarks.md (keeping its hand-written
 
     python -m bench.run                 # everything (what `make bench` runs)
     python -m bench.run --quick         # small sizes, one run: checks the suite itself
-    python -m bench.run --items 1,7     # a subset (the report shows only those)
+    python -m bench.run --items 1,7     # a subset: rewrites only its sections of the report
 """
 
 from __future__ import annotations
@@ -81,6 +81,19 @@ class Settings:
     profile_seconds: int = 8
     # Item 5 with default checkpointing: records written (distinct keys), then restarts.
     restart_sizes: tuple[int, ...] = (1_000_000, 10_000_000)
+    # Item 9 (history at bounded cost, bench/bounded.py).
+    seal_writes: int = 100_000  # pipelined SETs per write measurement
+    seal_keys: int = 10_000  # the "many keys" case
+    pinned_versions: int = 100_000  # written after the seal, per case
+    walk_string_versions: tuple[int, ...] = (1_000, 10_000, 100_000)
+    # A hash gaining a field per version: TS.HISTORY WITHVALUES replies n(n+1)/2 fields.
+    walk_hash_versions: tuple[int, ...] = (1_000, 2_000, 4_000)
+    view_keys: int = 1_000_000  # TS.CHECKOUT AT and TS.DIFF
+    view_connections: int = 100
+    diff_calls: int = 30
+    stall_keys: int = 200_000  # TS.RESTORE and TS.MERGE beside PINGs
+    random_members: int = 1_000
+    random_count: int = 20_000_000  # SRANDMEMBER/ZRANDMEMBER key -N
 
     @classmethod
     def quick(cls) -> Settings:
@@ -99,6 +112,13 @@ class Settings:
             hash_requests=500,
             profile_seconds=3,
             restart_sizes=(100_000, 300_000),
+            seal_writes=20_000,
+            pinned_versions=10_000,
+            walk_string_versions=(1_000, 3_000, 10_000),
+            walk_hash_versions=(250, 500, 1_000),
+            view_keys=100_000,
+            stall_keys=20_000,
+            random_count=2_000_000,
         )
 
 
@@ -614,6 +634,12 @@ def item_profile(s: Settings) -> dict[str, Any]:
     return {"profile": profile_set_load(s.profile_seconds)}
 
 
+def item_bounded(s: Settings) -> dict[str, Any]:
+    from bench.bounded import item_bounded as run_item
+
+    return run_item(s)
+
+
 # -- driver ---------------------------------------------------------------------------------------
 
 # Each returns its named sections of the results.
@@ -625,6 +651,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "2": ("durability and sync mode (items 2, 6)", lambda s: {"durability": item_durability(s)}),
     "4": ("memory and restart (items 4, 5)", item_memory_restart),
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
+    "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "p": ("profile", item_profile),
 }
 SECTIONS = {
@@ -632,6 +659,7 @@ SECTIONS = {
     "2": ["durability"],
     "4": ["memory", "restart"],
     "7": ["history"],
+    "9": ["bounded"],
     "p": ["profile"],
 }
 
@@ -732,7 +760,7 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run")
-    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,p")
+    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,9,p")
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default=str(REPO / "bench-results.json"))
@@ -759,6 +787,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "settings": asdict(s),
         "quick": ns.quick,
+        "items": [k.strip() for k in ns.items.split(",")],
         "item_seconds": {},
         "other_load": {},
         "code": code_version(),
