@@ -22,7 +22,7 @@ from commands.replies import Encoded, Frames, Reply
 from commands.resp import encode_reply
 from commands.session import Session
 
-SLICE = 1 << 18  # picks per slice (a few milliseconds of work)
+SLICE = 1 << 15  # picks per slice (about 10 ms of work at most)
 # A reply of more than this many bytes is refused rather than built (Redis would try,
 # and run out of memory first).
 MAX_REPLY_BYTES = 1 << 34
