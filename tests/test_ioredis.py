@@ -2,7 +2,8 @@
 RESP2 replies to plain commands, pipelines, MULTI/EXEC and pub/sub is what it makes of
 redis-server's; with `sentinels` and `name` it finds a group's primary (role master)
 and its replica (role slave) by asking the nodes themselves; a write on a replica fails
-in ioredis with Redis' READONLY text, as it does against a redis-server replica.
+in ioredis with Redis' READONLY text, as it does against a redis-server replica; after
+the primary's loss and its replica's promotion, the client writes on the new primary.
 
 The scripts are under tests/js/ (ioredis from its package-lock.json: `make node-deps`).
 """
@@ -13,6 +14,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -207,3 +209,35 @@ def test_readonly_errors_on_a_replica_read_as_redis(
     finally:
         ref_replica.stop()
         ref_primary.stop()
+
+
+def test_ioredis_follows_a_promoted_replica() -> None:
+    """The primary is killed and its replica promoted (REPLICAOF NO ONE): the same
+    ioredis client (both nodes as its sentinels, listening for +switch-master) finds
+    the new primary and writes on; nothing it wrote before is lost (SYNC)."""
+    workdir = Path(tempfile.mkdtemp(prefix="ts-ioredis-"))
+    flags = ["--group", "g", "--durability", "sync"]
+    primary = start_temporalstore(flags, workdir=workdir)
+    replica = _replica(primary, workdir, flags)
+    try:
+        with IORedis(
+            sentinels=_sentinels(primary, replica), name="g", failoverDetector=True
+        ) as writer:
+            for i in range(20):
+                assert writer.request(["SET", f"io:{i}", str(i)])["reply"] == "OK"
+            r = redis.Redis(port=replica.port)
+            _until(lambda: _caught_up(redis.Redis(port=primary.port), r))
+            primary.proc.send_signal(signal.SIGKILL)
+            primary.proc.wait()
+            assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+            try:
+                _until(lambda: r.execute_command("ROLE")[0] == b"master")
+            except AssertionError:
+                raise AssertionError("not promoted:\n" + "".join(replica.log_lines[-8:])) from None
+            after = writer.request(["SET", "io:after", "1"])
+            assert after == {"reply": "OK", "port": replica.port}
+            got = writer.request({"pipeline": [["GET", f"io:{i}"] for i in range(20)]})
+            assert got["reply"] == [str(i) for i in range(20)]
+    finally:
+        replica.stop()
+        primary.stop()
