@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server etcd install clean bench soak cluster
+.PHONY: run test lint typecheck layers pytest compat redis-server etcd node-deps install clean bench soak cluster
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,17 @@ etcd:
 	  else pkgs=etcd-server; fi && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$pkgs; }
 
+# ioredis for tests/test_ioredis.py, from tests/js/package-lock.json (Node.js 20 and npm
+# are on the machine); installed again when the lock file changes.
+NODE_STAMP := tests/js/node_modules/.installed
+$(NODE_STAMP): tests/js/package.json tests/js/package-lock.json
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "node and npm (Node.js 20) are needed for tests/test_ioredis.py" >&2; exit 1; }
+	npm ci --prefix tests/js --no-audit --no-fund
+	touch $@
+
+node-deps: $(NODE_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -52,13 +63,13 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) redis-server etcd
+pytest: $(STAMP) redis-server etcd node-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck layers pytest
 
 # Prints "differential: N of M command cases identical to redis-server".
-compat: $(STAMP) redis-server
+compat: $(STAMP) redis-server node-deps
 	$(BIN)/pytest -q tests
 
 # Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
@@ -81,4 +92,4 @@ soak: $(STAMP) redis-server etcd
 	  docs/reliability.md && exit $$status
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/js/node_modules

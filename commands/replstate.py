@@ -106,7 +106,8 @@ class ReplicationState:
             if left is not None and left <= 0:
                 return got
             try:
-                await asyncio.wait_for(self._acked.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._acked.wait()
             except TimeoutError:
                 return self.count_acked(lsn)
         return got
@@ -121,7 +122,8 @@ class ReplicationState:
             if left is not None and left <= 0:
                 break
             try:
-                await asyncio.wait_for(self._applied.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._applied.wait()
             except TimeoutError:
                 break
         return current()

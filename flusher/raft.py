@@ -82,7 +82,8 @@ class RaftAppender:
     async def _run(self) -> None:
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), TRIM_EVERY_S)
+                async with asyncio.timeout(TRIM_EVERY_S):
+                    await self._wake.wait()
             except TimeoutError:
                 await self._trim()
                 continue

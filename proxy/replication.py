@@ -82,11 +82,13 @@ class Follower:
         self.port = port
         self.task: asyncio.Task[None] | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.stopped = False
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self.run())
 
     async def stop(self) -> None:
+        self.stopped = True
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -97,7 +99,7 @@ class Follower:
     async def run(self) -> None:
         repl = self.node.state.replication
         delay = RETRY_MIN_S
-        while True:
+        while not self.stopped:
             try:
                 await self.node.catch_up()
                 await self.follow()
@@ -120,9 +122,10 @@ class Follower:
         store = self.node.store
         repl = self.node.state.replication
         repl.sync_in_progress = True
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), timeout=5
-        )
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+        # cancel that arrives as the awaited call completes (stop() would hang).
+        async with asyncio.timeout(5):
+            reader, writer = await asyncio.open_connection(self.host, self.port)
         self.writer = writer
         parser = hiredis.Reader(replyError=LinkError)
         nxt = store.lsn + 1
@@ -134,7 +137,8 @@ class Follower:
         )
         replies: list[object] = []
         while len(replies) < 3:
-            data = await asyncio.wait_for(reader.read(65536), timeout=10)
+            async with asyncio.timeout(10):
+                data = await reader.read(65536)
             if not data:
                 raise LinkError("the primary closed the link")
             parser.feed(data)
@@ -166,7 +170,8 @@ class Follower:
             writer.write(_command(b"REPLCONF", b"ACK", str(store.lsn).encode()))
             last_ack = now
             try:
-                data = await asyncio.wait_for(reader.read(1 << 20), ACK_EVERY_S - 0.05)
+                async with asyncio.timeout(ACK_EVERY_S - 0.05):
+                    data = await reader.read(1 << 20)
             except TimeoutError:
                 continue
             if not data:
@@ -487,7 +492,8 @@ class Node:
                     return
                 if not records:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(backlog.wait_after(lsn - 1), ACK_EVERY_S)
+                        async with asyncio.timeout(ACK_EVERY_S):
+                            await backlog.wait_after(lsn - 1)
                     continue
                 body = b"".join(records)
                 s.push(Encoded(b"$%d\r\n%b\r\n" % (len(body), body)))
