@@ -604,8 +604,8 @@ class Store:
         elif name == "branch":
             self.branches.create(op[1], op[2], time_ms)
         elif name == "dropbranch":
-            self.branches.pop(op[1], None)
-            self.mem.drop_branch(op[1])
+            branch = self.branches.pop(op[1], None)
+            self.mem.drop_branch(op[1], () if branch is None else branch.dbs, self.table_of)
         else:
             raise ValueError(f"unknown database op {name!r}")
         self._pin = None  # a seal, unseal, branch or drop moves what history is pinned
