@@ -38,6 +38,7 @@ class Client:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.reader = hiredis.Reader()
+        self.received = 0  # bytes of replies read
 
     def close(self) -> None:
         self.sock.close()
@@ -56,6 +57,7 @@ class Client:
             data = self.sock.recv(1 << 20)
             if not data:
                 raise ConnectionError("server closed the connection")
+            self.received += len(data)
             self.reader.feed(data)
 
     def call(self, *args: bytes | str | int) -> Any:

@@ -17,8 +17,8 @@ table (for the tables' MAXPINNED caps).
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from store.chains import VersionEntry, _entry_lsn
@@ -99,11 +99,18 @@ class HistoryMemory:
             c[0] += nbytes
             c[1] += versions
 
-    def drop_branch(self, name: bytes) -> None:
-        """A dropped branch's versions and values go with it."""
+    def drop_branch(
+        self, name: bytes, dbs: Iterable[Any], table_of: Callable[[bytes], bytes | None]
+    ) -> None:
+        """A dropped branch's versions and values go with it, and so does what its
+        chains (`dbs`, the branch's databases) had counted as pinned."""
         self.branches.pop(name, None)
-        for mark in [m for m in self.marks if type(m[0]) is not int and m[0][0] == name]:
-            del self.marks[mark]
+        chains = {db.ident: db.chains for db in dbs}
+        for mk in [m for m in self.marks if type(m[0]) is not int and m[0][0] == name]:
+            mark = self.marks.pop(mk)
+            chain = dict.get(chains[mk[0]], mk[1]) if mk[0] in chains else None
+            if type(chain) is list:
+                self._unpin(chain, bisect_right(chain, mark, key=_entry_lsn), table_of(mk[1]))
 
     def mark_pinned(
         self,
@@ -114,10 +121,21 @@ class HistoryMemory:
         stop: int,
         table: bytes | None,
     ) -> None:
-        """chain[start:stop] is past retention but pinned: count what was not yet."""
+        """chain[start:stop] is past retention but pinned: count what was not yet.
+
+        The mark is an LSN, so a version's entries (a transaction writes one entry
+        per write of the key, all with its LSN) are counted together, once all of
+        them are past retention: never a part of one, nor the newest, which its
+        transaction may still be adding to."""
+        last = chain[stop - 1].lsn
+        if stop < len(chain) and chain[stop].lsn == last:
+            stop = bisect_left(chain, last, start, stop, key=_entry_lsn)
+            if stop == start:
+                return
+            last = chain[stop - 1].lsn
         mk = (ident, key)
         mark = self.marks.get(mk, 0)
-        if chain[stop - 1].lsn <= mark:
+        if last <= mark:
             return
         total = 0
         n = 0
@@ -137,7 +155,7 @@ class HistoryMemory:
                 c[1] += 1
             total += b
             n += 1
-        self.marks[mk] = chain[stop - 1].lsn
+        self.marks[mk] = last
         self.pinned_bytes += total
         self.pinned_versions += n
         if table is not None:
@@ -147,31 +165,34 @@ class HistoryMemory:
         self, ident: Any, key: bytes, chain: Sequence[VersionEntry], stop: int, table: bytes | None
     ) -> None:
         """chain[:stop] is being dropped: uncount it (and its pinned share)."""
-        total = 0
-        unpinned = 0
-        n = 0
         mk = (ident, key)
         mark = self.marks.get(mk, 0)
+        if mark:
+            self._unpin(chain, bisect_right(chain, mark, 0, stop, key=_entry_lsn), table)
+            if stop == len(chain) or chain[stop].lsn > mark:
+                del self.marks[mk]  # no counted entry is left
+        total = 0
+        for i in range(stop):
+            total += entry_bytes(chain[i])
+        self.add(ident, -total, -stop)
+
+    def _unpin(self, chain: Sequence[VersionEntry], stop: int, table: bytes | None) -> None:
+        """chain[:stop] was counted as pinned: uncount it."""
+        unpinned = 0
         pinned = self.pinned
         for i in range(stop):
             e = chain[i]
             b = entry_bytes(e)
-            total += b
-            if e.lsn <= mark:
-                bucket = e.lsn >> BUCKET_BITS
-                c = pinned[bucket]
-                c[0] -= b
-                c[1] -= 1
-                if not c[1]:
-                    del pinned[bucket]
-                unpinned += b
-                n += 1
-        if mark and mark <= chain[stop - 1].lsn:
-            del self.marks[mk]
-        self.add(ident, -total, -stop)
-        if n:
+            bucket = e.lsn >> BUCKET_BITS
+            c = pinned[bucket]
+            c[0] -= b
+            c[1] -= 1
+            if not c[1]:
+                del pinned[bucket]
+            unpinned += b
+        if stop:
             self.pinned_bytes -= unpinned
-            self.pinned_versions -= n
+            self.pinned_versions -= stop
             if table is not None:
                 left = self.pinned_tables.get(table, 0) - unpinned
                 if left > 0:

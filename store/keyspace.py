@@ -620,14 +620,7 @@ class Store:
             self.branches.create(op[1], op[2], time_ms)
         elif name == "dropbranch":
             branch = self.branches.pop(op[1], None)
-            if branch is not None:
-                # Its pinned versions go with it: uncount them before the counts.
-                for bdb in branch.dbs:
-                    for key, chain in bdb.chains.items():
-                        if chain and (bdb.ident, key) in self.mem.marks:
-                            table = self.table_of(key) if self.tables else None
-                            self.mem.cut(bdb.ident, key, chain, len(chain), table)
-            self.mem.drop_branch(op[1])
+            self.mem.drop_branch(op[1], () if branch is None else branch.dbs, self.table_of)
         else:
             raise ValueError(f"unknown database op {name!r}")
         self._pin = None  # a seal, unseal, branch or drop moves what history is pinned

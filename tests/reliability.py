@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +28,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.conftest import proc_status_kb
+from tests.resp_client import RawClient, encode_command
 from tests.test_durability import inspect
 
 SOAK = os.environ.get("TS_SOAK", "") not in ("", "0")
@@ -102,6 +105,42 @@ def sampling(pid: int) -> Iterator[MemorySampler]:
         yield sampler
     finally:
         sampler.stop()
+
+
+# --------------------------------------------------------------------------- long requests
+
+
+def pings_before_reply(port: int, sock: socket.socket, request: bytes) -> int:
+    """Send `request` on `sock`; count the PINGs a second connection gets answered
+    until the first byte of its reply can be read (none of it is read here): how
+    often the server let another client in while the request ran. A request that
+    holds the event loop lets at most two through (one before it starts, one queued
+    behind it)."""
+    other = RawClient(port, timeout=120)
+    answered = 0
+    try:
+        sock.sendall(request)
+        while True:
+            assert other.call("PING") == b"+PONG\r\n"
+            answered += 1
+            if select.select([sock], [], [], 0)[0]:
+                return answered
+    finally:
+        other.close()
+
+
+def pings_while(port: int, c: RawClient, *cmd: Any) -> tuple[bytes, int]:
+    """Send `cmd` on `c`: its reply, and the PINGs answered before it began to come."""
+    assert not c.buf, "unread replies on the connection"
+    pings = pings_before_reply(port, c.sock, encode_command(*cmd))
+    return c.read_reply(), pings
+
+
+def load_keys(c: RawClient, n: int, value: str) -> None:
+    """Set keys k000000 .. k<n-1> to `value`, a thousand per MSET."""
+    for start in range(0, n, 1000):
+        stop = min(n, start + 1000)
+        c.call("MSET", *[x for i in range(start, stop) for x in (f"k{i:06d}", value)])
 
 
 # --------------------------------------------------------------------------- writers

@@ -80,6 +80,21 @@ class RawClient:
             return end
         return end
 
+    def read_bytes(self, n: int) -> bytes:
+        """The next `n` bytes the server sends: a run of replies of known size (a
+        pipeline's, or one huge reply), read and checked whole, in O(n)."""
+        out = bytearray(n)
+        got = min(len(self.buf), n)
+        out[:got] = self.buf[:got]
+        self.buf = self.buf[got:]
+        view = memoryview(out)
+        while got < n:
+            k = self.sock.recv_into(view[got:], min(1 << 20, n - got))
+            if not k:
+                raise ConnectionError("connection closed")
+            got += k
+        return bytes(out)
+
     def read_reply(self) -> bytes:
         end = self._frame_end(0)
         raw, self.buf = self.buf[:end], self.buf[end:]

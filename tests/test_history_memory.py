@@ -38,7 +38,19 @@ def _pinned_from_marks(store: Store) -> tuple[int, int]:
 ops = st.lists(
     st.tuples(
         st.sampled_from(
-            ["set", "hset", "del", "seal", "unseal", "branch", "drop", "on", "off", "table"]
+            [
+                "set",
+                "hset",
+                "del",
+                "seal",
+                "unseal",
+                "branch",
+                "drop",
+                "on",
+                "off",
+                "table",
+                "multi",
+            ]
         ),
         st.integers(0, 3),
     ),
@@ -75,6 +87,11 @@ def test_running_counts_equal_a_recount(ops: list[tuple[str, int]]) -> None:
             run(s, "TS.CHECKOUT", "HEAD")
         elif op == "table":
             run(s, "TS.TABLE", "CREATE", "ns:t", "RETAIN", "VERSIONS", "3")
+        elif op == "multi":  # one version holding several writes of the key
+            run(s, "MULTI")
+            for i in range(n + 4):
+                run(s, "SET", key, str(i))
+            run(s, "EXEC")
         for i in range(3):  # enough rewrites to reach the trimming point
             run(s, "SET", f"k{n}", str(i))
     assert _counts(store.mem) == _counts(store.history_recount())
@@ -105,6 +122,54 @@ def test_a_seal_pins_what_retention_would_drop_and_unseal_frees_it() -> None:
     run(s, "SET", "a", "last")
     assert store.mem.pinned_bytes == 0 and store.mem.pinned_versions == 0
     assert store.mem.main_versions <= 8
+
+
+def test_a_transaction_writing_a_pinned_key_many_times() -> None:
+    """MULTI/EXEC makes one version of several entries with one LSN: they are counted
+    as pinned together, and unsealing uncounts them all (the first write after
+    TS.UNSEAL used to fail in the accounting and drop the connection)."""
+    s, _sink = make_session(history="versions:4")
+    store = s.store
+    run(s, "SET", "a", "init")
+    run(s, "TS.SEAL", "s")
+    run(s, "MULTI")
+    for i in range(100):
+        run(s, "SET", "a", str(i))
+    assert len(run(s, "EXEC")) == 100
+    for i in range(4):  # the transaction's version is no longer among the newest 4
+        run(s, "SET", "a", f"x{i}")
+        assert (store.mem.pinned_bytes, store.mem.pinned_versions) == _pinned_from_marks(store)
+    assert store.mem.pinned_versions == 100  # the transaction's entries, all of them
+    assert run(s, "TS.SNAPSHOTS")[0][b"pinned_versions"] == 100
+    run(s, "TS.UNSEAL", "s")
+    assert run(s, "SET", "a", "y") == b"OK"
+    assert run(s, "GET", "a") == b"y"
+    assert store.mem.pinned_bytes == 0 and store.mem.pinned_versions == 0
+    assert not store.mem.pinned and not store.mem.marks
+    assert (store.mem.main_bytes, store.mem.main_versions) == (
+        store.history_recount().main_bytes,
+        store.history_recount().main_versions,
+    )
+
+
+def test_dropping_a_branch_uncounts_what_its_own_versions_pinned() -> None:
+    """A branch pins its own chains' history newer than its fork too: dropping it
+    takes that share out of the pinned counts (it used to stay counted for good, and
+    count against max-pinned-history)."""
+    s, _sink = make_session(history="versions:2")
+    store = s.store
+    run(s, "TS.TABLE", "CREATE", "app:t", "RETAIN", "VERSIONS", "2")
+    run(s, "TS.BRANCH", "CREATE", "b")
+    run(s, "TS.CHECKOUT", "b")
+    for i in range(50):
+        run(s, "SET", "k", str(i))
+        run(s, "SET", "app:t:k", str(i))
+    assert store.mem.pinned_versions == 2 * (50 - 2)
+    assert store.mem.pinned_tables[b"app:t"] > 0
+    run(s, "TS.CHECKOUT", "HEAD")
+    run(s, "TS.BRANCH", "DROP", "b")
+    assert (store.mem.pinned_bytes, store.mem.pinned_versions) == (0, 0)
+    assert not store.mem.pinned and not store.mem.pinned_tables and not store.mem.marks
 
 
 def test_each_snapshot_shows_what_it_pins() -> None:

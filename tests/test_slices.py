@@ -4,49 +4,9 @@ give the result the whole verb would. Asserted by counting replies, not timing."
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
-from tests.conftest import ServerProcess, start_temporalstore
-from tests.resp_client import RawClient
-
-
-def _pings_while(server: ServerProcess, c: RawClient, *cmd: Any) -> tuple[bytes, int]:
-    """Send `cmd` on `c`; count PINGs a second connection got answered before its reply."""
-    other = RawClient(server.port, timeout=60)
-    answered = [0]
-    stop = threading.Event()
-    go = threading.Event()
-
-    def pinger() -> None:
-        go.wait()
-        while not stop.is_set():
-            assert other.call("PING") == b"+PONG\r\n"
-            answered[0] += 1
-
-    t = threading.Thread(target=pinger)
-    t.start()
-    c.send(b"".join(_encode(cmd)))
-    go.set()
-    reply = c.read_reply()
-    seen = answered[0]
-    stop.set()
-    t.join()
-    other.close()
-    return reply, seen
-
-
-def _encode(cmd: tuple[Any, ...]) -> list[bytes]:
-    parts = [b"*%d\r\n" % len(cmd)]
-    for a in cmd:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        parts.append(b"$%d\r\n%b\r\n" % (len(b), b))
-    return parts
-
-
-def _load(c: RawClient, n: int, value: str) -> None:
-    for start in range(0, n, 1000):
-        c.call("MSET", *[x for i in range(start, start + 1000) for x in (f"k{i:06d}", value)])
+from tests.conftest import start_temporalstore
+from tests.reliability import load_keys, pings_while
+from tests.resp_client import RawClient, encode_command
 
 
 def test_restore_and_merge_of_many_keys_let_other_clients_in() -> None:
@@ -54,10 +14,10 @@ def test_restore_and_merge_of_many_keys_let_other_clients_in() -> None:
     try:
         c = RawClient(server.port, timeout=120)
         n = 40_000
-        _load(c, n, "old")
+        load_keys(c, n, "old")
         c.call("TS.SEAL", "before")
-        _load(c, n, "new")
-        reply, pings = _pings_while(server, c, "TS.RESTORE", "SNAPSHOT", "before")
+        load_keys(c, n, "new")
+        reply, pings = pings_while(server.port, c, "TS.RESTORE", "SNAPSHOT", "before")
         assert reply == b":%d\r\n" % n
         assert pings >= 3, pings
         assert c.call("GET", "k012345") == b"$3\r\nold\r\n"
@@ -67,21 +27,21 @@ def test_restore_and_merge_of_many_keys_let_other_clients_in() -> None:
         # A branch that changed every key, merged back into the main line.
         c.call("TS.BRANCH", "CREATE", "b")
         c.call("TS.CHECKOUT", "b")
-        _load(c, n, "branch")
+        load_keys(c, n, "branch")
         c.call("TS.CHECKOUT", "HEAD")
-        reply, pings = _pings_while(server, c, "TS.MERGE", "b")
+        reply, pings = pings_while(server.port, c, "TS.MERGE", "b")
         assert reply == b":%d\r\n" % n
         assert pings >= 3, pings
         assert c.call("GET", "k039999") == b"$6\r\nbranch\r\n"
         # Pipelined behind a sliced verb: answered in order.
         c.call("TS.SEAL", "after")
-        _load(c, n, "x")
+        load_keys(c, n, "x")
         c.send(b"TS.RESTORE SNAPSHOT after\r\nGET k000001\r\nPING\r\n")
         assert c.read_reply() == b":%d\r\n" % n
         assert c.read_reply() == b"$6\r\nbranch\r\n"
         assert c.read_reply() == b"+PONG\r\n"
         # Inside MULTI it runs whole, as one command.
-        _load(c, 2000, "y")
+        load_keys(c, 2000, "y")
         assert c.call("MULTI") == b"+OK\r\n"
         c.call("TS.RESTORE", "SNAPSHOT", "after", "MATCH", "k00*")
         assert c.call("EXEC") == b"*1\r\n:2000\r\n"
@@ -95,10 +55,10 @@ def test_history_withvalues_of_many_versions_lets_other_clients_in() -> None:
     try:
         c = RawClient(server.port, timeout=120)
         n = 1200
-        c.send(b"".join(b"".join(_encode(("HSET", "h", f"f{i}", i))) for i in range(n)))
+        c.send(b"".join(encode_command("HSET", "h", f"f{i}", i) for i in range(n)))
         for _ in range(n):
             assert c.read_reply() == b":1\r\n"
-        reply, pings = _pings_while(server, c, "TS.HISTORY", "h", "WITHVALUES")
+        reply, pings = pings_while(server.port, c, "TS.HISTORY", "h", "WITHVALUES")
         assert reply.startswith(b"*%d\r\n" % n)
         assert reply.count(b"$5\r\nf1199\r\n") == 1  # only the newest version has it
         assert reply.count(b"$2\r\nf0\r\n") == n  # every version has the first field
