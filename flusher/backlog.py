@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-BACKLOG_BYTES = 64 * 1024 * 1024  # Redis' repl-backlog-size is 1 MiB; records are bigger
+BACKLOG_BYTES = 8 * 1024 * 1024  # beyond what is not yet durable (Redis keeps 1 MiB)
 
 
 class Backlog:

@@ -108,6 +108,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
     if "index_keys" in head:
         store.index_keys = windex.restore(head["index_keys"])
         store.index_from = int(head["index_from"])
+        store.reset_index_weight()
     else:  # written before the version index: it starts after this image
         store.index_keys = [()] * len(store.index_lsns)
         store.index_from = int(head["lsn"]) + 1

@@ -100,6 +100,10 @@ class Store:
         # for LSNs from index_from on.
         self.index_keys: list[Any] = []
         self.index_from = 0
+        # Keys the version index refers to (counted up to entry `_index_weighed`): past
+        # 2 * INDEX_KEYS it is cut to INDEX_KEYS from the front (store.windex).
+        self._index_weight = 0
+        self._index_weighed = 0
         self.snapshots: dict[bytes, Snapshot] = {}
         self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
@@ -193,6 +197,8 @@ class Store:
         self._version(pending, lsn, t, meta)
         self.index_lsns.append(lsn)
         self.index_times.append(t)
+        if not len(self.index_keys) & 1023:
+            self.bound_index()
         self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
         if writer is not None:
             writer.last_write_lsn = lsn
@@ -413,6 +419,7 @@ class Store:
             last_t = self.last_time_ms
         self.mem.main_bytes += packed * PACKED_BYTES
         self.mem.main_versions += packed
+        self.bound_index()
         if applied:
             self.lsn = expected - 1
             if last_t > self.last_time_ms:
@@ -515,7 +522,33 @@ class Store:
         the index's start)."""
         if lo + 1 < self.index_from:
             return None
-        return windex.keys_written(self.index_lsns, self.index_keys, ident, lo, hi)
+        skip = len(self.index_lsns) - len(self.index_keys)
+        return windex.keys_written(self.index_lsns, self.index_keys, ident, lo, hi, skip)
+
+    def reset_index_weight(self) -> None:
+        """The index was replaced (an image loaded): weigh it again."""
+        self._index_weight = self._index_weighed = 0
+
+    def bound_index(self) -> None:
+        """Keep the version index to about INDEX_KEYS key references: past twice
+        that, the oldest entries go and `index_from` moves up (a diff reaching
+        before it compares every key instead). O(1) amortized per commit."""
+        keys = self.index_keys
+        weight = self._index_weight
+        for e in itertools.islice(keys, self._index_weighed, None):
+            weight += 1 if type(e) is bytes else len(e)
+        self._index_weighed = len(keys)
+        if weight > 2 * windex.INDEX_KEYS:
+            n = 0
+            while weight > windex.INDEX_KEYS:
+                e = keys[n]
+                weight -= 1 if type(e) is bytes else len(e)
+                n += 1
+            skip = len(self.index_lsns) - len(keys)
+            self.index_from = self.index_lsns[skip + n]
+            del keys[:n]
+            self._index_weighed -= n
+        self._index_weight = weight
 
     def time_of(self, lsn: int) -> int:
         """When `lsn` was committed (0 for LSN 0)."""

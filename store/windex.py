@@ -6,7 +6,9 @@ ident, key) pairs; a SWAPDB appears as (database, None). One list append per com
 `keys_written` answers "which keys of this database changed between two LSNs" in
 O(commits in between), so TS.DIFF need not visit keys that did not change. The
 index covers LSNs from `Store.index_from` on (checkpoints written before the index
-existed do not hold it: a range reaching before that is not known).
+existed do not hold it, and the oldest entries go once the index refers to more
+than 2 * INDEX_KEYS keys: a range reaching before that is not known, and TS.DIFF
+then compares every key).
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
+
+# Key references the index keeps (about 60 bytes each with the key): past twice
+# this many, the oldest entries go (Store.bound_index).
+INDEX_KEYS = 1 << 17
 
 
 def entry(ops: Sequence[tuple[Any, bytes | None, Any]]) -> Any:
@@ -26,12 +32,13 @@ def entry(ops: Sequence[tuple[Any, bytes | None, Any]]) -> Any:
 
 
 def keys_written(
-    lsns: Sequence[int], entries: Sequence[Any], ident: Any, lo: int, hi: int
+    lsns: Sequence[int], entries: Sequence[Any], ident: Any, lo: int, hi: int, skip: int = 0
 ) -> set[bytes] | None:
     """Keys of database `ident` written by commits with lo < LSN <= hi; None when a
-    SWAPDB happened in between (every key may have changed)."""
-    start = bisect_right(lsns, lo)
-    stop = bisect_right(lsns, hi)
+    SWAPDB happened in between (every key may have changed). `entries` covers
+    `lsns[skip:]` (the oldest entries were cut)."""
+    start = max(0, bisect_right(lsns, lo) - skip)
+    stop = bisect_right(lsns, hi) - skip
     out: set[bytes] = set()
     main0 = ident == 0
     for i in range(start, stop):

@@ -192,3 +192,33 @@ def test_diff_pages_with_after_and_runs_long_diffs_in_slices() -> None:
     assert run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b), "AFTER", "zzz") == {}
     matched = run(s, "TS.DIFF", "VERSION", str(a), "VERSION", str(b), "MATCH", "k000*")
     assert matched == {k: v for k, v in whole.items() if k.startswith(b"k000")}
+
+
+def test_the_index_is_bounded_and_older_diffs_compare_every_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The version index keeps about INDEX_KEYS key references (memory stays level
+    under endless rewrites); a diff reaching before its start compares every key and
+    answers the same."""
+    import store.windex
+
+    monkeypatch.setattr(store.windex, "INDEX_KEYS", 100)
+    s, _sink = make_session()
+    first = s.store.lsn
+    for i in range(50):
+        run(s, "MSET", *[x for j in range(10) for x in (f"k{j}", f"v{i}")])
+        run(s, "SET", f"solo{i}", "x")
+    for i in range(2000):
+        run(s, "SET", f"x{i % 300}", "x")
+    store = s.store
+    weight = sum(1 if type(e) is bytes else len(e) for e in store.index_keys)
+    assert weight <= 2 * 100 + 1024  # checked every 1,024 commits
+    assert store.index_from > first + 1
+    assert store.keys_written(0, first, store.lsn) is None  # before the index: unknown
+    diff = run(s, "TS.DIFF", "VERSION", str(first), "VERSION", str(store.lsn))
+    expected = {f"k{j}".encode(): b"added" for j in range(10)}
+    expected.update({f"solo{i}".encode(): b"added" for i in range(50)})
+    expected.update({f"x{i}".encode(): b"added" for i in range(300)})
+    assert diff == dict(sorted(expected.items()))
+    recent = store.lsn - 2
+    assert store.keys_written(0, recent, store.lsn) == {b"x198", b"x199"}

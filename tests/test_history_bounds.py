@@ -456,12 +456,6 @@ def test_the_pinned_cap_refuses_seals_and_bounds_what_they_hold(tmp_path: Path) 
 
 
 @soak_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="the version index (Store.index_keys, store/windex.py) and the time index "
-    "keep an entry per commit for good: with retention bounded, memory still grows by "
-    "about 64 bytes per SET and 110 per key of an MSET, in RAM and in every checkpoint",
-)
 def test_rewrites_under_bounded_retention_keep_memory_level(tmp_path: Path) -> None:
     """With --history versions:1 and no seal, rewriting the same keys over and over
     holds one or two versions per key: the server's memory levels off."""
