@@ -23,7 +23,17 @@ from typing import Any
 
 from bench.client import Client, PingProber, encode, wait_flushed
 from bench.proc import Proc, start_ours, start_redis, tmpdir
-from bench.run import Settings, _value, load, log, med, pct, set_commands, show_server
+from bench.run import (
+    Settings,
+    _value,
+    guarded,
+    load,
+    log,
+    med,
+    pct,
+    set_commands,
+    show_server,
+)
 
 SEAL_CONFIGS = ["0 seals", "1 seal", "100 seals", "pinned"]
 WRITE_CASES = ["one key", "many keys"]
@@ -32,12 +42,7 @@ VIEW_READS = 5
 
 
 def _guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """One case's results, or its error (the other cases still run)."""
-    try:
-        return fn()
-    except Exception as e:
-        log(f"bounded: case {name} failed: {e!r}")
-        return {"error": repr(e)}
+    return guarded("bounded", name, fn)
 
 
 def item_bounded(s: Settings) -> dict[str, Any]:

@@ -128,6 +128,39 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         assert bd is not None
         for target, measured, ok in _bounded_targets(bd):
             add(target, measured, ok, "9")
+    rp = res.get("replicas")
+    if _ok(rp):
+        assert rp is not None
+        for target, measured, ok in _replica_targets(rp):
+            add(target, measured, ok, "10")
+    return out
+
+
+FAILOVER_LIMIT_S = 10
+NO_LOSS_MODES = ("sync", "raft")
+
+
+def _replica_targets(rp: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    out: list[tuple[str, str, bool | None]] = []
+    fo = rp["failover"]
+    if _ok(fo):
+        out.append(
+            (
+                f"failover (kill -9 of the primary, {fo['rounds']} rounds): median time until"
+                f" writes succeed again <= {FAILOVER_LIMIT_S} s",
+                f"{fo['median_s']:.2f} s median, {fo['max_s']:.2f} s max",
+                fo["median_s"] <= FAILOVER_LIMIT_S,
+            )
+        )
+        for mode in NO_LOSS_MODES:
+            m = fo["modes"][mode]
+            out.append(
+                (
+                    f"acknowledged writes to a {mode} table lost on failover == 0",
+                    f"{m['lost']:,} of {m['acknowledged']:,}",
+                    m["lost"] == 0,
+                )
+            )
     return out
 
 
@@ -244,13 +277,13 @@ def render(res: dict[str, Any], old: str) -> str:
     if m["pinned"]:
         L.append(
             f"- Pinning: every server runs on CPU {m['server_cpu']} (`taskset -c "
-            f"{m['server_cpu']}`); redis-benchmark, the loader, the INFO samplers and moto "
+            f"{m['server_cpu']}`); redis-benchmark, the loader, the INFO samplers, moto and etcd "
             f"run on CPU {m['load_cpu']} (`taskset -c {m['load_cpu']}`)."
         )
     else:
         L.append("- Pinning: **not pinned** (fewer than 2 cores or no taskset).")
     L += [
-        "- Run it: `make bench` (everything, about 15 min); `python -m bench.run --quick`"
+        "- Run it: `make bench` (everything, about 25 min); `python -m bench.run --quick`"
         " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
         " report keeps the other sections from the last run); `python -m bench.profile`"
         " (the py-spy profile alone);"
@@ -280,6 +313,7 @@ def render(res: dict[str, Any], old: str) -> str:
     L += _history(res.get("history"))
     L += _flush_lag(res.get("throughput"), res.get("durability"))
     L += _bounded(res.get("bounded"))
+    L += _replicas(res.get("replicas"))
     L += _profile(res.get("profile"))
     L += ["## This run", ""]
     L += _table(
@@ -340,6 +374,7 @@ TARGET_SOURCES = {
     "6": "durability",
     "7": "history",
     "9": "bounded",
+    "10": "replicas",
 }
 
 
@@ -1184,4 +1219,163 @@ def _profile(pr: dict[str, Any] | None) -> list[str]:
             [[f"`{a['function']}`", f"{a['share']:.1%}"] for a in r["inclusive"][:12]],
         )
         L += [""]
+    return L
+
+
+def _replicas(rp: dict[str, Any] | None) -> list[str]:
+    L = ["## 10. Replicas and failover (issue 12)", ""]
+    if not _ok(rp):
+        return L + _failed("item 10", rp)
+    assert rp is not None
+    L += _replica_lag(rp["lag"])
+    L += _failover(rp["failover"])
+    return L
+
+
+def _replica_lag(lg: dict[str, Any]) -> list[str]:
+    L = ["### Replica lag under SET load", ""]
+    if not _ok(lg):
+        return L + _failed("replica lag", lg)
+    L += [
+        "A primary and a replica (`--replicaof`, the same `--storage`), both fresh and both"
+        " on the server CPU, and redis-benchmark SET (the item 1 load: 50 clients,"
+        f" {lg['requests']:,} requests) on the load CPU against the primary. Every"
+        f" {lg['interval_ms']} ms a sampler (a thread of the runner) reads `TS.VERSION` on"
+        " the primary and sends `TS.WAITLSN <that version> 30000` to the replica; the lag"
+        " is the time from the primary's reply to the replica's, i.e. what a client that"
+        " reads its own write on the replica waits, the replica's round trip included."
+        " Beside it INFO temporalstore `replica_lag_ms` on the replica (its own figure:"
+        " commit on the primary to apply here, in whole ms) is sampled every 50 ms. The"
+        " same load also runs against a primary alone (the sampler reading `TS.VERSION`"
+        " only), the two alternating: the ratio is what feeding a replica that shares the"
+        ' core costs the primary. "Replica CPU" is its CPU time over the run\'s wall time.'
+        " Lag percentiles pool the samples of all runs; throughputs are medians.",
+        "",
+    ]
+    rows = []
+    for pp, r in lg["summary"].items():
+        rows.append(
+            [
+                f"SET -P {pp[1:]}",
+                f"{r['samples']:,}" + (f" ({r['timeouts']} timed out)" if r["timeouts"] else ""),
+                f"{r['lag_p50_ms']:,.1f}",
+                f"{r['lag_p99_ms']:,.1f}",
+                f"{r['lag_max_ms']:,.1f}",
+                f"{_n(r['info_lag_p50_ms'])} / {_n(r['info_lag_p99_ms'])}",
+                _n(r["rps_alone"]),
+                _n(r["rps_replica"]),
+                _x(r["ratio"]),
+                ", ".join(f"{x:.2f}" for x in r["run_ratios"]),
+                f"{r['replica_cpu']:.0%}",
+            ]
+        )
+    L += _table(
+        [
+            "load",
+            "samples",
+            "lag p50 ms",
+            "lag p99 ms",
+            "lag max ms",
+            "INFO replica_lag_ms p50 / p99",
+            "SET/s alone",
+            "SET/s with a replica",
+            "with / alone",
+            "paired",
+            "replica CPU",
+        ],
+        rows,
+    )
+    c = lg["commands"]
+    L += ["", *_code(c["primary"], c["replica"], *[c[f"P{p}"] for p in (1, 16)]), ""]
+    return L
+
+
+def _failover(fo: dict[str, Any]) -> list[str]:
+    L = ["### Failover: kill -9 of the primary", ""]
+    if not _ok(fo):
+        return L + _failed("failover", fo)
+    tables = fo["tables"]
+    L += [
+        "One etcd member (`tests/etcd.py`, on the load CPU) and three nodes of a group"
+        " (on the server CPU) on one `file://` storage directory (lease 3 s); on the"
+        " primary `"
+        + "`, `".join(tables[m] for m in NO_LOSS_MODES)
+        + "`. Three writers (threads of the runner), one per durability mode, each with"
+        " its own redis-py `Sentinel` client over the three nodes (`master_for`, no"
+        " retries inside redis-py), write `<prefix>:<n>` one SET at a time: `s:t:<n>`"
+        " (sync table), `r:t:<n>` (raft table), `a:<n>` (the default table: async); a"
+        " failed SET is sent again after 10 ms. Each round writes for"
+        f" {fo['write_s']:g} s, kills the primary with -9 and waits until every writer has"
+        " a write acknowledged that it sent after the kill: the time to that"
+        ' acknowledgement is "writes back after" (the round\'s figure is its slowest'
+        " mode). The killed node then restarts with an empty memory and rejoins as a"
+        " replica (process start to `ROLE` slave). At the end every acknowledged write is"
+        " read back from the last primary.",
+        "",
+    ]
+    rows = []
+    for i, r in enumerate(fo["runs"], 1):
+        b = r["by_mode"]
+        rows.append(
+            [
+                str(i),
+                *[f"{b[m]:.2f}" for m in ("sync", "raft", "async")],
+                f"**{r['seconds']:.2f}**",
+                f"{r['rejoin_s']:.2f}",
+            ]
+        )
+    L += _table(
+        [
+            "round",
+            "sync writes back after s",
+            "raft s",
+            "async s",
+            "all modes s",
+            "old primary rejoined after s",
+        ],
+        rows,
+    )
+    L += [""]
+    rows = []
+    for mode, m in fo["modes"].items():
+        if mode in NO_LOSS_MODES:
+            target = f"{'PASS' if m['lost'] == 0 else 'FAIL'} (0 lost)"
+        else:
+            target = "measured, not a target"
+            if m["lost"]:
+                target += (
+                    f"; the lost writes were acknowledged at most"
+                    f" {m['lost_max_age_ms']:,.0f} ms before a kill"
+                )
+        rows.append(
+            [
+                mode,
+                f"{m['acknowledged']:,}",
+                f"{m['lost']:,}",
+                f"{m['median_s']:.2f} / {m['max_s']:.2f}",
+                f"{m['failed_attempts']:,}",
+                target,
+            ]
+        )
+    L += _table(
+        [
+            "mode",
+            "writes acknowledged",
+            "acknowledged, then lost",
+            "writes back after s, median / max",
+            "failed SETs (each sent again)",
+            "target",
+        ],
+        rows,
+    )
+    L += [
+        "",
+        f"Failover: **{fo['median_s']:.2f} s median, {fo['max_s']:.2f} s max** over"
+        f" {fo['rounds']} rounds (target: median <= {FAILOVER_LIMIT_S} s); the killed node"
+        f" rejoined as a replica in {fo['rejoin_median_s']:.2f} s (median). The async loss"
+        " bound is what neither object storage nor the promoted replica had received.",
+        "",
+        *_code(fo["server"]),
+        "",
+    ]
     return L

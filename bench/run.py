@@ -94,6 +94,11 @@ class Settings:
     stall_keys: int = 200_000  # TS.RESTORE and TS.MERGE beside PINGs
     random_members: int = 1_000
     random_count: int = 20_000_000  # SRANDMEMBER/ZRANDMEMBER key -N
+    # Item 10 (replicas and failover, bench/replicas.py).
+    lag_requests: int = 200_000  # SETs per redis-benchmark run, with and without a replica
+    lag_interval_ms: int = 10  # how often the replica's lag is sampled
+    failover_rounds: int = 5
+    failover_write_s: float = 3.0  # writing before each kill
 
     @classmethod
     def quick(cls) -> Settings:
@@ -119,11 +124,23 @@ class Settings:
             view_keys=100_000,
             stall_keys=20_000,
             random_count=2_000_000,
+            lag_requests=30_000,
+            failover_rounds=2,
+            failover_write_s=2.0,
         )
 
 
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def guarded(part: str, name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """One case's results, or its error (the other cases of the part still run)."""
+    try:
+        return fn()
+    except Exception as e:
+        log(f"{part}: case {name} failed: {e!r}")
+        return {"error": repr(e)}
 
 
 def med(xs: list[float]) -> float:
@@ -640,6 +657,12 @@ def item_bounded(s: Settings) -> dict[str, Any]:
     return run_item(s)
 
 
+def item_replicas(s: Settings) -> dict[str, Any]:
+    from bench.replicas import item_replicas as run_item
+
+    return run_item(s)
+
+
 # -- driver ---------------------------------------------------------------------------------------
 
 # Each returns its named sections of the results.
@@ -652,6 +675,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "4": ("memory and restart (items 4, 5)", item_memory_restart),
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
+    "10": ("replicas and failover (item 10, issue 12)", item_replicas),
     "p": ("profile", item_profile),
 }
 SECTIONS = {
@@ -660,6 +684,7 @@ SECTIONS = {
     "4": ["memory", "restart"],
     "7": ["history"],
     "9": ["bounded"],
+    "10": ["replicas"],
     "p": ["profile"],
 }
 
@@ -760,7 +785,7 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run")
-    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,9,p")
+    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,9,10,p")
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default=str(REPO / "bench-results.json"))
