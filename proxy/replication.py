@@ -191,6 +191,7 @@ class Follower:
         if first != nxt:
             raise LinkError(f"a frame from LSN {first} where {nxt} was next")
         self.node.unstored.append((first, last, frame))
+        store.notify_replayed(last - first + 1)
         self.node.state.replication.applied(store.last_time_ms)
         return last + 1
 

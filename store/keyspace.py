@@ -459,6 +459,24 @@ class Store:
             if not cbs:
                 del self.observers[(dbi, key)]
 
+    def notify_replayed(self, n: int) -> None:
+        """Tell observers (WATCH, blocked readers) of the keys the last `n` commits
+        wrote, from the version index: a replica's replayed records wake them as
+        its primary's commits did there."""
+        if not self.observers or n <= 0:
+            return
+        obs = self.observers
+        for e in self.index_keys[-n:]:
+            for d, k in ((0, e),) if type(e) is bytes else e:
+                if k is None:
+                    if type(d) is int:
+                        self.touch_db(d)
+                    continue
+                cbs = obs.get((d, k))
+                if cbs:
+                    for cb in list(cbs):
+                        cb(d, k)
+
     def touch_db(self, dbi: int) -> None:
         """A whole database changed identity (SWAPDB): tell every observer of it."""
         for (d, key), cbs in list(self.observers.items()):

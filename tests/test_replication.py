@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -291,3 +292,33 @@ def test_sentinel_clients_find_the_primary_and_replicas() -> None:
     finally:
         replica.stop()
         primary.stop()
+
+
+def test_replicated_writes_wake_watch_and_blocked_readers_on_the_replica(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    primary, replica = pair
+    p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+    p.set("w", "0")
+    p.xadd("events", {"n": "0"}, id="1-0")
+    _until(lambda: _caught_up(p, r))
+    # WATCH on the replica: a replicated write to the key aborts the transaction.
+    tx = r.pipeline(transaction=True)
+    tx.watch("w")
+    p.set("w", "1")
+    _until(lambda: _caught_up(p, r))
+    tx.multi()
+    tx.get("w")
+    with pytest.raises(redis.WatchError):
+        tx.execute()
+    # XREAD BLOCK on the replica wakes when the primary's XADD arrives.
+    reader = redis.Redis(port=replica.port, socket_timeout=10)
+    got: list[Any] = []
+    t = threading.Thread(
+        target=lambda: got.append(reader.xread({"events": "$"}, block=8000)), daemon=True
+    )
+    t.start()
+    time.sleep(0.3)
+    p.xadd("events", {"n": "1"}, id="2-0")
+    t.join(10)
+    assert got and got[0] == [[b"events", [(b"2-0", {b"n": b"1"})]]], got
