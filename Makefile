@@ -80,17 +80,12 @@ bench: $(STAMP) redis-server etcd
 # The long versions of the reliability tests (about 13 minutes): a million fuzzed
 # frames, 20 kill -9 cycles, a 30-second object storage outage, 1,000 idle connections
 # with a million commands pipelined unread, history at bounded cost at issue 11's
-# sizes. `make test` runs their short versions.
+# sizes, 10 rounds of failover in a group on etcd. `make test` runs their short versions.
 # Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py \
-<<<<<<< HEAD
-	tests/test_failover.py
+	tests/test_history_bounds.py tests/test_failover.py
 soak: $(STAMP) redis-server etcd
-=======
-	tests/test_history_bounds.py
-soak: $(STAMP) redis-server
->>>>>>> wt-soak11
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \
 	  --junitxml=soak-results.xml $(SOAK_TESTS); status=$$?; \
