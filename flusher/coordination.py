@@ -670,7 +670,13 @@ class NodeRegistry:
 
 class RaftLog:
     """The RAFT-mode log of a group: `/<group>/log/<20-digit lsn>` = the record's bytes.
-    Appends are fenced on the leader key's value (`Leadership.key_value`)."""
+    Appends are fenced on the leader key's value (`Leadership.key_value`).
+
+    etcd keeps every revision of every key until its history is compacted, and etcd
+    3.4 compacts nothing by default: run it with `--auto-compaction-mode=periodic
+    --auto-compaction-retention=5m` (or similar), or appends and trims fill its
+    database up to its quota (2 GB), after which etcd refuses every write. A record
+    must also fit in etcd's request limit (--max-request-bytes, 1.5 MiB by default)."""
 
     def __init__(
         self,
