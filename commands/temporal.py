@@ -251,28 +251,32 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
         return _history_entries(groups, dict([head, *map(encode, walk)]))
 
     async def work() -> Reply:
-        rest = await map_in_slices(encode, walk)
-        return _history_entries(groups, dict([head, *rest]))
+        values = dict([head, *await map_in_slices(encode, walk)])
+        # The reply too is encoded entry by entry in slices, then joined: one array.
+        resp = s.resp
+        parts = await map_in_slices(lambda g: encode_reply(_history_entry(g, values), resp), groups)
+        return Encoded(b"*%d\r\n" % len(parts) + b"".join(parts))
 
     return run_sliced(work)
 
 
+def _history_entry(g: list[VersionEntry], values: dict[int, Encoded] | None) -> dict[bytes, Reply]:
+    e = g[0]
+    cmds = dict.fromkeys(x.cmd for x in g)
+    item: dict[bytes, Reply] = {
+        b"version": e.lsn,
+        b"time": e.time_ms,
+        b"command": ",".join(cmds).encode(),
+        b"author": e.meta.author if e.meta is not None else None,
+        b"message": e.meta.message if e.meta is not None else None,
+    }
+    if values is not None:
+        item[b"value"] = values[e.lsn]
+    return item
+
+
 def _history_entries(groups: list[list[VersionEntry]], values: dict[int, Encoded] | None) -> Reply:
-    out: list[Reply] = []
-    for g in groups:
-        e = g[0]
-        cmds = dict.fromkeys(x.cmd for x in g)
-        item: dict[bytes, Reply] = {
-            b"version": e.lsn,
-            b"time": e.time_ms,
-            b"command": ",".join(cmds).encode(),
-            b"author": e.meta.author if e.meta is not None else None,
-            b"message": e.meta.message if e.meta is not None else None,
-        }
-        if values is not None:
-            item[b"value"] = values[e.lsn]
-        out.append(item)
-    return out
+    return [_history_entry(g, values) for g in groups]
 
 
 @command("ts.meta", -2, Flag.FAST | Flag.LOADING)
