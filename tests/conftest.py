@@ -36,6 +36,26 @@ def proc_status_kb(pid: int, field: str = "VmRSS") -> int:
     raise AssertionError(f"no {field}")
 
 
+def until(
+    check: Callable[[], Any],
+    timeout: float = 15.0,
+    retry_on: tuple[type[BaseException], ...] = (),
+) -> Any:
+    """Poll `check` every 50 ms until it returns something true, and return that;
+    an error of `retry_on` counts as not yet. AssertionError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = check()
+        except retry_on:
+            got = None
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -25,7 +25,7 @@ import pytest
 import redis
 from redis.sentinel import Sentinel
 
-from tests.conftest import ServerProcess, start_temporalstore
+from tests.conftest import ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, start_etcd, unique_group
 from tests.reliability import SOAK, figure
 
@@ -33,17 +33,8 @@ ROUNDS = 10 if SOAK else 2
 
 
 def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            got = check()
-        except redis.RedisError:
-            got = None
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
+    """`until`, with a node's connection errors counting as not yet."""
+    return until(check, timeout, (redis.RedisError,))
 
 
 class Group:

@@ -16,7 +16,6 @@ import select
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +24,8 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import ServerProcess, start_redis, start_temporalstore
-from tests.test_replication import _caught_up, _replica, _until
+from tests.conftest import ServerProcess, start_redis, until
+from tests.test_replication import _caught_up, replicated
 
 JS = Path(__file__).resolve().parent / "js"
 READONLY = "READONLY You can't write against a read only replica."
@@ -131,16 +130,8 @@ def test_ioredis_sees_the_same_replies_as_from_redis(
 @pytest.fixture(scope="module")
 def group() -> Iterator[tuple[ServerProcess, ServerProcess]]:
     """A primary and its replica on one storage directory, both of group `g`."""
-    workdir = Path(tempfile.mkdtemp(prefix="ts-ioredis-"))
-    primary = start_temporalstore(["--group", "g"], workdir=workdir)
-    replica = _replica(primary, workdir, ["--group", "g"])
-    try:
-        p = redis.Redis(port=primary.port)
-        _until(lambda: p.info("replication")["connected_slaves"] == 1)
-        yield primary, replica
-    finally:
-        replica.stop()
-        primary.stop()
+    with replicated(["--group", "g"], linked=True) as servers:
+        yield servers
 
 
 def _sentinels(*nodes: ServerProcess) -> list[dict[str, Any]]:
@@ -162,7 +153,7 @@ def test_ioredis_finds_primary_and_replica_through_sentinels(
         assert done["reply"] == [1, 1]
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
     assert p.get("io:k") == b"from-ioredis"
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     with IORedis(sentinels=_sentinels(primary, replica), name="g", role="slave") as reader:
         got = reader.request({"pipeline": [["GET", "io:k"], ["HGETALL", "io:h"], ["GET", "io:n"]]})
         assert got == {"reply": ["from-ioredis", {"f": "v"}, "1"], "port": replica.port}
@@ -215,29 +206,21 @@ def test_ioredis_follows_a_promoted_replica() -> None:
     """The primary is killed and its replica promoted (REPLICAOF NO ONE): the same
     ioredis client (both nodes as its sentinels, listening for +switch-master) finds
     the new primary and writes on; nothing it wrote before is lost (SYNC)."""
-    workdir = Path(tempfile.mkdtemp(prefix="ts-ioredis-"))
-    flags = ["--group", "g", "--durability", "sync"]
-    primary = start_temporalstore(flags, workdir=workdir)
-    replica = _replica(primary, workdir, flags)
-    try:
-        with IORedis(
-            sentinels=_sentinels(primary, replica), name="g", failoverDetector=True
-        ) as writer:
-            for i in range(20):
-                assert writer.request(["SET", f"io:{i}", str(i)])["reply"] == "OK"
-            r = redis.Redis(port=replica.port)
-            _until(lambda: _caught_up(redis.Redis(port=primary.port), r))
-            primary.proc.send_signal(signal.SIGKILL)
-            primary.proc.wait()
-            assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
-            try:
-                _until(lambda: r.execute_command("ROLE")[0] == b"master")
-            except AssertionError:
-                raise AssertionError("not promoted:\n" + "".join(replica.log_lines[-8:])) from None
-            after = writer.request(["SET", "io:after", "1"])
-            assert after == {"reply": "OK", "port": replica.port}
-            got = writer.request({"pipeline": [["GET", f"io:{i}"] for i in range(20)]})
-            assert got["reply"] == [str(i) for i in range(20)]
-    finally:
-        replica.stop()
-        primary.stop()
+    with replicated(["--group", "g", "--durability", "sync"]) as (primary, replica), IORedis(
+        sentinels=_sentinels(primary, replica), name="g", failoverDetector=True
+    ) as writer:
+        for i in range(20):
+            assert writer.request(["SET", f"io:{i}", str(i)])["reply"] == "OK"
+        r = redis.Redis(port=replica.port)
+        until(lambda: _caught_up(redis.Redis(port=primary.port), r))
+        primary.proc.send_signal(signal.SIGKILL)
+        primary.proc.wait()
+        assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        try:
+            until(lambda: r.execute_command("ROLE")[0] == b"master")
+        except AssertionError:
+            raise AssertionError("not promoted:\n" + "".join(replica.log_lines[-8:])) from None
+        after = writer.request(["SET", "io:after", "1"])
+        assert after == {"reply": "OK", "port": replica.port}
+        got = writer.request({"pipeline": [["GET", f"io:{i}"] for i in range(20)]})
+        assert got["reply"] == [str(i) for i in range(20)]

@@ -10,25 +10,16 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from redis.sentinel import Sentinel
 
-from tests.conftest import ServerProcess, free_port, start_temporalstore
-
-
-def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
+from tests.conftest import ServerProcess, free_port, start_temporalstore, until
 
 
 def _replica(
@@ -51,14 +42,29 @@ def _caught_up(primary: redis.Redis, replica: redis.Redis) -> bool:
     return bool(replica.execute_command("TS.VERSION") == primary.execute_command("TS.VERSION"))
 
 
+@contextmanager
+def replicated(
+    flags: list[str], linked: bool = False
+) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """A primary and its replica on one storage directory, both started with
+    `flags`; with `linked`, once the primary counts the replica's link."""
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(flags, workdir=workdir)
+    replica = _replica(primary, workdir, flags)
+    try:
+        if linked:
+            p = redis.Redis(port=primary.port)
+            until(lambda: p.info("replication")["connected_slaves"] == 1)
+        yield primary, replica
+    finally:
+        replica.stop()
+        primary.stop()
+
+
 @pytest.fixture
 def pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
-    primary = start_temporalstore(["--history", "all"], workdir=workdir)
-    replica = _replica(primary, workdir, ["--history", "all"])
-    yield primary, replica
-    replica.stop()
-    primary.stop()
+    with replicated(["--history", "all"]) as servers:
+        yield servers
 
 
 def _value(c: redis.Redis, key: str) -> Any:
@@ -93,7 +99,7 @@ def test_replica_serves_the_primary_history(pair: tuple[ServerProcess, ServerPro
     primary, replica = pair
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
     _load(p)
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     for key in ("s", "h", "l", "z", "t", "st", "counter", "ttl"):
         assert _value(r, key) == _value(p, key), key
         assert r.execute_command("TS.HISTORY", key) == p.execute_command("TS.HISTORY", key)
@@ -113,7 +119,7 @@ def test_replica_refuses_writes_and_reports_its_role(
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
     p.execute_command("TS.TABLE", "CREATE", "ns:t")
     p.set("k", "v")
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     table = r.execute_command("TS.TABLE", "INFO", "ns:t")
     table = table if isinstance(table, dict) else dict(zip(table[::2], table[1::2], strict=True))
     assert table[b"applied_lsn"] == p.execute_command("TS.VERSION")
@@ -124,7 +130,7 @@ def test_replica_refuses_writes_and_reports_its_role(
     lsn = p.execute_command("TS.VERSION")
     role = r.execute_command("ROLE")
     assert role == [b"slave", b"127.0.0.1", primary.port, b"connected", lsn]
-    _until(lambda: p.execute_command("ROLE")[2])
+    until(lambda: p.execute_command("ROLE")[2])
     kind, offset, links = p.execute_command("ROLE")
     assert (kind, offset) == (b"master", lsn)
     assert links == [[b"127.0.0.1", str(replica.port).encode(), str(lsn).encode()]]
@@ -181,14 +187,14 @@ def test_expiry_on_a_replica_hides_keys_and_writes_nothing(
     primary, replica = pair
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
     p.set("gone", "x", px=300)
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     time.sleep(0.4)
     before = r.execute_command("TS.VERSION")
     assert r.get("gone") is None and r.exists("gone") == 0
     assert r.execute_command("TS.VERSION") == before  # no deletion of its own
     # The primary's deletion arrives as a record, with the primary's LSN.
-    _until(lambda: _last_command(p, "gone") == b"expired")
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _last_command(p, "gone") == b"expired")
+    until(lambda: _caught_up(p, r))
     assert r.execute_command("TS.HISTORY", "gone") == p.execute_command("TS.HISTORY", "gone")
 
 
@@ -202,7 +208,7 @@ def test_a_replica_restarted_empty_refills_and_follows_a_restarted_primary() -> 
         for i in range(500):
             p.set(f"k{i}", i)
         r = redis.Redis(port=replica.port)
-        _until(lambda: _caught_up(p, r))
+        until(lambda: _caught_up(p, r))
         # Killed, then started again with an empty memory: storage, then the link.
         replica.proc.send_signal(signal.SIGKILL)
         replica.proc.wait()
@@ -210,18 +216,18 @@ def test_a_replica_restarted_empty_refills_and_follows_a_restarted_primary() -> 
         p.set("while-away", "1")
         replica = _replica(primary, workdir)
         r = redis.Redis(port=replica.port)
-        _until(lambda: _caught_up(p, r))
+        until(lambda: _caught_up(p, r))
         assert r.get("k499") == b"499" and r.get("while-away") == b"1"
         # The primary restarts on its port: the replica reconnects and follows it.
         primary.stop()
-        _until(lambda: r.info("replication")["master_link_status"] == "down")
+        until(lambda: r.info("replication")["master_link_status"] == "down")
         assert r.get("k1") == b"1"  # a replica whose primary vanished keeps serving
         assert "master_link_down_since_seconds" in r.info("replication")
         primary = start_temporalstore(["--port", str(port)], workdir=workdir)
         p = redis.Redis(port=port)
         p.set("after-restart", "yes")
-        _until(lambda: r.get("after-restart") == b"yes")
-        assert _until(lambda: _caught_up(p, r))
+        until(lambda: r.get("after-restart") == b"yes")
+        assert until(lambda: _caught_up(p, r))
     finally:
         replica.stop()
         primary.stop()
@@ -235,13 +241,13 @@ def test_replicaof_no_one_promotes_and_replicaof_demotes() -> None:
         p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
         for i in range(100):
             p.set(f"k{i}", i)
-        _until(lambda: _caught_up(p, r))
+        until(lambda: _caught_up(p, r))
         # The old primary goes; the replica takes the prefix over.
         primary.proc.send_signal(signal.SIGKILL)
         primary.proc.wait()
         assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
-        _until(lambda: r.execute_command("ROLE")[0] == b"master")
-        _until(lambda: _try_set(r, "new", "1"))
+        until(lambda: r.execute_command("ROLE")[0] == b"master")
+        until(lambda: _try_set(r, "new", "1"))
         assert r.get("k99") == b"99"
         assert [r.get(f"k{i}") for i in range(100)] == [str(i).encode() for i in range(100)]
         # The former replica is primary now; a new node follows it, then is
@@ -249,7 +255,7 @@ def test_replicaof_no_one_promotes_and_replicaof_demotes() -> None:
         primary.stop()
         primary = _replica(replica, workdir)
         p = redis.Redis(port=primary.port)
-        _until(lambda: _caught_up(r, p))
+        until(lambda: _caught_up(r, p))
         assert p.get("new") == b"1"
     finally:
         replica.stop()
@@ -265,21 +271,15 @@ def _try_set(c: redis.Redis, key: str, value: str) -> bool:
 
 def test_sentinel_clients_find_the_primary_and_replicas() -> None:
     """redis-py's Sentinel client, pointed at the nodes themselves (--group)."""
-    from redis.sentinel import Sentinel
-
-    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
-    primary = start_temporalstore(["--group", "g"], workdir=workdir)
-    replica = _replica(primary, workdir, ["--group", "g"])
-    try:
+    with replicated(["--group", "g"], linked=True) as (primary, replica):
         p = redis.Redis(port=primary.port)
-        _until(lambda: p.info("replication")["connected_slaves"] == 1)
         nodes = [("127.0.0.1", primary.port), ("127.0.0.1", replica.port)]
         sentinel = Sentinel(nodes, socket_timeout=5)
         assert sentinel.discover_master("g") == ("127.0.0.1", primary.port)
-        _until(lambda: sentinel.discover_slaves("g") == [("127.0.0.1", replica.port)])
+        until(lambda: sentinel.discover_slaves("g") == [("127.0.0.1", replica.port)])
         sentinel.master_for("g").set("a", "1")
         r = redis.Redis(port=replica.port)
-        _until(lambda: _caught_up(p, r))
+        until(lambda: _caught_up(p, r))
         assert sentinel.slave_for("g").get("a") == b"1"
         for port in (primary.port, replica.port):
             c = redis.Redis(port=port)
@@ -289,9 +289,6 @@ def test_sentinel_clients_find_the_primary_and_replicas() -> None:
             with pytest.raises(redis.ResponseError, match="No such master with that name"):
                 c.execute_command("SENTINEL", "MASTER", "other")
         assert len(p.execute_command("SENTINEL", "SENTINELS", "g")) == 1
-    finally:
-        replica.stop()
-        primary.stop()
 
 
 def test_replicated_writes_wake_watch_and_blocked_readers_on_the_replica(
@@ -301,12 +298,12 @@ def test_replicated_writes_wake_watch_and_blocked_readers_on_the_replica(
     p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
     p.set("w", "0")
     p.xadd("events", {"n": "0"}, id="1-0")
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     # WATCH on the replica: a replicated write to the key aborts the transaction.
     tx = r.pipeline(transaction=True)
     tx.watch("w")
     p.set("w", "1")
-    _until(lambda: _caught_up(p, r))
+    until(lambda: _caught_up(p, r))
     tx.multi()
     tx.get("w")
     with pytest.raises(redis.WatchError):
