@@ -155,7 +155,6 @@ class Follower:
         repl.sync_in_progress = False
         repl.applied()
         log.info("replica link to %s:%d: following from LSN %d", self.host, self.port, nxt)
-        last_ack = 0.0
         while True:
             frame = parser.gets()
             while frame is not False:
@@ -166,9 +165,7 @@ class Follower:
                 else:
                     nxt = self.apply(frame, nxt)
                 frame = parser.gets()
-            now = time.monotonic()
             writer.write(_command(b"REPLCONF", b"ACK", str(store.lsn).encode()))
-            last_ack = now
             try:
                 async with asyncio.timeout(ACK_EVERY_S - 0.05):
                     data = await reader.read(1 << 20)
@@ -177,7 +174,6 @@ class Follower:
             if not data:
                 raise LinkError("the primary closed the link")
             parser.feed(data)
-            del last_ack
 
     def apply(self, frame: object, nxt: int) -> int:
         """Apply one frame of consecutive records starting at LSN `nxt`."""
@@ -396,7 +392,7 @@ class Node:
                 if host is None:
                     await self._promote()
                 else:
-                    await self._demote(host, port)
+                    await self.follow(host, port)
             except Exception:
                 log.exception("role change failed")
 
@@ -408,10 +404,6 @@ class Node:
         log.info("becoming the primary (REPLICAOF NO ONE)")
         await self.prepare_to_lead()
         await self.become_primary()
-
-    async def _demote(self, host: str, port: int) -> None:
-        await self.step_down()
-        self._as_replica(host, port)
 
     async def follow(self, host: str, port: int) -> None:
         """Be a replica of host:port (stepping down first if this node is primary)."""

@@ -206,9 +206,10 @@ def test_ioredis_follows_a_promoted_replica() -> None:
     """The primary is killed and its replica promoted (REPLICAOF NO ONE): the same
     ioredis client (both nodes as its sentinels, listening for +switch-master) finds
     the new primary and writes on; nothing it wrote before is lost (SYNC)."""
-    with replicated(["--group", "g", "--durability", "sync"]) as (primary, replica), IORedis(
-        sentinels=_sentinels(primary, replica), name="g", failoverDetector=True
-    ) as writer:
+    with (
+        replicated(["--group", "g", "--durability", "sync"]) as (primary, replica),
+        IORedis(sentinels=_sentinels(primary, replica), name="g", failoverDetector=True) as writer,
+    ):
         for i in range(20):
             assert writer.request(["SET", f"io:{i}", str(i)])["reply"] == "OK"
         r = redis.Redis(port=replica.port)

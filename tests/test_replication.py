@@ -319,3 +319,21 @@ def test_replicated_writes_wake_watch_and_blocked_readers_on_the_replica(
     p.xadd("events", {"n": "1"}, id="2-0")
     t.join(10)
     assert got and got[0] == [[b"events", [(b"2-0", {b"n": b"1"})]]], got
+
+
+def test_replicaof_turns_a_primary_into_a_replica() -> None:
+    """REPLICAOF host port on a primary: it steps down (its clients are closed),
+    rebuilds from storage and follows the new primary."""
+    with replicated([]) as (old, new):
+        o, n = redis.Redis(port=old.port), redis.Redis(port=new.port)
+        o.set("before", "1")
+        until(lambda: _caught_up(o, n))
+        assert n.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        until(lambda: _try_set(n, "on-new", "1"))
+        assert o.execute_command("REPLICAOF", "127.0.0.1", str(new.port)) == b"OK"
+        fresh = redis.Redis(port=old.port)
+        until(lambda: fresh.execute_command("ROLE")[0] == b"slave", retry_on=(redis.RedisError,))
+        until(lambda: fresh.get("on-new") == b"1", retry_on=(redis.RedisError,))
+        assert fresh.get("before") == b"1"
+        with pytest.raises(redis.ReadOnlyError):
+            fresh.set("x", "1")
