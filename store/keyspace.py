@@ -107,6 +107,7 @@ class Store:
         # 2 * INDEX_KEYS it is cut to INDEX_KEYS from the front (store.windex).
         self._index_weight = 0
         self._index_weighed = 0
+        self._index_many = 0  # key references of multi-key commits not yet weighed
         self.snapshots: dict[bytes, Snapshot] = {}
         self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
@@ -198,10 +199,13 @@ class Store:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
             self.index_keys.append(windex.entry(ops))
+            self._index_many += len(ops)
         self._version(pending, lsn, t, meta)
         self.index_lsns.append(lsn)
         self.index_times.append(t)
-        if not len(self.index_keys) & 1023:
+        if not len(self.index_keys) & 1023 or self._index_many > 1024:
+            # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
+            self._index_many = 0
             self.bound_index()
         self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
         if writer is not None:
@@ -598,7 +602,8 @@ class Store:
         before it compares every key instead). O(1) amortized per commit."""
         keys = self.index_keys
         weight = self._index_weight
-        for e in itertools.islice(keys, self._index_weighed, None):
+        for i in range(self._index_weighed, len(keys)):
+            e = keys[i]
             weight += 1 if type(e) is bytes else len(e)
         self._index_weighed = len(keys)
         if weight > 2 * windex.INDEX_KEYS:
