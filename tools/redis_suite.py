@@ -112,6 +112,7 @@ REDIS_FLAGS = (
     "--enable-module-command",
     "yes",
 )
+STALL = 120  # seconds
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STATUS = re.compile(r"^\[(ok|err|skip|ignore|exception|TIMEOUT)\]: (.*)$")
 DONE = re.compile(r"^\[\d+/\d+ done\]: unit/(\S+)")
@@ -279,8 +280,10 @@ def run_once(
         f"unit/{unit}",
         "--clients",
         "1",
+        # The suite ends a unit that reports nothing for this long (a reply that never
+        # comes: a notification, a push, an unblocked client).
         "--timeout",
-        str(int(timeout / 2)),
+        str(STALL),
         # The suite's own test server listens on one of the 32 ports below --baseport.
         "--baseport",
         str(random.randrange(20032, 50000)),
@@ -290,36 +293,37 @@ def run_once(
     for t in tags:
         argv += ["--tags", t]
     env = {k: v for k, v in os.environ.items() if k != "TERM"}  # no colours
-    began = time.monotonic()
-    child = subprocess.Popen(
-        argv,
-        cwd=suite,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        out, _ = child.communicate(timeout=timeout)
-        hung = False
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        out, _ = child.communicate()
-        hung = True
-    finally:
-        # Test clients the helper started are in its session too.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        alive = proc.alive()
-        proc.stop()
-    text = out.decode(errors="replace")
     logs = CACHE / "logs" / server
     logs.mkdir(parents=True, exist_ok=True)
-    (logs / (unit.replace("/", "_") + ".log")).write_text(text)
+    log = logs / (unit.replace("/", "_") + ".log")  # written as the unit runs
+    began = time.monotonic()
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            argv,
+            cwd=suite,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        child.wait(timeout=timeout)
+        hung = False
+    except subprocess.TimeoutExpired:
+        hung = True
+    finally:
+        # The test clients the suite started are in its session too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        alive = proc.alive()
+        proc.stop()
+    text = log.read_text(errors="replace")
     run = parse(unit, server, text)
     if not run.results and not run.completed and not run.aborted:
-        run.aborted = first_line(text.split("Starting test server", 1)[-1].split("\n", 1)[-1])
+        after = text.split("Starting test server", 1)[-1].split("\n", 1)[-1]
+        run.aborted = after.strip().split("\n", 1)[0][:160]
     run.seconds = round(time.monotonic() - began, 1)
     if hung:
         run.timed_out = True
@@ -372,12 +376,23 @@ def state(run: UnitRun) -> str:
     return f"stopped after `{last}` ({run.aborted or 'no end line'})"
 
 
-def first_line(detail: str) -> str:
-    for line in detail.splitlines():
-        line = line.strip()
-        if line:
-            return line[:160]
-    return ""
+def message(r: Result) -> str:
+    """The error in one short line: for an exception the full error (the suite's
+    --durable report cuts its first ten characters), for an assertion its text."""
+    lines = [line.strip() for line in r.detail.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[1] if r.verdict == "exception" and len(lines) > 1 else lines[0]
+    text = re.sub(r"\s*\((context|detail): .*$", "", text)
+    return (text[:107] + "...") if len(text) > 110 else text
+
+
+# An assertion on how redis-server lays a value out in memory (its encodings).
+LAYOUT = re.compile(r"assert_encoding|object encoding|debug (listpack|ziplist|htstats)", re.I)
+
+
+def is_layout(r: Result) -> bool:
+    return r.verdict == "err" and LAYOUT.search(r.detail) is not None
 
 
 def report(units: list[str]) -> str:
@@ -388,6 +403,7 @@ def report(units: list[str]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     details: list[str] = []
+    layout: list[str] = []
     total = {"ours": 0, "redis": 0, "missing": 0}
     for unit in units:
         if unit not in data or not all(s in data[unit] for s in SERVERS):
@@ -409,18 +425,27 @@ def report(units: list[str]) -> str:
             details.append(f"\n#### {unit}\n")
             for r in failing:
                 mark = " (exception)" if r.verdict == "exception" else ""
-                msg = first_line(r.detail).replace("|", "\\|")
+                msg = message(r).replace("|", "\\|")
                 details.append(f"- `{r.name}`{mark}: {msg}")
-            not_run = len(missing) - sum(
-                1 for r in failing if any(r.name == name for name, _ in missing)
-            )
-            if not_run > 0:
-                details.append(f"- ... and about {not_run} tests redis passes that never ran here")
+                if is_layout(r):
+                    layout.append(f"- {unit}: `{r.name}`: {msg}")
+            ran = {r.name for r in ours.results}
+            not_run = sum(1 for name, _ in missing if name not in ran)
+            if not_run:
+                details.append(f"- {not_run} tests that pass on redis never ran here")
     rows.append(
         f"| **total** | **{total['ours']}** | | | | **{total['redis']}** | | "
         f"**{total['missing']}** | |"
     )
-    return "\n".join(rows) + "\n\n### Failing tests on ours, per unit\n" + "\n".join(details)
+    return (
+        "\n".join(rows)
+        + "\n\n### Failing tests on ours, per unit\n"
+        + "\n".join(details)
+        + "\n\n### Failures that are assertions on the memory layout\n\n"
+        + "Found by the report (an assertion on `OBJECT ENCODING` / `assert_encoding` or a "
+        + "`DEBUG` view of the layout); see the section below.\n\n"
+        + ("\n".join(layout) or "(none)")
+    )
 
 
 def write_doc(units: list[str]) -> None:
