@@ -113,6 +113,7 @@ REDIS_FLAGS = (
     "yes",
 )
 STALL = 120  # seconds
+OUTSIDE = "(between tests: the rest of the block did not run)"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STATUS = re.compile(r"^\[(ok|err|skip|ignore|exception|TIMEOUT)\]: (.*)$")
 DONE = re.compile(r"^\[\d+/\d+ done\]: unit/(\S+)")
@@ -214,13 +215,17 @@ def parse(unit: str, server: str, output: str) -> UnitRun:
             run.results.append(Result(re.sub(r" \(\d+ ms\)$", "", text), "ok"))
         elif verdict in ("skip", "ignore"):
             run.results.append(Result(text, verdict))
+        elif verdict == "err" and re.search(r" in tests/unit/\S+\.tcl$", text):
+            current = Result(re.sub(r" in tests/unit/\S+\.tcl$", "", text), "err")
+            run.results.append(current)
         elif verdict == "err":
-            name = re.sub(r" in tests/unit/\S+\.tcl$", "", text)
-            current = Result(name, "err")
+            # With --durable, an error between tests ends the rest of its start_server
+            # block (the unit goes on with the next block).
+            current = Result(OUTSIDE, "exception", "-\n" + text + "\n")
             run.results.append(current)
         elif verdict == "exception":
             run.aborted = text
-            current = Result("(exception outside a test)", "exception", text + "\n")
+            current = Result(OUTSIDE, "exception", "-\n" + text + "\n")
             run.results.append(current)
         else:
             run.timed_out = True
@@ -334,9 +339,9 @@ def run_once(
     return run
 
 
-def load() -> dict[str, dict[str, Any]]:
-    if RESULTS.is_file():
-        data: dict[str, dict[str, Any]] = json.loads(RESULTS.read_text())
+def load(path: Path = RESULTS) -> dict[str, dict[str, Any]]:
+    if path.is_file():
+        data: dict[str, dict[str, Any]] = json.loads(path.read_text())
         return data
     return {}
 
@@ -371,20 +376,33 @@ def keyed(run: UnitRun, verdict: str) -> set[tuple[str, int]]:
 def state(run: UnitRun) -> str:
     if run.completed:
         first = next((r for r in run.results if r.verdict == "exception"), None)
-        return "completed" if first is None else f"completed; first exception: {first.name}"
-    last = next((r.name for r in reversed(run.results) if r.verdict in ("ok", "err")), "-")
-    return f"stopped after `{last}` ({run.aborted or 'no end line'})"
+        if first is None:
+            return "completed"
+        return f"completed; first exception: {first.name}: {message(first)[:60]}"
+    why = run.aborted or "no end line"
+    last = next((r.name for r in reversed(run.results) if r.verdict in ("ok", "err")), None)
+    return f"stopped after `{last}` ({why})" if last else f"stopped before its first test ({why})"
 
 
 def message(r: Result) -> str:
-    """The error in one short line: for an exception the full error (the suite's
-    --durable report cuts its first ten characters), for an assertion its text."""
-    lines = [line.strip() for line in r.detail.splitlines() if line.strip()]
+    """The error in one short printable line. The suite's --durable report of an error
+    that is not an assertion cuts its first ten characters; the line after it (the
+    start of the Tcl stack trace) has it whole."""
+    lines = [line.strip() for line in r.detail.splitlines() if line.strip() not in ("", "-")]
     if not lines:
         return ""
-    text = lines[1] if r.verdict == "exception" and len(lines) > 1 else lines[0]
+    text = lines[0]
+    if len(lines) > 1 and lines[1] != text and lines[1].endswith(text):
+        text = lines[1]
     text = re.sub(r"\s*\((context|detail): .*$", "", text)
+    text = "".join(c if c.isprintable() else "?" for c in text)
     return (text[:107] + "...") if len(text) > 110 else text
+
+
+def cause(r: Result) -> str:
+    text = re.sub(r"(, with args beginning with:).*", r"\1 ...", message(r))
+    text = text.replace("|", "\\|")
+    return text + (" (exception)" if r.verdict == "exception" else "")
 
 
 # An assertion on how redis-server lays a value out in memory (its encodings).
@@ -395,8 +413,8 @@ def is_layout(r: Result) -> bool:
     return r.verdict == "err" and LAYOUT.search(r.detail) is not None
 
 
-def report(units: list[str]) -> str:
-    data = load()
+def report(units: list[str], results: Path = RESULTS) -> str:
+    data = load(results)
     rows = [
         "| unit | ours: passed | failed | of which exceptions | skipped | "
         "redis: passed | failed | passing on redis, not on ours | ours: how the unit ended |",
@@ -423,12 +441,18 @@ def report(units: list[str]) -> str:
         failing = [r for r in ours.results if r.verdict in ("err", "exception")]
         if failing:
             details.append(f"\n#### {unit}\n")
+            # One line per cause: tests failing with the same error (up to its
+            # arguments) are counted together.
+            groups: dict[str, list[Result]] = {}
             for r in failing:
-                mark = " (exception)" if r.verdict == "exception" else ""
-                msg = message(r).replace("|", "\\|")
-                details.append(f"- `{r.name}`{mark}: {msg}")
+                groups.setdefault(cause(r), []).append(r)
                 if is_layout(r):
-                    layout.append(f"- {unit}: `{r.name}`: {msg}")
+                    layout.append(f"- {unit}: `{r.name}`: {message(r)}")
+            for key, rs in groups.items():
+                names = ", ".join(f"`{r.name}`" for r in rs[:3])
+                more = f" and {len(rs) - 3} more" if len(rs) > 3 else ""
+                count = f"{len(rs)} tests" if len(rs) > 1 else "1 test"
+                details.append(f"- {count} ({names}{more}): {key}")
             ran = {r.name for r in ours.results}
             not_run = sum(1 for name, _ in missing if name not in ran)
             if not_run:
@@ -468,13 +492,18 @@ def main() -> int:
     r.add_argument("--strict", action="store_true", help="no --durable: an exception ends a unit")
     r.add_argument("--report", action="store_true", help="then rewrite docs/compatibility.md")
     r.add_argument("--suite", type=Path, help="another copy of redis' tree (default: fetched)")
-    sub.add_parser("report")
+    rep = sub.add_parser("report")
+    rep.add_argument("--results", type=Path, default=RESULTS, help="another results.json")
+    rep.add_argument("--stdout", action="store_true", help="print instead of writing the page")
     a = p.parse_args()
     if a.cmd == "fetch":
         print(fetch())
         return 0
     if a.cmd == "report":
-        write_doc(list(UNITS))
+        if a.stdout:
+            print(report(list(UNITS), a.results))
+        else:
+            write_doc(list(UNITS))
         return 0
     suite = a.suite or fetch()
     if shutil.which("tclsh") is None:
