@@ -8,6 +8,7 @@ from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
+from commands import geo
 
 # isort: on
 
@@ -18,6 +19,7 @@ __all__ = [
     "config",
     "connection",
     "durability",
+    "geo",
     "hashes",
     "info",
     "introspection",
