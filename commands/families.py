@@ -8,7 +8,7 @@ from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
-from commands import geo
+from commands import geo, sort, lcs
 
 # isort: on
 
@@ -24,12 +24,14 @@ __all__ = [
     "info",
     "introspection",
     "keys",
+    "lcs",
     "lists",
     "pubsub",
     "replication",
     "sentinel",
     "server",
     "sets",
+    "sort",
     "streams",
     "strings",
     "tables",
