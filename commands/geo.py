@@ -24,6 +24,7 @@ from typing import Any
 from commands.common import get_zset, store_result
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_float, get_int
+from commands.pqsort import pqsort
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, Encoded, Reply
 from commands.session import Session
@@ -543,7 +544,11 @@ def _georadius(s: Session, argv: list[bytes], src: int, flags: int) -> Reply:
     if not points and store is None:
         return []
     if sort:
-        points.sort(key=lambda p: p[1], reverse=sort == 2)
+        if count and count < len(points):
+            sign = -1 if sort == 2 else 1
+            pqsort(points, lambda a, b: sign * ((a[1] > b[1]) - (a[1] < b[1])), 0, count - 1)
+        else:
+            points.sort(key=lambda p: p[1], reverse=sort == 2)
     if count:
         points = points[:count]
     conv = shape.conversion

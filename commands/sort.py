@@ -21,6 +21,7 @@ from commands.acl import full_key_access
 from commands.common import HASH_TYPES, SET_TYPES, store_result, wrongtype
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int, strtod
+from commands.pqsort import pqsort
 from commands.registry import Flag, command, lookup_for_call
 from commands.replies import Reply
 from commands.session import Session
@@ -157,7 +158,13 @@ def _sort(s: Session, argv: list[bytes], readonly: bool) -> Reply:
         if not is_set and desc:
             elements.reverse()
     else:
-        elements = _sorted(s, elements, sortby, alpha, desc, store is not None)
+        keyed = _sort_keys(s, elements, sortby, alpha, store is not None)
+        sign = -1 if desc else 1
+        if sortby is not None and (start != 0 or end != size - 1):
+            pqsort(keyed, lambda x, y: sign * ((x[0] > y[0]) - (x[0] < y[0])), start, end)
+        else:
+            keyed.sort(key=lambda p: p[0], reverse=desc)
+        elements = [e for _, e in keyed]
     chosen = elements[start : end + 1] if end >= start else []
     out: list[bytes | None] = []
     for e in chosen:
@@ -171,21 +178,19 @@ def _sort(s: Session, argv: list[bytes], readonly: bool) -> Reply:
     return store_result(s, store, stored)
 
 
-def _sorted(
-    s: Session, elements: list[bytes], sortby: bytes | None, alpha: bool, desc: bool, store: bool
-) -> list[bytes]:
+def _sort_keys(
+    s: Session, elements: list[bytes], sortby: bytes | None, alpha: bool, store: bool
+) -> list[tuple[Any, bytes]]:
+    """(what to compare, element) for each element, as sortCompare compares them."""
     if alpha:
         if sortby is None:
-            pairs = [(e if store else _cstr(e), e) for e in elements]
-            pairs.sort(key=lambda p: p[0], reverse=desc)
-            return [e for _, e in pairs]
-        keyed: list[tuple[tuple[int, bytes], bytes]] = []
+            return [((e if store else _cstr(e),), e) for e in elements]
+        keyed: list[tuple[Any, bytes]] = []
         for e in elements:
             by = lookup_by_pattern(s, sortby, e)
             keyed.append(((0, b"") if by is None else (1, by if store else _cstr(by)), e))
-        keyed.sort(key=lambda p: p[0], reverse=desc)
-        return [e for _, e in keyed]
-    scored: list[tuple[float, bytes]] = []
+        return keyed
+    scored: list[tuple[Any, bytes]] = []
     bad = False
     for e in elements:
         by = e if sortby is None else lookup_by_pattern(s, sortby, e)
@@ -196,11 +201,10 @@ def _sorted(
                 bad = True
             else:
                 score = sc
-        scored.append((score, e))
+        scored.append(((score, e), e))
     if bad:
         raise CommandError(NOT_DOUBLE)
-    scored.sort(reverse=desc)
-    return [e for _, e in scored]
+    return scored
 
 
 def _full_access(s: Session, argv: list[bytes]) -> bool:

@@ -271,3 +271,24 @@ def test_store_encodings(diff: Differ) -> None:
     diff.check("GEORADIUS", "g", 10.5, 10.5, 20, "km", "STORE", "d3", "COUNT", 128)
     diff.check("OBJECT", "ENCODING", "d3")
     diff.check("GEORADIUS", "g", 10.5, 10.5, 500, "km", "WITHDIST", "WITHCOORD", "WITHHASH")
+
+
+def test_count_with_equal_distances(diff: Differ) -> None:
+    """COUNT below the number found uses Redis' partial quicksort, which is not stable:
+    members at the same spot come out in the order it leaves them."""
+    rng = random.Random(11)
+    spots = [(f"{rng.uniform(2, 3):.5f}", f"{rng.uniform(40, 41):.5f}") for _ in range(6)]
+    args: list[str] = []
+    for i in range(120):
+        lon, lat = rng.choice(spots)
+        args += [lon, lat, f"s{i:03d}"]
+    diff.check("GEOADD", "same", *args)
+    for count in (1, 3, 7, 8, 20, 41, 60, 119, 120, 200):
+        for order in ("ASC", "DESC"):
+            diff.check("GEORADIUS", "same", 2.5, 40.5, 300, "km", "COUNT", count, order)
+            diff.check(
+                "GEOSEARCH", "same", "FROMLONLAT", 2.5, 40.5, "BYBOX", 300, 300, "km",
+                "COUNT", count, order, "WITHDIST",
+            )  # fmt: skip
+        diff.check("GEORADIUS", "same", 2.5, 40.5, 300, "km", "COUNT", count, "STORE", "d")
+        diff.check("ZRANGE", "d", 0, -1, "WITHSCORES")

@@ -217,3 +217,18 @@ def test_substr(diff: Differ) -> None:
         SET n 12345
         SUBSTR n 1 2
     """)
+
+
+def test_sort_limit_with_equal_weights(diff: Differ) -> None:
+    """BY with LIMIT uses Redis' partial quicksort, which is not stable: elements with
+    equal weights come out in the order it leaves them."""
+    rng = random.Random(12)
+    n = 90
+    diff.check("RPUSH", "e", *[f"e{i:02d}" for i in range(n)])
+    for i in range(n):
+        if rng.random() < 0.8:
+            diff.check("SET", f"w_e{i:02d}", rng.choice(["a", "b", "c"]))
+    for start, count in ((0, 5), (3, 10), (10, 41), (0, 89), (50, 100), (89, 1)):
+        for order in ("ASC", "DESC"):
+            diff.check("SORT", "e", "BY", "w_*", "ALPHA", order, "LIMIT", start, count)
+            diff.check("SORT", "e", "BY", "w_*", order, "LIMIT", start, count, "GET", "w_*")
