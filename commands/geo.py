@@ -110,10 +110,10 @@ def decode_area(bits: int, step: int) -> Area:
 
 def _score_bits(score: float) -> int:
     """(uint64_t)score as x86-64 converts it."""
-    if score != score or score in (math.inf, -math.inf):
+    if score != score or score == -math.inf:
         return 1 << 63
     if score >= 2.0**63:
-        if score >= 2.0**64:
+        if score >= 2.0**64:  # inf included
             return 0
         return int(score - 2.0**63) | 1 << 63
     n = int(score)

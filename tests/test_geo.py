@@ -70,9 +70,12 @@ def test_odd_scores_decode(diff: Differ) -> None:
     """Members added by ZADD with scores that are no geohash still decode as Redis does."""
     diff.run("""
         ZADD z 0 zero -1 neg 1.5 frac 4503599627370495 max52 4503599627370496 over 1e30 huge
-        ZADD z -1e30 nhuge 9.3e18 top 1.9e19 beyond
-        GEOPOS z zero neg frac max52 over huge nhuge top beyond
-        GEOHASH z zero neg frac max52 over huge nhuge top beyond
+        ZADD z -1e30 nhuge 9.3e18 top 1.9e19 beyond +inf pinf -inf ninf -9.3e18 ntop
+        GEOPOS z zero neg frac max52 over huge nhuge top beyond pinf ninf ntop
+        GEOHASH z zero neg frac max52 over huge nhuge top beyond pinf ninf ntop
+        GEORADIUS z 0 0 20000 km WITHCOORD WITHHASH
+        GEOSEARCH z FROMMEMBER pinf BYRADIUS 1 m WITHDIST
+        GEOSEARCH z FROMMEMBER ninf BYBOX 1 1 m WITHDIST
         GEODIST z zero max52
         GEODIST z neg frac km
     """)
