@@ -8,8 +8,10 @@ Sorts a list, set or sorted set: numerically (ties broken by the bytes of the
 elements), or with ALPHA by bytes (as strcoll in the C locale, which stops at a NUL,
 except when storing, which compares whole values). A BY pattern without `*` skips the
 sort (lists and sorted sets keep their order, DESC reverses it; sets are listed as
-stored). Patterns substitute the element for the first `*`; `key->field` reads a hash
-field; GET `#` is the element itself. STORE writes the result as a list.
+stored, but sorted ALPHA when storing or inside a script, whose session has
+`extra["script"]` set). Patterns substitute the element for the first `*`;
+`key->field` reads a hash field; GET `#` is the element itself. STORE writes the
+result as a list.
 """
 
 from __future__ import annotations
@@ -142,8 +144,8 @@ def _sort(s: Session, argv: list[bytes], readonly: bool) -> Reply:
     if v is not None and not isinstance(v, (deque, ZSet, *SET_TYPES)):
         raise wrongtype()
     is_set = v is not None and isinstance(v, SET_TYPES)
-    if dontsort and is_set and store is not None:
-        dontsort = False  # a set's order must not leak into stored results
+    if dontsort and is_set and (store is not None or s.extra.get("script")):
+        dontsort = False  # a set's order must not leak into stored results or scripts
         alpha = True
         sortby = None
     elements = _elements(v)
