@@ -154,6 +154,22 @@ def neighbours(bits: int, step: int) -> list[int]:
     return [at(0, 1), at(0, -1), at(1, 0), at(-1, 0), at(1, 1), at(-1, 1), at(1, -1), at(-1, -1)]
 
 
+def _cos(x: float) -> float:
+    """C's cos: NaN (not an exception) for an infinite argument."""
+    return math.cos(x) if math.isfinite(x) else math.nan
+
+
+def _sin(x: float) -> float:
+    return math.sin(x) if math.isfinite(x) else math.nan
+
+
+def _asin_sqrt(a: float) -> float:
+    """asin(sqrt(a)) as C computes it: NaN outside the domain."""
+    if not 0.0 <= a <= 1.0:
+        return 0.0 if a == 0.0 else math.nan
+    return math.asin(math.sqrt(a))
+
+
 def _deg_rad(a: float) -> float:
     return a * D_R
 
@@ -166,14 +182,14 @@ def distance(lon1: float, lat1: float, lon2: float, lat2: float) -> float:
     """Haversine great-circle distance in meters (geohashGetDistance)."""
     lon1r = _deg_rad(lon1)
     lon2r = _deg_rad(lon2)
-    v = math.sin((lon2r - lon1r) / 2)
+    v = _sin((lon2r - lon1r) / 2)
     if v == 0.0:
         return lat_distance(lat1, lat2)
     lat1r = _deg_rad(lat1)
     lat2r = _deg_rad(lat2)
-    u = math.sin((lat2r - lat1r) / 2)
-    a = u * u + math.cos(lat1r) * math.cos(lat2r) * v * v
-    return 2.0 * EARTH_RADIUS * math.asin(math.sqrt(a))
+    u = _sin((lat2r - lat1r) / 2)
+    a = u * u + _cos(lat1r) * _cos(lat2r) * v * v
+    return 2.0 * EARTH_RADIUS * _asin_sqrt(a)
 
 
 def _steps_for(range_m: float, lat: float) -> int:
@@ -209,8 +225,8 @@ class Shape:
         half_h = self.conversion * (self.height / 2 if self.box else self.radius)
         half_w = self.conversion * (self.width / 2 if self.box else self.radius)
         lat_delta = half_h / EARTH_RADIUS / D_R
-        top = half_w / EARTH_RADIUS / math.cos(_deg_rad(lat + lat_delta)) / D_R
-        bottom = half_w / EARTH_RADIUS / math.cos(_deg_rad(lat - lat_delta)) / D_R
+        top = half_w / EARTH_RADIUS / _cos(_deg_rad(lat + lat_delta)) / D_R
+        bottom = half_w / EARTH_RADIUS / _cos(_deg_rad(lat - lat_delta)) / D_R
         delta = bottom if lat < 0 else top
         return lon - delta, lat - lat_delta, lon + delta, lat + lat_delta
 
@@ -311,7 +327,9 @@ def format_distance(d: float) -> bytes:
     """fixedpoint_d2string(d, 4): rounded half to even at 4 decimals."""
     if d == 0:
         return b"0.0000"
-    v = round(d * 10000.0)
+    scaled = d * 10000.0
+    # llrint: half to even; NaN, infinities and overflow give LLONG_MIN
+    v = round(scaled) if math.isfinite(scaled) and abs(scaled) < 2.0**63 else -(2**63)
     digits = b"%05d" % abs(v)
     return b"%s%s.%s" % (b"-" if v < 0 else b"", digits[:-4], digits[-4:])
 

@@ -295,3 +295,21 @@ def test_count_with_equal_distances(diff: Differ) -> None:
             )  # fmt: skip
         diff.check("GEORADIUS", "same", 2.5, 40.5, 300, "km", "COUNT", count, "STORE", "d")
         diff.check("ZRANGE", "d", 0, -1, "WITHSCORES")
+
+
+def test_infinite_and_huge_shapes(diff: Differ) -> None:
+    """Radii and boxes past the planet (inf, 1e308 km) go through NaN bounds as in C."""
+    diff.run("""
+        GEOADD g 0 0 a 180 0 b -180 0 c 0 85 d 100 -85 e 179.999 0.0001 f
+        GEORADIUS g 0 0 inf km WITHDIST
+        GEORADIUS g 0 0 1e308 km WITHDIST WITHHASH
+        GEORADIUS g 180 0 20015.1 km WITHDIST
+        GEOSEARCH g FROMLONLAT 0 0 BYBOX inf inf km WITHDIST
+        GEOSEARCH g FROMLONLAT 0 0 BYBOX 1 inf km WITHDIST
+        GEOSEARCH g FROMLONLAT 0 0 BYBOX inf 1 mi WITHDIST
+        GEOSEARCH g FROMLONLAT 0 0 BYBOX 1e300 1e300 km WITHDIST
+        GEORADIUSBYMEMBER g e inf km WITHDIST
+        GEODIST g a b
+        GEODIST g a c
+        GEODIST g d e mi
+    """)
