@@ -41,6 +41,11 @@ def test_sort_basics(diff: Differ) -> None:
         EXISTS dst2
         RPUSH nan 1 nan
         SORT nan
+        RPUSH odd 3 "  5" +5 .5 5. infinity 0X1P3 -0 ""
+        SORT odd
+        SORT odd DESC
+        RPUSH odd2 "5 "
+        SORT odd2
         RPUSH tie 2 b 2 a 2.0 1
         SORT tie ALPHA
         DEL tie
@@ -52,6 +57,18 @@ def test_sort_basics(diff: Differ) -> None:
         SORT str ALPHA BY nosort
         SORT_RO str
         SORT
+    """)
+    # Last: Redis reads strtod's errno without clearing it, so after an ERANGE a later
+    # SORT on the same connection may fail too (until some system call resets errno).
+    diff.run("""
+        RPUSH sub 1 0x1p-1074
+        SORT sub
+        RPUSH sub1 1 4e-320
+        SORT sub1
+        RPUSH sub2 1 1e-310
+        SORT sub2
+        RPUSH sub3 1 1e-400
+        SORT sub3
     """)
 
 
