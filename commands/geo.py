@@ -437,34 +437,34 @@ def cmd_geodist(s: Session, argv: list[bytes]) -> Reply:
 _ALPHABET = b"0123456789bcdefghjkmnpqrstuvwxyz"
 
 
-@command("geohash", -2, Flag.READONLY, 1, 1, 1)
-def cmd_geohash(s: Session, argv: list[bytes]) -> Reply:
+def _positions(s: Session, argv: list[bytes]) -> list[tuple[float, float] | None]:
+    """The (longitude, latitude) of each member argv[2:], None where missing."""
     z = get_zset(s, argv[1])
-    out: list[Reply] = []
+    out: list[tuple[float, float] | None] = []
     for m in argv[2:]:
         sc = None if z is None else z.scores.get(m)
-        if sc is None:
-            out.append(None)
-            continue
-        lon, lat = decode_score(sc)
-        bits = _encode(lon, lat, 26, -90.0, 90.0)
-        chars = [_ALPHABET[(bits >> (52 - (i + 1) * 5)) & 0x1F] for i in range(10)]
-        out.append(bytes(chars) + b"0")
+        out.append(None if sc is None else decode_score(sc))
     return out
+
+
+def _geohash_text(lon: float, lat: float) -> bytes:
+    """The standard 11-character geohash (re-encoded over latitudes -90..90)."""
+    bits = _encode(lon, lat, 26, -90.0, 90.0)
+    chars = [_ALPHABET[(bits >> (52 - (i + 1) * 5)) & 0x1F] for i in range(10)]
+    return bytes(chars) + b"0"
+
+
+@command("geohash", -2, Flag.READONLY, 1, 1, 1)
+def cmd_geohash(s: Session, argv: list[bytes]) -> Reply:
+    return [None if p is None else _geohash_text(*p) for p in _positions(s, argv)]
 
 
 @command("geopos", -2, Flag.READONLY, 1, 1, 1)
 def cmd_geopos(s: Session, argv: list[bytes]) -> Reply:
-    z = get_zset(s, argv[1])
-    out: list[Reply] = []
-    for m in argv[2:]:
-        sc = None if z is None else z.scores.get(m)
-        if sc is None:
-            out.append(NULL_ARRAY)
-            continue
-        lon, lat = decode_score(sc)
-        out.append([format_coord(s, lon), format_coord(s, lat)])
-    return out
+    return [
+        NULL_ARRAY if p is None else [format_coord(s, p[0]), format_coord(s, p[1])]
+        for p in _positions(s, argv)
+    ]
 
 
 _COORDS, _MEMBER, _NOSTORE, _SEARCH, _SEARCHSTORE = 1, 2, 4, 8, 16
