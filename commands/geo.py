@@ -74,12 +74,21 @@ def _spread(v: int) -> int:
     return v
 
 
-def _squash(v: int) -> int:
-    """The even bits of a 64-bit value packed into 32 bits (the inverse of _spread)."""
+def _squash_slow(v: int) -> int:
     v &= EVEN
     for shift, mask in _UNMASKS:
         v = (v | v >> shift) & mask
     return v
+
+
+_E8 = [_squash_slow(i) for i in range(256)]
+_E16 = [lo | hi for hi in [e << 4 for e in _E8] for lo in _E8]  # even bits of 16
+
+
+def _squash(v: int) -> int:
+    """The even bits of a 64-bit value packed into 32 bits (the inverse of _spread)."""
+    e = _E16
+    return e[v & 0xFFFF] | e[v >> 16 & 0xFFFF] << 8 | e[v >> 32 & 0xFFFF] << 16 | e[v >> 48] << 24
 
 
 def _encode(lon: float, lat: float, step: int, lat_min: float, lat_max: float) -> int:
@@ -121,13 +130,29 @@ def _score_bits(score: float) -> int:
 
 
 def decode_score(score: float) -> tuple[float, float]:
-    """The (longitude, latitude) a geo set score stands for (the centre of its box)."""
-    lon_min, lon_max, lat_min, lat_max = decode_area(_score_bits(score), STEP_MAX)
-    lon = (lon_min + lon_max) / 2
-    lon = min(max(lon, LONG_MIN), LONG_MAX)
-    lat = (lat_min + lat_max) / 2
-    lat = min(max(lat, LAT_MIN), LAT_MAX)
+    """The (longitude, latitude) a geo set score stands for (the centre of its box):
+    decode_area at step 26, its middle, clamped (inlined: searches decode every
+    candidate)."""
+    bits = int(score) if 0.0 <= score < 9.2e18 else _score_bits(score)
+    ilat = _squash(bits)
+    ilon = _squash(bits >> 1)
+    lon = (
+        LONG_MIN
+        + (ilon * 1.0 / _SCALE26) * 360.0
+        + (LONG_MIN + (((ilon + 1) & U32) * 1.0 / _SCALE26) * 360.0)
+    ) / 2
+    lat = (
+        LAT_MIN
+        + (ilat * 1.0 / _SCALE26) * _LAT_SCALE
+        + (LAT_MIN + (((ilat + 1) & U32) * 1.0 / _SCALE26) * _LAT_SCALE)
+    ) / 2
+    lon = LONG_MIN if lon < LONG_MIN else LONG_MAX if lon > LONG_MAX else lon
+    lat = LAT_MIN if lat < LAT_MIN else LAT_MAX if lat > LAT_MAX else lat
     return lon, lat
+
+
+_SCALE26 = 1 << STEP_MAX
+_LAT_SCALE = LAT_MAX - LAT_MIN
 
 
 def _move(bits: int, step: int, d: int, moving: int, other: int) -> int:
@@ -159,10 +184,6 @@ def _cos(x: float) -> float:
     return math.cos(x) if math.isfinite(x) else math.nan
 
 
-def _sin(x: float) -> float:
-    return math.sin(x) if math.isfinite(x) else math.nan
-
-
 def _asin_sqrt(a: float) -> float:
     """asin(sqrt(a)) as C computes it: NaN outside the domain."""
     if not 0.0 <= a <= 1.0:
@@ -179,16 +200,21 @@ def lat_distance(lat1: float, lat2: float) -> float:
 
 
 def distance(lon1: float, lat1: float, lon2: float, lat2: float) -> float:
-    """Haversine great-circle distance in meters (geohashGetDistance)."""
-    lon1r = _deg_rad(lon1)
-    lon2r = _deg_rad(lon2)
-    v = _sin((lon2r - lon1r) / 2)
-    if v == 0.0:
-        return lat_distance(lat1, lat2)
+    """Haversine great-circle distance in meters (geohashGetDistance); coordinates are
+    always finite here (validated or decoded)."""
     lat1r = _deg_rad(lat1)
+    return _from(_deg_rad(lon1), lat1r, math.cos(lat1r), lon2, lat2)
+
+
+def _from(lon1r: float, lat1r: float, cos1: float, lon2: float, lat2: float) -> float:
+    """distance() from a point given in radians with its latitude's cosine."""
+    lon2r = _deg_rad(lon2)
+    v = math.sin((lon2r - lon1r) / 2)
     lat2r = _deg_rad(lat2)
-    u = _sin((lat2r - lat1r) / 2)
-    a = u * u + _cos(lat1r) * _cos(lat2r) * v * v
+    if v == 0.0:
+        return EARTH_RADIUS * abs(lat2r - lat1r)
+    u = math.sin((lat2r - lat1r) / 2)
+    a = u * u + cos1 * math.cos(lat2r) * v * v
     return 2.0 * EARTH_RADIUS * _asin_sqrt(a)
 
 
@@ -211,13 +237,14 @@ def _steps_for(range_m: float, lat: float) -> int:
 class Shape:
     """A search area: a circle (radius) or a box (width, height), in the given unit."""
 
-    __slots__ = ("box", "conversion", "height", "lat", "lon", "radius", "width")
+    __slots__ = ("box", "centre", "conversion", "height", "lat", "lon", "radius", "width")
 
     def __init__(self) -> None:
         self.lon = self.lat = 0.0
         self.box = False
         self.radius = self.width = self.height = 0.0
         self.conversion = 0.0
+        self.centre: tuple[float, float, float] | None = None  # radians, cos(latitude)
 
     def bounds(self) -> tuple[float, float, float, float]:
         """geohashBoundingBox: min lon, min lat, max lon, max lat."""
@@ -272,7 +299,11 @@ class Shape:
     def within(self, lon: float, lat: float) -> float | None:
         """The distance (meters) of a point inside the shape, None outside it."""
         if not self.box:
-            d = distance(self.lon, self.lat, lon, lat)
+            c = self.centre
+            if c is None:
+                lat1r = _deg_rad(self.lat)
+                c = self.centre = (_deg_rad(self.lon), lat1r, math.cos(lat1r))
+            d = _from(c[0], c[1], c[2], lon, lat)
             return None if d > self.radius * self.conversion else d
         if lat_distance(lat, self.lat) > self.height * self.conversion / 2:
             return None
