@@ -8,6 +8,7 @@ from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
+from commands import geo, sort, lcs
 
 # isort: on
 
@@ -18,16 +19,19 @@ __all__ = [
     "config",
     "connection",
     "durability",
+    "geo",
     "hashes",
     "info",
     "introspection",
     "keys",
+    "lcs",
     "lists",
     "pubsub",
     "replication",
     "sentinel",
     "server",
     "sets",
+    "sort",
     "streams",
     "strings",
     "tables",
