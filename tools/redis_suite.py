@@ -112,7 +112,7 @@ REDIS_FLAGS = (
     "--enable-module-command",
     "yes",
 )
-STALL = 120  # seconds
+STALL = 300  # seconds
 OUTSIDE = "(between tests: the rest of the block did not run)"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STATUS = re.compile(r"^\[(ok|err|skip|ignore|exception|TIMEOUT)\]: (.*)$")
@@ -487,7 +487,7 @@ def main() -> int:
     r.add_argument("--unit", action="append", help="unit name (repeatable); default: all")
     r.add_argument("--server", action="append", choices=SERVERS, help="default: both")
     r.add_argument("--tags", action="append", help=f"suite --tags (default {DEFAULT_TAGS})")
-    r.add_argument("--timeout", type=float, default=600, help="seconds per unit and server")
+    r.add_argument("--timeout", type=float, default=1200, help="seconds per unit and server")
     r.add_argument("--jobs", type=int, default=2, help="units run at the same time")
     r.add_argument("--strict", action="store_true", help="no --durable: an exception ends a unit")
     r.add_argument("--report", action="store_true", help="then rewrite docs/compatibility.md")
