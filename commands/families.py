@@ -7,18 +7,20 @@ LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
 from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication, sentinel
+from commands import replication, sentinel, bitops, hyperloglog
 
 # isort: on
 
 __all__ = [
     "acl",
+    "bitops",
     "branches",
     "client",
     "config",
     "connection",
     "durability",
     "hashes",
+    "hyperloglog",
     "info",
     "introspection",
     "keys",
