@@ -29,6 +29,7 @@ BITFIELD_TYPE_ERROR = (
     "but i64 is."
 )
 _U64 = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
 
 
 def _wrap64(n: int) -> int:
@@ -62,6 +63,13 @@ def write_range(s: Session, key: bytes, offset: int, data: bytes, length: int) -
     s.store.apply(s.db, key, (SETRANGE, offset, data, length))
 
 
+def unshare(s: Session, key: bytes, v: bytes | bytearray | None) -> None:
+    """A write command that leaves a string as it was still turns it into a raw
+    string in Redis (dbUnshareStringValue): OBJECT ENCODING then says "raw"."""
+    if type(v) is bytes:
+        write_range(s, key, 0, b"", len(v))
+
+
 @command("setbit", 4, W, 1, 1, 1)
 def cmd_setbit(s: Session, argv: list[bytes]) -> Reply:
     offset = bit_offset(s, argv[2])
@@ -78,6 +86,8 @@ def cmd_setbit(s: Session, argv: list[bytes]) -> Reply:
     if v is None or byte >= n or bitval != on:
         new = (old & ~(1 << shift)) | (on << shift)
         write_range(s, key, byte, bytes((new,)), max(n, byte + 1))
+    else:
+        unshare(s, key, v)
     return bitval
 
 
@@ -111,14 +121,56 @@ def _clamp(start: int, end: int, total: int) -> tuple[int, int]:
     return start, min(end, total - 1)
 
 
-def _window(v: bytes | bytearray, start_bit: int, end_bit: int) -> tuple[int, int]:
-    """The bits start_bit..end_bit (inclusive) of `v` as an integer, and their count."""
+_CHUNK = 1 << 16
+_SKIP = {1: bytes(_CHUNK), 0: b"\xff" * _CHUNK}
+
+
+def popcount(v: bytes | bytearray, start: int, end: int) -> int:
+    """Set bits in bytes start..end-1, a chunk at a time; all-zero chunks (most of a
+    sparse bitmap) are only compared."""
+    n = 0
+    zeros = _SKIP[1]
+    for i in range(start, end, _CHUNK):
+        j = min(i + _CHUNK, end)
+        chunk = v[i:j]
+        if chunk != zeros[: j - i]:
+            n += int.from_bytes(chunk, "big").bit_count()
+    return n
+
+
+def first_byte_not(v: bytes | bytearray, bit: int, start: int, end: int) -> int:
+    """The first byte in start..end-1 holding a `bit` bit, or -1."""
+    skip = _SKIP[bit]
+    pad = skip[:1]
+    for i in range(start, end, _CHUNK):
+        j = min(i + _CHUNK, end)
+        chunk = v[i:j]
+        if chunk != skip[: j - i]:
+            return i + len(chunk) - len(chunk.lstrip(pad))
+    return -1
+
+
+def _bit_in_byte(v: bytes | bytearray, i: int, lo: int, hi: int, bit: int) -> int:
+    """The first bit lo..hi (0 = most significant) of byte i equal to `bit`, or -1."""
+    b = v[i]
+    for k in range(lo, hi + 1):
+        if (b >> (7 - k)) & 1 == bit:
+            return i * 8 + k
+    return -1
+
+
+def find_bit(v: bytes | bytearray, bit: int, start_bit: int, end_bit: int) -> int:
+    """The first bit start_bit..end_bit (inclusive, within `v`) equal to `bit`, or -1."""
     first, last = start_bit >> 3, end_bit >> 3
-    x = int.from_bytes(v[first : last + 1], "big")
-    width = (last - first + 1) * 8
-    x &= (1 << (width - (start_bit & 7))) - 1  # drop the bits before start_bit
-    tail = 7 - (end_bit & 7)
-    return x >> tail, width - (start_bit & 7) - tail
+    if first == last:
+        return _bit_in_byte(v, first, start_bit & 7, end_bit & 7, bit)
+    pos = _bit_in_byte(v, first, start_bit & 7, 7, bit)
+    if pos >= 0:
+        return pos
+    i = first_byte_not(v, bit, first + 1, last)
+    if i >= 0:
+        return _bit_in_byte(v, i, 0, 7, bit)
+    return _bit_in_byte(v, last, 0, end_bit & 7, bit)
 
 
 @command("bitcount", -2, Flag.READONLY, 1, 1, 1)
@@ -128,7 +180,7 @@ def cmd_bitcount(s: Session, argv: list[bytes]) -> Reply:
         return 0
     argc = len(argv)
     if argc == 2:
-        return int.from_bytes(v, "big").bit_count()
+        return popcount(v, 0, len(v))
     if argc > 5 or argc == 3:
         raise CommandError(SYNTAX)
     start = get_int(argv[2])
@@ -141,8 +193,11 @@ def cmd_bitcount(s: Session, argv: list[bytes]) -> Reply:
     if start > end:
         return 0
     if not isbit:
-        return int.from_bytes(v[start : end + 1], "big").bit_count()
-    return _window(v, start, end)[0].bit_count()
+        return popcount(v, start, end + 1)
+    first, last = start >> 3, end >> 3
+    n = popcount(v, first, last + 1)
+    n -= (v[first] >> (8 - (start & 7))).bit_count()  # bits before start
+    return n - (v[last] & ((1 << (7 - (end & 7))) - 1)).bit_count()  # after end
 
 
 @command("bitpos", -3, Flag.READONLY, 1, 1, 1)
@@ -174,11 +229,9 @@ def cmd_bitpos(s: Session, argv: list[bytes]) -> Reply:
         start_bit, end_bit = start, end
     else:
         start_bit, end_bit = start * 8, end * 8 + 7
-    x, width = _window(v, start_bit, end_bit)
-    if not bit:
-        x ^= (1 << width) - 1
-    if x:
-        return start_bit + width - x.bit_length()
+    pos = find_bit(v, bit, start_bit, end_bit)
+    if pos >= 0:
+        return pos
     if bit or end_given:
         return -1
     return end_bit + 1
@@ -238,23 +291,44 @@ def bitfield_type(arg: bytes) -> tuple[bool, int]:
 
 
 def overflow(value: int, incr: int, bits: int, signed: bool, mode: int) -> int | None:
-    """value + incr stored in `bits` bits: wrapped, saturated, or None when it does not
-    fit and the mode is FAIL (checkSignedBitfieldOverflow / checkUnsigned...)."""
-    total = value + incr
+    """value + incr stored in `bits` bits: itself, wrapped, saturated, or None when it
+    does not fit and the mode is FAIL. Redis' checks (checkSignedBitfieldOverflow and
+    checkUnsignedBitfieldOverflow) compare with limits computed in wrapping int64
+    arithmetic; so do these, so that e.g. SET i32 with -2**63 saturates to the maximum
+    as it does there."""
     if signed:
-        hi = (1 << (bits - 1)) - 1
+        hi = _I64_MAX if bits == 64 else (1 << (bits - 1)) - 1
         lo = -hi - 1
+        maxincr = _wrap64(hi - value)
+        minincr = _wrap64(lo - value)
+        if (
+            value > hi
+            or (bits != 64 and incr > maxincr)
+            or (value >= 0 and incr > 0 and incr > maxincr)
+        ):
+            limit = hi
+        elif (
+            value < lo
+            or (bits != 64 and incr < minincr)
+            or (value < 0 and incr < 0 and incr < minincr)
+        ):
+            limit = lo
+        else:
+            return value + incr
     else:
         hi = (1 << bits) - 1
-        lo = 0
-    if lo <= total <= hi:
-        return total
+        if value > hi or (incr > 0 and incr > _wrap64(hi - value)):
+            limit = hi
+        elif incr < 0 and incr < _wrap64(-value):
+            limit = 0
+        else:
+            return value + incr
     if mode == FAIL:
         return None
     if mode == SAT:
-        return hi if total > hi else lo
-    total &= (1 << bits) - 1
-    if signed and total > hi:
+        return limit
+    total = (value + incr) & ((1 << bits) - 1)
+    if signed and total >> (bits - 1):
         total -= 1 << bits
     return total
 
@@ -370,6 +444,8 @@ def _bitfield(s: Session, argv: list[bytes], readonly_cmd: bool) -> Reply:
             hi = max(changed, default=-1)
             data = bytes(buf.byte(i) for i in range(lo, hi + 1))
             write_range(s, key, lo, data, length)
+        else:
+            unshare(s, key, v)
     return out
 
 

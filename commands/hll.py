@@ -44,6 +44,7 @@ NOT_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
 
 _M = 0xC6A4A7935BD1E995
 _MASK64 = (1 << 64) - 1
+_BLOCKS = [struct.Struct(f"<{i}Q") for i in range(16)]
 
 # Opcode kinds in the decoded sparse form.
 ZERO, XZERO, VAL = 0, 1, 2
@@ -55,7 +56,10 @@ def murmur64a(data: bytes, seed: int = SEED) -> int:
     h = (seed ^ (n * _M)) & _MASK64
     blocks = n >> 3
     if blocks:
-        for k in struct.unpack_from(f"<{blocks}Q", data):
+        unpack = (
+            _BLOCKS[blocks].unpack_from if blocks < 16 else struct.Struct(f"<{blocks}Q").unpack_from
+        )
+        for k in unpack(data):
             k = (k * _M) & _MASK64
             k ^= k >> 47
             h ^= (k * _M) & _MASK64
@@ -289,7 +293,7 @@ class Sparse:
                 if index != last:
                     n = last - index
                     seq.append((XZERO if n > ZERO_MAX_LEN else ZERO, n, 0))
-            delta = sum(_op_size(op[0]) for op in seq) - _op_size(kind)
+            delta = len(seq) + sum(op[0] == XZERO for op in seq) - _op_size(kind)
             if delta > 0 and self.size + delta > max_bytes:
                 return None
             starts = []

@@ -13,7 +13,7 @@ import math
 import random
 
 from commands import hll
-from commands.bitops import string_value, write_range
+from commands.bitops import string_value, unshare, write_range
 from commands.errors import CommandError
 from commands.registry import Flag, command
 from commands.replies import OK, Reply, Simple
@@ -70,6 +70,8 @@ def cmd_pfadd(s: Session, argv: list[bytes]) -> Reply:
     if updated:
         h.invalidate()
         store_hll(s, key, old, bytes(h.value()))
+    else:
+        unshare(s, key, old)
     return 1 if updated else 0
 
 
@@ -97,6 +99,8 @@ def cmd_pfcount(s: Session, argv: list[bytes]) -> Reply:
             raise CommandError(hll.INVALID_HLL)
         if can_write(s):
             write_range(s, key, 8, card.to_bytes(8, "little"), len(v))
+    elif can_write(s):
+        unshare(s, key, v)
     return card
 
 
@@ -139,6 +143,7 @@ def cmd_pfdebug(s: Session, argv: list[bytes]) -> Reply:
         raise CommandError("ERR The specified key does not exist")
     v = hll_value(s, key)
     assert v is not None
+    unshare(s, key, v)
     sub = argv[1].lower()
     if sub in (b"getreg", b"todense"):
         converted = v[4] == hll.SPARSE
