@@ -255,6 +255,8 @@ class Sparse:
                 out.append(runlen - 1)
             else:
                 out += bytes(((runlen - 1) >> 8 | 0x40, (runlen - 1) & 0xFF))
+        if self.truncated:  # a last XZERO cut after its first byte stays cut
+            del out[-1]
         return bytes(out)
 
     def set(self, index: int, count: int, max_bytes: int) -> int | None:
@@ -265,7 +267,7 @@ class Sparse:
         ops = self.ops
         firsts = self.firsts
         i = bisect_right(firsts, index) - 1
-        if i < 0 or self.truncated:
+        if i < 0 or (self.truncated and i == len(ops) - 1):
             return -1
         kind, runlen, val = ops[i]
         first = firsts[i]
@@ -350,7 +352,7 @@ class HLL:
             return True
         assert self.sparse is not None
         raw = sparse_to_raw(self.sparse.encode())
-        if raw is None or self.sparse.truncated:
+        if raw is None:
             return False
         self.dense = bytearray(raw_to_dense(raw))
         self.sparse = None
