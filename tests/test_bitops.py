@@ -318,3 +318,15 @@ def test_bitmap_writes_are_versions(ts_server: ServerProcess) -> None:
     finally:
         c.call("DEL", "vb", "vd")
         c.close()
+
+
+def test_bitmap_command_table(diff: Differ) -> None:
+    diff.run("""
+        COMMAND INFO setbit getbit bitcount bitpos bitop bitfield bitfield_ro
+        COMMAND DOCS setbit getbit bitcount bitpos bitop bitfield bitfield_ro
+        COMMAND GETKEYS bitfield k GET u8 0
+        COMMAND GETKEYS bitfield_ro k GET u8 0
+        COMMAND GETKEYS bitop AND d a b
+        COMMAND GETKEYS setbit k 1 1
+        ~ACL CAT bitmap
+    """)

@@ -233,3 +233,14 @@ def test_hll_values_survive_a_restart(tmp_path: Path) -> None:
         c.close()
     finally:
         p.stop()
+
+
+def test_hyperloglog_command_table(diff: Differ) -> None:
+    diff.run("""
+        COMMAND INFO pfadd pfcount pfmerge pfdebug pfselftest
+        COMMAND DOCS pfadd pfcount pfmerge pfdebug pfselftest
+        COMMAND GETKEYS pfmerge d a b
+        COMMAND GETKEYS pfcount a b
+        COMMAND GETKEYS pfdebug GETREG k
+        ~ACL CAT hyperloglog
+    """)
