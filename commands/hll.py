@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import struct
 from bisect import bisect_right
+from collections.abc import Iterator
 
 HDR = 16
 P = 14
@@ -156,28 +157,36 @@ def raw_to_dense(raw: bytes | bytearray) -> bytes:
 # --------------------------------------------------------------------------- sparse
 
 
-def sparse_to_raw(code: bytes | bytearray) -> bytes | None:
-    """Registers of a sparse code (after the header), or None when it does not cover
-    exactly the 16384 registers (hllMerge / hllSparseToDense's validity)."""
-    out = bytearray(REGISTERS)
-    idx = 0
+def opcodes(code: bytes | bytearray) -> Iterator[tuple[int, int, int]]:
+    """The (kind, run length, value) of each opcode of a sparse code. An XZERO cut
+    short by the end of the string reads its missing byte as 0, as Redis reads the
+    string's terminating NUL there."""
     i = 0
     n = len(code)
     while i < n:
         c = code[i]
         if c < 0x40:
-            idx += (c & 0x3F) + 1
+            yield ZERO, (c & 0x3F) + 1, 0
             i += 1
         elif c < 0x80:
-            idx += (((c & 0x3F) << 8) | (code[i + 1] if i + 1 < n else 0)) + 1
+            yield XZERO, (((c & 0x3F) << 8) | (code[i + 1] if i + 1 < n else 0)) + 1, 0
             i += 2
         else:
-            runlen = (c & 3) + 1
+            yield VAL, (c & 3) + 1, ((c >> 2) & 0x1F) + 1
+            i += 1
+
+
+def sparse_to_raw(code: bytes | bytearray) -> bytes | None:
+    """Registers of a sparse code (after the header), or None when it does not cover
+    exactly the 16384 registers (hllMerge / hllSparseToDense's validity)."""
+    out = bytearray(REGISTERS)
+    idx = 0
+    for _kind, runlen, val in opcodes(code):
+        if val:
             if idx + runlen > REGISTERS:
                 return None
-            out[idx : idx + runlen] = bytes((((c >> 2) & 0x1F) + 1,)) * runlen
-            idx += runlen
-            i += 1
+            out[idx : idx + runlen] = bytes((val,)) * runlen
+        idx += runlen
     return bytes(out) if idx == REGISTERS else None
 
 
@@ -185,22 +194,8 @@ def sparse_histogram(code: bytes | bytearray) -> tuple[list[int], bool]:
     """hllSparseRegHisto: (histogram, valid)."""
     histo = [0] * 64
     idx = 0
-    i = 0
-    n = len(code)
-    while i < n:
-        c = code[i]
-        if c < 0x40:
-            runlen = (c & 0x3F) + 1
-            histo[0] += runlen
-            i += 1
-        elif c < 0x80:
-            runlen = (((c & 0x3F) << 8) | (code[i + 1] if i + 1 < n else 0)) + 1
-            histo[0] += runlen
-            i += 2
-        else:
-            runlen = (c & 3) + 1
-            histo[((c >> 2) & 0x1F) + 1] += runlen
-            i += 1
+    for _kind, runlen, val in opcodes(code):
+        histo[val] += runlen
         idx += runlen
     return histo, idx == REGISTERS
 
@@ -220,31 +215,16 @@ class Sparse:
     __slots__ = ("firsts", "ops", "size", "truncated")
 
     def __init__(self, code: bytes | bytearray) -> None:
-        ops: list[tuple[int, int, int]] = []
-        firsts: list[int] = []
+        self.ops = list(opcodes(code))
+        self.firsts = []
         idx = 0
-        i = 0
-        n = len(code)
-        self.truncated = False
-        while i < n:
-            c = code[i]
-            if c < 0x40:
-                op = (ZERO, (c & 0x3F) + 1, 0)
-                i += 1
-            elif c < 0x80:
-                if i + 1 >= n:
-                    self.truncated = True
-                op = (XZERO, (((c & 0x3F) << 8) | (code[i + 1] if i + 1 < n else 0)) + 1, 0)
-                i += 2
-            else:
-                op = (VAL, (c & 3) + 1, ((c >> 2) & 0x1F) + 1)
-                i += 1
-            ops.append(op)
-            firsts.append(idx)
-            idx += op[1]
-        self.ops = ops
-        self.firsts = firsts
-        self.size = HDR + n
+        nbytes = 0
+        for kind, runlen, _val in self.ops:
+            self.firsts.append(idx)
+            idx += runlen
+            nbytes += 2 if kind == XZERO else 1
+        self.truncated = nbytes > len(code)
+        self.size = HDR + len(code)
 
     def encode(self) -> bytes:
         out = bytearray()
@@ -495,7 +475,7 @@ def with_count(value: bytes | bytearray, card: int) -> bytearray:
 def decode(code: bytes | bytearray) -> bytes:
     """PFDEBUG DECODE's text of a sparse code."""
     parts = []
-    for kind, runlen, val in Sparse(code).ops:
+    for kind, runlen, val in opcodes(code):
         if kind == ZERO:
             parts.append(b"z:%d" % runlen)
         elif kind == XZERO:
