@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from time import monotonic
 
 from commands import hll
 from commands.bitops import string_value, unshare, write_range
@@ -49,10 +50,13 @@ def store_hll(s: Session, key: bytes, old: bytes | bytearray | None, new: bytes)
 
 
 def can_write(s: Session) -> bool:
-    """Whether a read command may refresh a cached value (not a replica, a fenced
-    server or a view of the past)."""
+    """Whether a read command may refresh a cached value: what the dispatcher asks of
+    a write (not a view of the past, a replica, a leader past its lease or a fenced
+    server)."""
     server = s.server
     if s.view_lsn is not None or server.read_only:
+        return False
+    if server.write_deadline and monotonic() >= server.write_deadline:
         return False
     return server.durability is None or not server.durability.fenced
 
