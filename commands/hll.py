@@ -201,7 +201,15 @@ def sparse_histogram(code: bytes | bytearray) -> tuple[list[int], bool]:
 
 
 def raw_histogram(raw: bytes) -> list[int]:
-    return [raw.count(v) for v in range(64)]
+    """How many registers hold each value (counted until every register is)."""
+    histo = [0] * 64
+    left = len(raw)
+    for v in range(64):
+        if not left:
+            break
+        n = histo[v] = raw.count(v)
+        left -= n
+    return histo
 
 
 def _op_size(kind: int) -> int:
