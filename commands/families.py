@@ -7,7 +7,9 @@ LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
 from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication, sentinel, bitops, hyperloglog
+from commands import replication, sentinel
+from commands import geo, sort, lcs
+from commands import bitops, hyperloglog
 
 # isort: on
 
@@ -19,17 +21,20 @@ __all__ = [
     "config",
     "connection",
     "durability",
+    "geo",
     "hashes",
     "hyperloglog",
     "info",
     "introspection",
     "keys",
+    "lcs",
     "lists",
     "pubsub",
     "replication",
     "sentinel",
     "server",
     "sets",
+    "sort",
     "streams",
     "strings",
     "tables",

@@ -184,6 +184,32 @@ HLL_CMDS = [
     cmd("PFCOUNT", HLL_KEYS, ANY_KEY),
     cmd("PFMERGE", HLL_KEYS, HLL_KEYS, ANY_KEY),
     cmd("GET", HLL_KEYS),
+LONS = st.sampled_from(["0", "13.361389", "-179.99", "180", "181", "x"])
+LATS = st.sampled_from(["0", "38.115556", "-85.05112878", "85.06", "x"])
+UNITS = st.sampled_from(["m", "km", "mi", "ft", "parsec"])
+RADII = st.sampled_from(["0", "100", "5000", "-1"])
+GEO_KEYS = st.sampled_from(["z1", "z2", "g1"])
+GEO_CMDS = [
+    cmd("GEOADD", GEO_KEYS, LONS, LATS, MEMBERS),
+    cmd("GEOADD", GEO_KEYS, st.sampled_from(["NX", "XX", "CH"]), LONS, LATS, MEMBERS),
+    cmd("GEOPOS", ANY_KEY, MEMBERS, MEMBERS),
+    cmd("GEOHASH", ANY_KEY, MEMBERS),
+    cmd("GEODIST", GEO_KEYS, MEMBERS, MEMBERS, UNITS),
+    cmd("GEORADIUS", ANY_KEY, LONS, LATS, RADII, UNITS, "WITHDIST", "ASC"),
+    cmd("GEORADIUSBYMEMBER", GEO_KEYS, MEMBERS, RADII, UNITS, "COUNT", INTS, "WITHCOORD"),
+    cmd("GEOSEARCH", GEO_KEYS, "FROMMEMBER", MEMBERS, "BYBOX", RADII, RADII, UNITS, "DESC"),
+    cmd("GEOSEARCHSTORE", GEO_KEYS, GEO_KEYS, "FROMLONLAT", LONS, LATS, "BYRADIUS", RADII, UNITS),
+]
+SORTABLE = st.sampled_from(["l1", "l2", "t1", "t2", "z1", "s1", "missing"])
+SORT_CMDS = [
+    cmd("SORT", SORTABLE),
+    cmd("SORT", SORTABLE, "ALPHA", st.sampled_from(["ASC", "DESC"]), "LIMIT", INTS, INTS),
+    cmd("SORT", SORTABLE, "BY", "h*->f1", "GET", "#", "GET", "s*"),
+    cmd("SORT", SORTABLE, "BY", "nosort", "STORE", LIST_KEYS),
+    cmd("SORT", SORTABLE, "ALPHA", "STORE", st.sampled_from(["l1", "l2", "s1"])),
+    cmd("SORT_RO", SORTABLE, "BY", "s*", "ALPHA", "DESC"),
+    cmd("LCS", ANY_KEY, STR_KEYS, st.sampled_from(["LEN", "IDX", "WITHMATCHLEN"])),
+    cmd("SUBSTR", ANY_KEY, INTS, INTS),
 ]
 TX_CMDS = [cmd("MULTI"), cmd("EXEC"), cmd("DISCARD")]
 
@@ -197,9 +223,11 @@ ORDERED = st.one_of(
     *STREAM_CMDS,
     *BIT_CMDS,
     *HLL_CMDS,
+    *GEO_CMDS,
+    *SORT_CMDS,
     *TX_CMDS,
 )
-UNORDERED = st.one_of(*UNORDERED_SET_CMDS)
+UNORDERED = st.one_of(*UNORDERED_SET_CMDS, cmd("SORT", SET_KEYS, "BY", "nosort"))
 
 
 class DifferentialMachine(RuleBasedStateMachine):
