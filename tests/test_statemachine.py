@@ -184,6 +184,7 @@ HLL_CMDS = [
     cmd("PFCOUNT", HLL_KEYS, ANY_KEY),
     cmd("PFMERGE", HLL_KEYS, HLL_KEYS, ANY_KEY),
     cmd("GET", HLL_KEYS),
+]
 LONS = st.sampled_from(["0", "13.361389", "-179.99", "180", "181", "x"])
 LATS = st.sampled_from(["0", "38.115556", "-85.05112878", "85.06", "x"])
 UNITS = st.sampled_from(["m", "km", "mi", "ft", "parsec"])
