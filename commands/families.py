@@ -9,11 +9,13 @@ from commands import client, pubsub, acl, branches, connection, strings, hashes,
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
 from commands import geo, sort, lcs
+from commands import bitops, hyperloglog
 
 # isort: on
 
 __all__ = [
     "acl",
+    "bitops",
     "branches",
     "client",
     "config",
@@ -21,6 +23,7 @@ __all__ = [
     "durability",
     "geo",
     "hashes",
+    "hyperloglog",
     "info",
     "introspection",
     "keys",
