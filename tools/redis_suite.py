@@ -411,6 +411,9 @@ def state(run: UnitRun) -> str:
         first = next((r for r in run.results if r.verdict == "exception"), None)
         if first is None:
             return "completed"
+        block = next((r for r in run.results if r.name == OUTSIDE), None)
+        if block is not None:
+            return f"completed, but a block stopped early: {message(block)[:60]}"
         return f"completed; first exception: {first.name}: {message(first)[:60]}"
     why = run.aborted or "no end line"
     last = next((r.name for r in reversed(run.results) if r.verdict in ("ok", "err")), None)
