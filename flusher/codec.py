@@ -9,7 +9,7 @@ The format is documented in docs/storage-format.md.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import msgpack
@@ -155,6 +155,22 @@ def iter_items(body: bytes) -> Iterator[Any]:
     )
     unpacker.feed(body)
     return iter(unpacker)
+
+
+def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:
+    """`iter_items` of a body given in pieces (`size` bytes in all): each value as
+    soon as its bytes are there."""
+    unpacker = msgpack.Unpacker(
+        None,
+        ext_hook=_ext,
+        use_list=False,
+        raw=False,
+        strict_map_key=False,
+        max_buffer_size=max(size, 1024),
+    )
+    for chunk in chunks:
+        unpacker.feed(chunk)
+        yield from unpacker
 
 
 def iter_records(body: bytes) -> Iterator[UpdateRecord]:
