@@ -143,24 +143,9 @@ def decode_record(data: bytes) -> UpdateRecord:
     return _record(unpack(data))
 
 
-def iter_items(body: bytes) -> Iterator[Any]:
-    """msgpack values packed back to back (a segment or checkpoint body)."""
-    unpacker = msgpack.Unpacker(
-        None,
-        ext_hook=_ext,
-        use_list=False,
-        raw=False,
-        strict_map_key=False,
-        max_buffer_size=max(len(body), 1024),
-    )
-    unpacker.feed(body)
-    return iter(unpacker)
-
-
-def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:
-    """`iter_items` of a body given in pieces (`size` bytes in all): each value as
-    soon as its bytes are there."""
-    unpacker = msgpack.Unpacker(
+def _unpacker(size: int) -> Any:
+    """An unpacker of values packed back to back, for a body of `size` bytes."""
+    return msgpack.Unpacker(
         None,
         ext_hook=_ext,
         use_list=False,
@@ -168,6 +153,19 @@ def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:
         strict_map_key=False,
         max_buffer_size=max(size, 1024),
     )
+
+
+def iter_items(body: bytes) -> Iterator[Any]:
+    """msgpack values packed back to back (a segment or checkpoint body)."""
+    unpacker = _unpacker(len(body))
+    unpacker.feed(body)
+    return iter(unpacker)
+
+
+def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:
+    """`iter_items` of a body given in pieces (`size` bytes in all): each value as
+    soon as its bytes are there."""
+    unpacker = _unpacker(size)
     for chunk in chunks:
         unpacker.feed(chunk)
         yield from unpacker
