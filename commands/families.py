@@ -7,7 +7,7 @@ LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
 from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication, sentinel
+from commands import replication, sentinel, scripting
 
 # isort: on
 
@@ -25,6 +25,7 @@ __all__ = [
     "lists",
     "pubsub",
     "replication",
+    "scripting",
     "sentinel",
     "server",
     "sets",

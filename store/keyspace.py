@@ -120,6 +120,10 @@ class Store:
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self.extra_state["tables"] = (self._save_tables, self._load_tables)
         self.extra_state["branches"] = (self.branches.save, self.branches.load)
+        # FUNCTION LOAD's libraries (name -> code), server-wide; a new dict on each
+        # change (commands.scripting compiles them again when it sees a new one).
+        self.functions: dict[bytes, bytes] = {}
+        self.extra_state["functions"] = (self._save_functions, self._load_functions)
 
     # -- the transaction -----------------------------------------------------------
 
@@ -651,6 +655,12 @@ class Store:
                 n += sum(map(payload_bytes, db.odata.own.values()))
         return n
 
+    def _save_functions(self) -> list[list[bytes]]:
+        return [[name, code] for name, code in self.functions.items()]
+
+    def _load_functions(self, libs: list[list[bytes]]) -> None:
+        self.functions = {bytes(name): bytes(code) for name, code in libs}
+
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
         """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""
         name = op[0]
@@ -665,6 +675,8 @@ class Store:
             # before MAXPINNED existed, and tables without one, have no sixth field.
             _, table, durability, retain, every, *rest = op
             self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every, *rest)
+        elif name == "functions":
+            self._load_functions(op[1])
         elif name == "droptable":
             self.tables.pop(op[1], None)
         elif name == "branch":

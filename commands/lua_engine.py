@@ -1,0 +1,952 @@
+"""Lua 5.1 (lupa) for EVAL and FUNCTION: the interpreters, the sandbox, running a
+script, and the conversions between Redis replies and Lua values.
+
+Two interpreters per server, as in Redis: one for EVAL scripts (KEYS and ARGV are
+globals; SCRIPT FLUSH replaces it) and one for function libraries. The sandbox
+(`lua_sandbox.lua`) gives scripts what Redis 7.0 gives them: the base library without
+`dofile`/`loadfile`/`print`, `string`, `table`, `math`, `coroutine`, the `redis` API
+and the `cjson`, `cmsgpack`, `bit` and `struct` libraries (`commands.lua_libs`), every
+table read-only and the globals protected with Redis' error texts.
+
+`redis.call` runs a command through `commands.dispatch` in a script session of its own
+(the caller's database, user and write metadata; RESP2 unless the script asks for 3)
+with the transaction left open: the script's writes commit once, with the EVAL or
+FCALL that ran them, as one version (like EXEC).
+
+Time limit: a count hook calls back every 100,000 Lua instructions; past
+`busy-reply-threshold` the run is marked timed out and SCRIPT KILL / FUNCTION KILL
+(which set `killed`) end it at the next callback. The event loop is not re-entered
+while a script runs (asyncio cannot nest it), so other clients wait rather than get
+-BUSY until the script ends; see docs/scripting.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import lupa.lua51 as lupa
+
+from commands import lua_libs
+from commands.acl import check_user
+from commands.dispatch import DISPATCHER, lookup
+from commands.errors import READONLY, READONLY_VIEW
+from commands.limits import OOM
+from commands.lua_libs import LuaRaise
+from commands.parsing import format_double
+from commands.registry import Command, Flag, lookup_for_call
+from commands.replies import NULL_ARRAY, Blocked, Encoded, ErrorReply, Push, Simple, Verbatim
+from commands.resp import encode
+
+if TYPE_CHECKING:
+    from commands.session import ServerState, Session
+
+log = logging.getLogger("temporalstore")
+
+REDIS_VERSION = b"7.0.15"
+REDIS_VERSION_NUM = 0x07000F
+
+# Script flags, in the order Redis lists them (FUNCTION LIST).
+FLAG_NO_WRITES = 1
+FLAG_ALLOW_OOM = 2
+FLAG_ALLOW_STALE = 4
+FLAG_NO_CLUSTER = 8
+FLAG_ALLOW_CROSS_SLOT = 16
+FLAG_EVAL_COMPAT = 32  # an EVAL script without a shebang
+SCRIPT_FLAGS = {
+    b"no-writes": FLAG_NO_WRITES,
+    b"allow-oom": FLAG_ALLOW_OOM,
+    b"allow-stale": FLAG_ALLOW_STALE,
+    b"no-cluster": FLAG_NO_CLUSTER,
+    b"allow-cross-slot-keys": FLAG_ALLOW_CROSS_SLOT,
+}
+
+# Our TS.* verbs scripts may call: those that only read. The others change history,
+# branches, the session's view or durability waits, which a script must not.
+TS_ALLOWED = frozenset(
+    {
+        "ts.version",
+        "ts.asof",
+        "ts.history",
+        "ts.snapshots",
+        "ts.diff",
+        "ts.lastlsn",
+        "ts.branch|list",
+        "ts.table|list",
+        "ts.table|info",
+    }
+)
+
+NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
+LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
+
+
+def sha1hex(b: bytes) -> bytes:
+    return hashlib.sha1(b).hexdigest().encode()
+
+
+def error_text(reply: bytes) -> bytes:
+    """Redis' luaPushErrorBuff: `-CODE msg` or `msg` as the `err` field ("CODE msg")."""
+    if reply[:1] == b"-":
+        code, sep, msg = reply[1:].partition(b" ")
+        if not sep:
+            code, msg = b"ERR", reply[1:]
+    else:
+        code, msg = b"ERR", reply
+    return code + b" " + msg.strip(b"\r\n")
+
+
+@dataclass
+class Run:
+    """The script being run (Redis' scriptRunCtx)."""
+
+    caller: Session
+    session: Session
+    name: bytes  # the sha of an EVAL script, or the function's name
+    argv: list[bytes]
+    flags: int
+    ro: bool
+    is_eval: bool
+    start: float = field(default_factory=time.monotonic)
+    write_dirty: bool = False
+    timed_out: bool = False
+    killed: bool = False
+
+
+class LuaState:
+    """One interpreter with the sandbox loaded; `env` is the code's global table."""
+
+    def __init__(self, engine: ScriptEngine, functions: bool) -> None:
+        self.lua = lua = lupa.LuaRuntime(
+            encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
+        )
+        src = files("commands").joinpath("lua_sandbox.lua").read_bytes()
+        loader = lua.globals().loadstring(src, b"@__redis__")
+        assert lupa.lua_type(loader) == "function", loader
+        py = lua.table_from(engine.callbacks(self))
+        self.api = api = loader(py)
+        libs = lua.table_from(lua_libs.load(lua))
+        redis_table = api[b"redis_api"](functions)
+        self.env, self.backing = api[b"new_env"](libs, redis_table)
+        self.rawget = api[b"rawget"]
+        self.rawset = api[b"rawset"]
+        self.next = api[b"next"]
+        self.compile_fn = api[b"compile"]
+        self.run_fn = api[b"run"]
+        self.run_load_fn = api[b"run_load"]
+
+    def compile(self, code: bytes, chunkname: bytes) -> tuple[Any, bytes | None]:
+        r = self.compile_fn(code, chunkname, self.env)
+        if type(r) is tuple:  # nil and the message
+            return None, r[1]
+        return r, None
+
+    def array(self, items: list[bytes]) -> Any:
+        return self.lua.table_from(items)
+
+
+class ScriptEngine:
+    """The server's scripting state: the two interpreters, the script cache, the
+    function libraries (compiled from what the store holds), and the run in progress."""
+
+    def __init__(self, server: ServerState) -> None:
+        self.server = server
+        self.run: Run | None = None
+        self.loading: dict[bytes, tuple[Any, int, bytes | None]] | None = None
+        self.rng = random.Random(0)
+        self._session: Session | None = None
+        self.eval_state = LuaState(self, functions=False)
+        self.scripts: dict[bytes, tuple[bytes, int, Any]] = {}
+        self.fn_state = LuaState(self, functions=True)
+        # library name -> (code, {function name -> (callback, flags, description)})
+        self.libraries: dict[bytes, tuple[bytes, dict[bytes, tuple[Any, int, bytes | None]]]] = {}
+        self.compiled_from: object = None
+        self._functions: dict[bytes, tuple[Any, int, bytes | None]] = {}
+        self._owner: dict[bytes, bytes] = {}
+
+    # -- the script cache and libraries ----------------------------------------------
+
+    def reset_eval(self) -> None:
+        """SCRIPT FLUSH: a fresh interpreter for EVAL scripts."""
+        self.eval_state = LuaState(self, functions=False)
+
+    @property
+    def functions(self) -> dict[bytes, tuple[Any, int, bytes | None]]:
+        return self._functions
+
+    def sync_functions(self, stored: dict[bytes, bytes]) -> None:
+        """Compile the libraries the store holds if they are not the ones compiled
+        (after a restart, on a replica, after TS.RESTORE of server state)."""
+        if self.compiled_from is stored:
+            return
+        self.fn_state = LuaState(self, functions=True)
+        self.libraries = {}
+        self._functions = {}
+        for code in stored.values():
+            try:
+                self.load_library(code, True)
+            except Exception:
+                log.exception("could not load a stored function library")
+        self.compiled_from = stored
+
+    def load_library(self, code: bytes, replace: bool) -> bytes:
+        """FUNCTION LOAD: compile and register a library; returns its name."""
+        from commands.errors import CommandError
+
+        engine, name, body = library_metadata(code)
+        if not valid_name(name):
+            raise CommandError("ERR " + NAME_ERROR)
+        if engine.lower() != b"lua":
+            raise CommandError(b"ERR Engine '" + engine + b"' not found")
+        if name in self.libraries and not replace:
+            raise CommandError(b"ERR Library '" + name + b"' already exists")
+        st = self.fn_state
+        fn, err = st.compile(body, b"@user_function")
+        if fn is None:
+            raise CommandError(b"ERR Error compiling function: %b" % (err or b""))
+        self.loading = {}
+        try:
+            ok, res = st.run_load_fn(fn)
+            registered = self.loading
+        finally:
+            self.loading = None
+        if not ok:
+            msg = st.rawget(res, b"err")
+            raise CommandError(b"ERR Error registering functions: %b" % (msg or b""))
+        if not registered:
+            raise CommandError("ERR No functions registered")
+        old = self.libraries.get(name)
+        for fname in registered:
+            owner = self._owner.get(fname)
+            if owner is not None and owner != name:
+                raise CommandError(b"ERR Function " + fname + b" already exists")
+        if old is not None:
+            self.delete_library(name)
+        self.libraries[name] = (code, registered)
+        for fname, entry in registered.items():
+            self._functions[fname] = entry
+            self._owner[fname] = name
+        return name
+
+    def delete_library(self, name: bytes) -> None:
+        _code, fns = self.libraries.pop(name)
+        for fname in fns:
+            self._functions.pop(fname, None)
+            self._owner.pop(fname, None)
+
+    def restore_libraries(self, codes: list[bytes], policy: str) -> dict[bytes, bytes]:
+        """FUNCTION RESTORE: load `codes` by `policy`; all or nothing. Returns the new
+        libraries (name -> code)."""
+        from commands.errors import CommandError
+
+        saved = (dict(self.libraries), dict(self._functions), dict(self._owner))
+        try:
+            if policy == "flush":
+                for name in list(self.libraries):
+                    self.delete_library(name)
+            for code in codes:
+                _e, name, _b = library_metadata(code)
+                if policy == "append" and name in self.libraries:
+                    raise CommandError(b"ERR Library " + name + b" already exists")
+                self.load_library(code, True)
+        except CommandError:
+            self.libraries, self._functions, self._owner = saved
+            raise
+        return {name: code for name, (code, _f) in self.libraries.items()}
+
+    # -- callbacks Lua calls ----------------------------------------------------------
+
+    def callbacks(self, st: LuaState) -> dict[bytes, Any]:
+        """The Python half of the `redis` API, for interpreter `st`. Each is called from
+        Lua as a C function (so a script's line stays on the stack for error reports)
+        and raises `LuaRaise` for a Lua error."""
+
+        def raise_table(text: bytes) -> NoReturn:
+            raise LuaRaise(st.lua.table_from({b"err": text}))
+
+        def running(what: bytes) -> Run:
+            if self.run is None:
+                raise_table(b"ERR " + what + b" can only be called inside a script invocation")
+            return self.run
+
+        def call(*args: Any) -> Any:
+            running(b"redis.call/pcall")
+            r, is_err = self._call(st, args)
+            if is_err:
+                raise LuaRaise(r)
+            return r
+
+        def pcall(*args: Any) -> Any:
+            running(b"redis.call/pcall")
+            return self._call(st, args)[0]
+
+        def error_reply(*args: Any) -> Any:
+            if len(args) != 1 or type(args[0]) is not bytes:
+                return st.lua.table_from({b"err": b"ERR wrong number or type of arguments"})
+            v = args[0]
+            return st.lua.table_from({b"err": error_text(v if v[:1] == b"-" else b"-" + v)})
+
+        def status_reply(*args: Any) -> Any:
+            if len(args) != 1 or type(args[0]) is not bytes:
+                return st.lua.table_from({b"err": b"ERR wrong number or type of arguments"})
+            return st.lua.table_from({b"ok": args[0]})
+
+        def sha1(*args: Any) -> bytes:
+            if len(args) != 1:
+                raise_table(b"ERR wrong number of arguments")
+            v = args[0]
+            if type(v) is int or type(v) is float:
+                v = b"%.14g" % v
+            return sha1hex(v if type(v) is bytes else b"")
+
+        def log_(*args: Any) -> None:
+            if len(args) < 2:
+                raise_table(b"ERR redis.log() requires two arguments or more.")
+            level = _number(args[0])
+            if level is None:
+                raise_table(b"ERR First argument must be a number (log level).")
+            if not 0 <= int(level) <= 3:
+                raise_table(b"ERR Invalid debug level.")
+            parts = [_lua_string(a) for a in args[1:]]
+            msg = b" ".join(p for p in parts if p is not None)
+            log.log(LOG_LEVELS[int(level)], "%s", msg.decode("utf-8", "replace"))
+
+        def setresp(*args: Any) -> None:
+            run = running(b"redis.setresp")
+            if len(args) != 1:
+                raise_table(b"ERR redis.setresp() requires one argument.")
+            v = _number(args[0]) or 0
+            if v not in (2, 3):
+                raise_table(b"ERR RESP version must be 2 or 3.")
+            run.session.resp = int(v)
+
+        def set_repl(*args: Any) -> None:
+            running(b"redis.set_repl")
+            if len(args) != 1:
+                raise_table(b"ERR redis.set_repl() requires two arguments.")
+            v = int(_number(args[0]) or 0)
+            if v & ~3:
+                raise_table(
+                    b"ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or "
+                    b"REPL_NONE."
+                )
+
+        def acl_check_cmd(*args: Any) -> bool:
+            run = running(b"redis.acl_check_cmd")
+            argv = _argv(args)
+            if type(argv) is bytes:
+                raise_table(argv)
+            assert isinstance(argv, list)
+            cmd = lookup_for_call(argv)
+            if cmd is None:
+                raise_table(b"ERR Invalid command passed to redis.acl_check_cmd()")
+            if run.caller.acl_all:
+                return True
+            return not check_user(self._user(run.caller), cmd, argv)[0]
+
+        def register_function(*args: Any) -> None:
+            err = self._register(len(args), *args)
+            if err is not None:
+                raise_table(err)
+
+        def unwrap(e: Any) -> Any:
+            if isinstance(e, LuaRaise):
+                return e.value
+            return str(e).encode() if isinstance(e, BaseException) else None
+
+        def tick() -> bool:
+            return self._tick()
+
+        return {
+            b"call": call,
+            b"pcall": pcall,
+            b"error_reply": error_reply,
+            b"status_reply": status_reply,
+            b"sha1hex": sha1,
+            b"log": log_,
+            b"setresp": setresp,
+            b"set_repl": set_repl,
+            b"acl_check_cmd": acl_check_cmd,
+            b"register_function": register_function,
+            b"unwrap": unwrap,
+            b"tick": tick,
+            b"random": self.rng.random,
+            b"randomseed": lambda seed: self.rng.seed(int(seed)),
+            b"version": REDIS_VERSION,
+            b"version_num": REDIS_VERSION_NUM,
+        }
+
+    def _register(self, nargs: int, *args: Any) -> bytes | None:
+        """redis.register_function: None, or the error (Redis' texts)."""
+        loading = self.loading
+        if loading is None:
+            return b"ERR redis.register_function can only be called on FUNCTION LOAD command"
+        if nargs < 1 or nargs > 2:
+            return b"ERR wrong number of arguments to redis.register_function"
+        desc: bytes | None = None
+        flags = 0
+        if nargs == 2:
+            name, callback = args[0], args[1]
+            if type(name) is not bytes:
+                return b"ERR first argument to redis.register_function must be a string"
+            if lupa.lua_type(callback) != "function":
+                return b"ERR second argument to redis.register_function must be a function"
+        else:
+            named = args[0]
+            if lupa.lua_type(named) != "table":
+                return (
+                    b"ERR calling redis.register_function with a single argument is only "
+                    b"applicable to Lua table (representing named arguments)."
+                )
+            name = callback = None
+            for k, v in named.items():
+                if type(k) is not bytes:
+                    return (
+                        b"ERR named argument key given to redis.register_function is not a string"
+                    )
+                key = k.lower()
+                if key == b"function_name":
+                    if type(v) is not bytes:
+                        return (
+                            b"ERR function_name argument given to redis.register_function "
+                            b"must be a string"
+                        )
+                    name = v
+                elif key == b"description":
+                    if type(v) is not bytes:
+                        return (
+                            b"ERR description argument given to redis.register_function "
+                            b"must be a string"
+                        )
+                    desc = v
+                elif key == b"callback":
+                    if lupa.lua_type(v) != "function":
+                        return (
+                            b"ERR callback argument given to redis.register_function "
+                            b"must be a function"
+                        )
+                    callback = v
+                elif key == b"flags":
+                    if lupa.lua_type(v) != "table":
+                        return (
+                            b"ERR flags argument to redis.register_function must be a table "
+                            b"representing function flags"
+                        )
+                    i = 1
+                    while (f := v[i]) is not None:
+                        bit = SCRIPT_FLAGS.get(f.lower()) if type(f) is bytes else None
+                        if bit is None:
+                            return b"ERR unknown flag given"
+                        flags |= bit
+                        i += 1
+                else:
+                    return b"ERR unknown argument given to redis.register_function"
+            if name is None:
+                return b"ERR redis.register_function must get a function name argument"
+            if callback is None:
+                return b"ERR redis.register_function must get a callback argument"
+        if not valid_name(name):
+            return b"ERR " + NAME_ERROR.encode()
+        if name in loading:
+            return b"ERR Function already exists in the library"
+        loading[name] = (callback, flags, desc)
+        return None
+
+    def _user(self, s: Session) -> Any:
+        users = self.server.users
+        return users.get(s.user) or users.default
+
+    def _tick(self) -> bool:
+        run = self.run
+        if run is None:
+            return False
+        if not run.timed_out:
+            limit = self.busy_threshold_ms()
+            if limit > 0 and (time.monotonic() - run.start) * 1000 >= limit:
+                run.timed_out = True
+                log.warning(
+                    "Slow script detected: still in execution after %d milliseconds. "
+                    "You can try killing the script using the %s command. Script name is: %s.",
+                    int((time.monotonic() - run.start) * 1000),
+                    "SCRIPT KILL" if run.is_eval else "FUNCTION KILL",
+                    run.name.decode("utf-8", "replace"),
+                )
+        return run.killed
+
+    def busy_threshold_ms(self) -> int:
+        try:
+            return int(self.server.config.params.get("busy-reply-threshold", "5000"))
+        except ValueError:
+            return 5000
+
+    def _call(self, st: LuaState, args: tuple[Any, ...]) -> tuple[Any, bool]:
+        """redis.call/pcall: the reply as a Lua value, and whether it is an error."""
+        run = self.run
+        assert run is not None
+        argv = _argv(args)
+        if type(argv) is bytes:
+            return st.lua.table_from({b"err": argv}), True
+        assert isinstance(argv, list)
+        cmd_or_err = lookup(argv)
+        if type(cmd_or_err) is bytes:
+            if lookup_for_call(argv) is None:
+                return self._err(st, b"ERR Unknown Redis command called from script")
+            return self._err(st, b"ERR Wrong number of args calling Redis command from script")
+        cmd = cmd_or_err
+        assert isinstance(cmd, Command)
+        refused = self._refuse(run, cmd, argv)
+        if refused is not None:
+            return self._err(st, refused)
+        if cmd.is_write:
+            run.write_dirty = True
+        s = run.session
+        reply = DISPATCHER.call(s, cmd, argv)
+        if type(reply) is Blocked:
+            assert isinstance(reply, Blocked)
+            reply = reply.on_timeout
+        if type(reply) is ErrorReply:
+            return self._err(st, bytes(reply))
+        return self.to_lua(st.lua, reply, s.resp), False
+
+    def _err(self, st: LuaState, text: bytes) -> tuple[Any, bool]:
+        return st.lua.table_from({b"err": error_text(b"-" + text)}), True
+
+    def _refuse(self, run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
+        """Redis' scriptCall checks, in its order: the error text, or None."""
+        if cmd.flags & Flag.NOSCRIPT or (cmd.name.startswith("ts.") and cmd.name not in TS_ALLOWED):
+            return NOT_ALLOWED
+        caller = run.caller
+        if not caller.acl_all:
+            result, _ = check_user(self._user(caller), cmd, argv)
+            if result:
+                return b"ERR The user executing the script " + ACL_REASONS[result]
+        server = self.server
+        if run.ro and cmd.flags & (Flag.WRITE | Flag.MAY_REPLICATE):
+            return b"ERR Write commands are not allowed from read-only scripts."
+        if cmd.is_write:
+            if run.session.view_lsn is not None:
+                return READONLY_VIEW.encode()
+            if not run.write_dirty and server.read_only:
+                return READONLY.encode()
+            if not run.write_dirty and server.durability is not None and server.durability.fenced:
+                return server.durability.fenced.encode()
+        if (
+            server.over_maxmemory
+            and not run.flags & FLAG_ALLOW_OOM
+            and not run.write_dirty
+            and cmd.flags & Flag.DENYOOM
+        ):
+            return OOM.encode()
+        return None
+
+    # -- conversions ------------------------------------------------------------------
+
+    def to_lua(self, lua: Any, r: Any, resp: int) -> Any:
+        """A command's reply as Lua sees it (Redis' redisProtocolToLuaType)."""
+        t = type(r)
+        if t is bytes or t is int:
+            return r
+        if r is None or r is NULL_ARRAY:
+            return False if resp == 2 else None
+        if t is Simple:
+            return lua.table_from({b"ok": bytes(r)})
+        if t is ErrorReply:
+            return lua.table_from({b"err": error_text(b"-" + bytes(r))})
+        if t is list or t is tuple or t is Push:
+            return lua.table_from([self._elem(lua, x, resp) for x in r])
+        if t is bool:
+            if resp == 2:
+                return 1 if r else False
+            return r
+        if t is float:
+            if resp == 2:
+                return format_double(r)
+            return lua.table_from({b"double": r})
+        if t is Verbatim:
+            if resp == 2:
+                return bytes(r)
+            return lua.table_from(
+                {b"verbatim_string": lua.table_from({b"format": b"txt", b"string": bytes(r)})}
+            )
+        if isinstance(r, dict):
+            if resp == 2:
+                flat: list[Any] = []
+                for k, v in r.items():
+                    flat.append(self._elem(lua, k, resp))
+                    flat.append(self._elem(lua, v, resp))
+                return lua.table_from(flat)
+            m = lua.table_from({})
+            for k, v in r.items():
+                m[self.to_lua(lua, k, resp)] = self.to_lua(lua, v, resp)
+            return lua.table_from({b"map": m})
+        if isinstance(r, set | frozenset):
+            if resp == 2:
+                return lua.table_from([self._elem(lua, x, resp) for x in r])
+            st = lua.table_from({})
+            for x in r:
+                st[self.to_lua(lua, x, resp)] = True
+            return lua.table_from({b"set": st})
+        if t is Encoded:
+            return self.to_lua(lua, parse_resp(bytes(r)), resp)
+        if isinstance(r, bytes | bytearray | memoryview):
+            return bytes(r)
+        if isinstance(r, int):
+            return int(r)
+        if isinstance(r, list | tuple):
+            return lua.table_from([self._elem(lua, x, resp) for x in r])
+        return False if resp == 2 else None
+
+    def _elem(self, lua: Any, x: Any, resp: int) -> Any:
+        return self.to_lua(lua, x, resp)
+
+    def to_resp(
+        self, st: LuaState, v: Any, caller_resp: int, script_resp: int, out: list[bytes]
+    ) -> None:
+        """A script's return value as the caller's reply (Redis' luaReplyToRedisReply)."""
+        if v is None:
+            out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
+            return
+        t = type(v)
+        if t is bytes:
+            out.append(b"$%d\r\n%b\r\n" % (len(v), v))
+        elif t is bool:
+            if script_resp == 2:
+                if v:
+                    out.append(b":1\r\n")
+                else:
+                    out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
+            else:
+                encode(v, caller_resp, out)
+        elif t is int or t is float:
+            out.append(b":%d\r\n" % _truncate(v))
+        elif lupa.lua_type(v) == "table":
+            self._table_to_resp(st, v, caller_resp, script_resp, out)
+        else:
+            out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
+
+    def _table_to_resp(
+        self, st: LuaState, v: Any, caller_resp: int, script_resp: int, out: list[bytes]
+    ) -> None:
+        rawget = st.rawget
+        err = rawget(v, b"err")
+        if type(err) is bytes:
+            encode(ErrorReply(err), caller_resp, out)
+            return
+        ok = rawget(v, b"ok")
+        if type(ok) is bytes:
+            out.append(b"+%b\r\n" % ok.replace(b"\r", b" ").replace(b"\n", b" "))
+            return
+        d = rawget(v, b"double")
+        if type(d) is int or type(d) is float:
+            encode(float(d), caller_resp, out)
+            return
+        big = rawget(v, b"big_number")
+        if type(big) is bytes:
+            big = big.replace(b"\r", b" ").replace(b"\n", b" ")
+            if caller_resp == 2:
+                out.append(b"$%d\r\n%b\r\n" % (len(big), big))
+            else:
+                out.append(b"(%b\r\n" % big)
+            return
+        verb = rawget(v, b"verbatim_string")
+        if lupa.lua_type(verb) == "table":
+            fmt = rawget(verb, b"format")
+            text = rawget(verb, b"string")
+            if type(fmt) is bytes and type(text) is bytes:
+                if caller_resp == 2:
+                    out.append(b"$%d\r\n%b\r\n" % (len(text), text))
+                else:
+                    out.append(b"=%d\r\n%b:%b\r\n" % (len(text) + 4, fmt[:3], text))
+                return
+        m = rawget(v, b"map")
+        if lupa.lua_type(m) == "table":
+            items = list(m.items())
+            if caller_resp == 2:
+                out.append(b"*%d\r\n" % (2 * len(items)))
+            else:
+                out.append(b"%%%d\r\n" % len(items))
+            for k, x in items:
+                self.to_resp(st, k, caller_resp, script_resp, out)
+                self.to_resp(st, x, caller_resp, script_resp, out)
+            return
+        s = rawget(v, b"set")
+        if lupa.lua_type(s) == "table":
+            keys = list(s.keys())
+            out.append((b"*%d\r\n" if caller_resp == 2 else b"~%d\r\n") % len(keys))
+            for k in keys:
+                self.to_resp(st, k, caller_resp, script_resp, out)
+            return
+        at = len(out)
+        out.append(b"")
+        n = 0
+        while True:
+            x = rawget(v, n + 1)
+            if x is None:
+                break
+            self.to_resp(st, x, caller_resp, script_resp, out)
+            n += 1
+        out[at] = b"*%d\r\n" % n
+
+
+def _number(v: Any) -> float | None:
+    """Lua's tonumber of an argument (numbers and numeric strings)."""
+    if type(v) is int or type(v) is float:
+        return v
+    if type(v) is bytes:
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _lua_string(v: Any) -> bytes | None:
+    """lua_tolstring: strings, and numbers as Lua prints them."""
+    if type(v) is bytes:
+        return v
+    if type(v) is int or type(v) is float:
+        return b"%.14g" % v
+    return None
+
+
+def _argv(args: tuple[Any, ...]) -> list[bytes] | bytes:
+    """redis.call's arguments as a command line, or the error text."""
+    if not args:
+        return b"ERR Please specify at least one argument for this redis lib call"
+    argv = []
+    for a in args:
+        t = type(a)
+        if t is bytes:
+            argv.append(a)
+        elif t is int or t is float:
+            argv.append(b"%.17g" % a)
+        else:
+            return b"ERR Lua redis lib command arguments must be strings or integers"
+    return argv
+
+
+def _truncate(x: float) -> int:
+    """C's (long long) cast of a Lua number."""
+    if x != x or x in (float("inf"), float("-inf")) or not -(2**63) <= x < 2**63:
+        return -(2**63)
+    return int(x)
+
+
+ACL_REASONS = {
+    1: b"can't run this command or subcommand",
+    2: b"can't access at least one of the keys mentioned in the command",
+    3: b"can't publish to the channel mentioned in the command",
+}
+
+
+def parse_resp(data: bytes) -> Any:
+    """Decode one encoded reply back into reply values (for `Encoded` replies)."""
+    value, _ = _parse(data, 0)
+    return value
+
+
+def _parse(data: bytes, pos: int) -> tuple[Any, int]:
+    end = data.index(b"\r\n", pos)
+    kind = data[pos : pos + 1]
+    line = data[pos + 1 : end]
+    pos = end + 2
+    if kind == b"$" or kind == b"=":
+        n = int(line)
+        if n < 0:
+            return None, pos
+        body = data[pos : pos + n]
+        if kind == b"=":
+            return Verbatim(body[4:]), pos + n + 2
+        return body, pos + n + 2
+    if kind == b":":
+        return int(line), pos
+    if kind == b"+":
+        return Simple(line), pos
+    if kind == b"-":
+        return ErrorReply(line), pos
+    if kind == b"_":
+        return None, pos
+    if kind == b",":
+        return float(line), pos
+    if kind == b"#":
+        return line == b"t", pos
+    if kind == b"(":
+        return line, pos
+    n = int(line)
+    if n < 0:
+        return NULL_ARRAY, pos
+    if kind == b"%":
+        d: dict[Any, Any] = {}
+        for _ in range(n):
+            k, pos = _parse(data, pos)
+            d[k], pos = _parse(data, pos)
+        return d, pos
+    items = []
+    for _ in range(n):
+        x, pos = _parse(data, pos)
+        items.append(x)
+    return items, pos
+
+
+# -- function libraries ------------------------------------------------------------------
+
+NAME_ERROR = (
+    "Library names can only contain letters, numbers, or underscores(_) "
+    "and must be at least one character long"
+)
+
+
+def valid_name(name: bytes) -> bool:
+    return bool(name) and all(
+        48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 for c in name
+    )
+
+
+def library_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
+    """Redis' functionExtractLibMetaData: (engine, name, code after the shebang)."""
+    from commands.errors import CommandError
+    from commands.resp import split_inline
+
+    if not code.startswith(b"#!"):
+        raise CommandError("ERR Missing library metadata")
+    end = code.find(b"\n")
+    if end < 0:
+        raise CommandError("ERR Invalid library metadata")
+    try:
+        parts = split_inline(code[:end])
+    except Exception:
+        parts = []
+    if not parts:
+        raise CommandError("ERR Invalid library metadata")
+    engine = parts[0][2:]
+    name: bytes | None = None
+    for p in parts[1:]:
+        if p[:5].lower() == b"name=":
+            if name is not None:
+                raise CommandError(
+                    "ERR Invalid metadata value, name argument was given multiple times"
+                )
+            name = p[5:]
+            continue
+        raise CommandError(b"ERR Invalid metadata value given: " + p)
+    if name is None:
+        raise CommandError("ERR Library name was not given")
+    return engine, name, code[end:]
+
+
+# -- FUNCTION DUMP / RESTORE payloads (RDB 7.0: function records, version, CRC64) ------
+
+RDB_OPCODE_FUNCTION2 = 245
+RDB_VERSION = 10
+_CRC64_POLY = 0x95AC9329AC4BC9B5  # Jones, reflected (Redis' crc64)
+
+
+def _crc64_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ _CRC64_POLY if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC64 = _crc64_table()
+
+
+def crc64(data: bytes, crc: int = 0) -> int:
+    t = _CRC64
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def _rdb_len(n: int) -> bytes:
+    if n < 64:
+        return bytes([n])
+    if n < 16384:
+        return bytes([0x40 | (n >> 8), n & 0xFF])
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + n.to_bytes(4, "big")
+    return b"\x81" + n.to_bytes(8, "big")
+
+
+def dump_payload(codes: list[bytes]) -> bytes:
+    body = b"".join(bytes([RDB_OPCODE_FUNCTION2]) + _rdb_len(len(c)) + c for c in codes)
+    body += RDB_VERSION.to_bytes(2, "little")
+    return body + crc64(body).to_bytes(8, "little")
+
+
+def _lzf_decompress(data: bytes, size: int) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(data):
+        ctrl = data[i]
+        i += 1
+        if ctrl < 32:
+            out += data[i : i + ctrl + 1]
+            i += ctrl + 1
+        else:
+            n = ctrl >> 5
+            if n == 7:
+                n += data[i]
+                i += 1
+            ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+            i += 1
+            for _ in range(n + 2):
+                out.append(out[ref])
+                ref += 1
+    if len(out) != size:
+        raise ValueError("bad lzf data")
+    return bytes(out)
+
+
+def _read_len(p: bytes, i: int) -> tuple[int, int, bool]:
+    """An RDB length at `i`: (value, next index, whether it is a special encoding)."""
+    b = p[i]
+    kind = b >> 6
+    if kind == 0:
+        return b & 0x3F, i + 1, False
+    if kind == 1:
+        return ((b & 0x3F) << 8) | p[i + 1], i + 2, False
+    if kind == 3:
+        return b & 0x3F, i + 1, True
+    if b == 0x80:
+        return int.from_bytes(p[i + 1 : i + 5], "big"), i + 5, False
+    return int.from_bytes(p[i + 1 : i + 9], "big"), i + 9, False
+
+
+def parse_payload(p: bytes) -> list[bytes] | None:
+    """The library codes of a FUNCTION DUMP payload, or None if it is not valid."""
+    if len(p) < 10:
+        return None
+    body, footer = p[:-8], p[-8:]
+    if int.from_bytes(body[-2:], "little") > RDB_VERSION:
+        return None
+    if int.from_bytes(footer, "little") != crc64(body):
+        return None
+    codes = []
+    i, end = 0, len(body) - 2
+    try:
+        while i < end:
+            if body[i] != RDB_OPCODE_FUNCTION2:
+                return None
+            n, i, special = _read_len(body, i + 1)
+            if special:
+                if n != 3:  # only LZF strings hold code
+                    return None
+                clen, i, _ = _read_len(body, i)
+                ulen, i, _ = _read_len(body, i)
+                codes.append(_lzf_decompress(body[i : i + clen], ulen))
+                i += clen
+            else:
+                codes.append(body[i : i + n])
+                i += n
+    except (IndexError, ValueError):
+        return None
+    return codes

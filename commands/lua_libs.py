@@ -1,0 +1,439 @@
+"""The C libraries Redis gives scripts, in Python for lupa's Lua: `bit` (LuaBitOp),
+`cjson`, `cmsgpack` and `struct`, with the behaviour scripts rely on (cjson's number
+format and escapes, cmsgpack's smallest encodings, bit's int32 arithmetic).
+
+Each function returns (True, values...) or (False, message); `wrap` (Lua) raises the
+message as a Lua error, so errors read as the C libraries' do."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct as pystruct
+from collections.abc import Callable
+from typing import Any
+
+import lupa.lua51 as lupa
+import msgpack
+
+Result = tuple[Any, ...]
+
+
+def _ok(*values: Any) -> Result:
+    return (True, *values)
+
+
+def _fail(msg: str) -> Result:
+    return (False, msg.encode())
+
+
+# -- bit ----------------------------------------------------------------------------
+
+
+def _tobit(x: Any) -> int:
+    n = round(float(x)) & 0xFFFFFFFF
+    return n - (1 << 32) if n & 0x80000000 else n
+
+
+def _bit_table() -> dict[bytes, Callable[..., Result]]:
+    def fold(op: Callable[[int, int], int]) -> Callable[..., Result]:
+        def f(*xs: Any) -> Result:
+            acc = _tobit(xs[0])
+            for x in xs[1:]:
+                acc = op(acc, _tobit(x))
+            return _ok(_tobit(acc))
+
+        return f
+
+    def tohex(x: Any, n: Any = 8) -> Result:
+        n = int(n)
+        upper = n < 0
+        n = min(abs(n), 8)
+        v = _tobit(x) & ((1 << (4 * n)) - 1)
+        s = f"{v:0{n}x}"
+        return _ok((s.upper() if upper else s).encode())
+
+    def rol(x: Any, n: Any) -> Result:
+        v, k = _tobit(x) & 0xFFFFFFFF, int(n) & 31
+        return _ok(_tobit((v << k) | (v >> (32 - k))))
+
+    def ror(x: Any, n: Any) -> Result:
+        v, k = _tobit(x) & 0xFFFFFFFF, int(n) & 31
+        return _ok(_tobit((v >> k) | (v << (32 - k))))
+
+    return {
+        b"tobit": lambda x: _ok(_tobit(x)),
+        b"bnot": lambda x: _ok(_tobit(~_tobit(x))),
+        b"band": fold(lambda a, b: a & b),
+        b"bor": fold(lambda a, b: a | b),
+        b"bxor": fold(lambda a, b: a ^ b),
+        b"lshift": lambda x, n: _ok(_tobit(_tobit(x) << (int(n) & 31))),
+        b"rshift": lambda x, n: _ok(_tobit((_tobit(x) & 0xFFFFFFFF) >> (int(n) & 31))),
+        b"arshift": lambda x, n: _ok(_tobit(_tobit(x) >> (int(n) & 31))),
+        b"rol": rol,
+        b"ror": ror,
+        b"bswap": lambda x: _ok(
+            _tobit(int.from_bytes((_tobit(x) & 0xFFFFFFFF).to_bytes(4, "big"), "little"))
+        ),
+        b"tohex": tohex,
+    }
+
+
+# -- cjson --------------------------------------------------------------------------
+
+_ESC = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 8: b"\\b", 12: b"\\f", 10: b"\\n"}
+_ESC.update({13: b"\\r", 9: b"\\t"})
+
+
+def _json_str(s: bytes) -> bytes:
+    out = bytearray(b'"')
+    for c in s:
+        e = _ESC.get(c)
+        if e is not None:
+            out += e
+        elif c < 0x20 or c == 0x7F:
+            out += b"\\u%04x" % c
+        else:
+            out.append(c)
+    out += b'"'
+    return bytes(out)
+
+
+def _json_num(x: Any) -> bytes:
+    x = float(x)
+    if math.isnan(x) or math.isinf(x):
+        raise ValueError("Cannot serialise number: must not be NaN or Inf")
+    return b"%.14g" % x
+
+
+class _Codec:
+    def __init__(self, lua: Any, null: Any) -> None:
+        self.lua = lua
+        self.null = null
+
+    def encode(self, v: Any, depth: int = 0) -> bytes:
+        if depth > 1000:
+            raise ValueError("Cannot serialise, excessive nesting (1001)")
+        if v is None or v is self.null:
+            return b"null"
+        t = type(v)
+        if t is bool:
+            return b"true" if v else b"false"
+        if t is int or t is float:
+            return _json_num(v)
+        if t is bytes:
+            return _json_str(v)
+        if lupa.lua_type(v) != "table":
+            raise ValueError(f"Cannot serialise {lupa.lua_type(v)}: type not supported")
+        items = list(v.items())
+        keys = [k for k, _ in items]
+        if items and all(type(k) in (int, float) and k >= 1 and k == int(k) for k in keys):
+            top = int(max(keys))
+            if top > len(items) * 2 and top > 10:
+                raise ValueError("Cannot serialise table: excessively sparse array")
+            return b"[" + b",".join(self.encode(v[i], depth + 1) for i in range(1, top + 1)) + b"]"
+        parts = []
+        for k, x in items:
+            if type(k) is bytes:
+                key = k
+            elif type(k) in (int, float):
+                key = _json_num(k)
+            else:
+                raise ValueError("Cannot serialise table: table key must be a number or string")
+            parts.append(_json_str(key) + b":" + self.encode(x, depth + 1))
+        return b"{" + b",".join(parts) + b"}"
+
+    def decode(self, s: bytes) -> Any:
+        return self.to_lua(json.loads(s.decode("latin-1"), parse_int=float))
+
+    def to_lua(self, x: Any) -> Any:
+        if x is None:
+            return self.null
+        if isinstance(x, str):
+            return x.encode("latin-1") if max(map(ord, x), default=0) < 256 else _mixed(x)
+        if isinstance(x, list):
+            return self.lua.table_from([self.to_lua(e) for e in x])
+        if isinstance(x, dict):
+            t = self.lua.table_from({})
+            for k, e in x.items():
+                t[self.to_lua(k)] = self.to_lua(e)
+            return t
+        return x
+
+
+def _mixed(x: str) -> bytes:
+    return b"".join(bytes([ord(c)]) if ord(c) < 256 else c.encode("utf-8") for c in x)
+
+
+def _cjson_table(codec: _Codec) -> dict[bytes, Any]:
+    def encode(*args: Any) -> Result:
+        if len(args) != 1:
+            return _fail("bad argument #1 to 'encode' (expected 1 argument)")
+        try:
+            return _ok(codec.encode(args[0]))
+        except ValueError as e:
+            return _fail(str(e))
+
+    def decode(*args: Any) -> Result:
+        if len(args) != 1 or type(args[0]) is not bytes:
+            return _fail("bad argument #1 to 'decode' (string expected)")
+        try:
+            return _ok(codec.decode(args[0]))
+        except ValueError as e:
+            return _fail(f"Expected value but found invalid token: {e}")
+
+    return {b"encode": encode, b"decode": decode, b"null": codec.null}
+
+
+# -- cmsgpack -----------------------------------------------------------------------
+
+
+def _mp_pack(v: Any, out: bytearray, depth: int = 0) -> None:
+    t = type(v)
+    if v is None:
+        out.append(0xC0)
+    elif t is bool:
+        out.append(0xC3 if v else 0xC2)
+    elif t is int or t is float:
+        x = float(v)
+        if x == int(x) if math.isfinite(x) else False:
+            out += msgpack.packb(int(x))
+        elif pystruct.unpack(">f", pystruct.pack(">f", x))[0] == x or not math.isfinite(x):
+            out += b"\xca" + pystruct.pack(">f", x)
+        else:
+            out += b"\xcb" + pystruct.pack(">d", x)
+    elif t is bytes:
+        n = len(v)
+        if n < 32:
+            out.append(0xA0 | n)
+        elif n <= 0xFF:
+            out += b"\xd9" + bytes([n])
+        elif n <= 0xFFFF:
+            out += b"\xda" + n.to_bytes(2, "big")
+        else:
+            out += b"\xdb" + n.to_bytes(4, "big")
+        out += v
+    elif lupa.lua_type(v) == "table" and depth < 16:
+        items = list(v.items())
+        keys = [k for k, _ in items]
+        n = len(items)
+        if all(type(k) in (int, float) and k >= 1 and k == int(k) for k in keys) and (
+            not keys or max(keys) == n
+        ):
+            out += _mp_len(n, 0x90, b"\xdc", b"\xdd")
+            for i in range(1, n + 1):
+                _mp_pack(v[i], out, depth + 1)
+        else:
+            out += _mp_len(n, 0x80, b"\xde", b"\xdf")
+            for k, x in items:
+                _mp_pack(k, out, depth + 1)
+                _mp_pack(x, out, depth + 1)
+    else:
+        out.append(0xC0)
+
+
+def _mp_len(n: int, fix: int, b16: bytes, b32: bytes) -> bytes:
+    if n < 16:
+        return bytes([fix | n])
+    if n <= 0xFFFF:
+        return b16 + n.to_bytes(2, "big")
+    return b32 + n.to_bytes(4, "big")
+
+
+def _cmsgpack_table(lua: Any) -> dict[bytes, Any]:
+    def to_lua(x: Any) -> Any:
+        if isinstance(x, list | tuple):
+            return lua.table_from([to_lua(e) for e in x])
+        if isinstance(x, dict):
+            t = lua.table_from({})
+            for k, e in x.items():
+                t[to_lua(k)] = to_lua(e)
+            return t
+        return x
+
+    def pack(*args: Any) -> Result:
+        if not args:
+            return _fail("MessagePack pack needs input.")
+        out = bytearray()
+        for a in args:
+            _mp_pack(a, out)
+        return _ok(bytes(out))
+
+    def unpack(data: Any = None) -> Result:
+        if type(data) is not bytes:
+            return _fail("bad argument #1 to 'unpack' (string expected)")
+        u = msgpack.Unpacker(raw=True, strict_map_key=False, use_list=True)
+        u.feed(data)
+        try:
+            return _ok(*[to_lua(x) for x in u])
+        except Exception:
+            return _fail("Bad data format in input.")
+
+    return {b"pack": pack, b"unpack": unpack}
+
+
+# -- struct -------------------------------------------------------------------------
+
+_SIZES = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "f": 4, "d": 8}
+
+
+def _struct_items(fmt: bytes) -> list[tuple[str, int]]:
+    """The format as (code, size) items; '<', '>', '=' and '!n' as codes too."""
+    items: list[tuple[str, int]] = []
+    s = fmt.decode("latin-1")
+    i = 0
+    while i < len(s):
+        c = s[i]
+        i += 1
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        num = int(s[i:j]) if j > i else None
+        if c in "iIc!":
+            i = j
+        if c in "<>=":
+            items.append((c, 0))
+        elif c == "!":
+            items.append((c, num or 8))
+        elif c in "iI":
+            items.append((c, num or 4))
+        elif c == "c":
+            items.append((c, 1 if num is None else num))
+        elif c in _SIZES:
+            items.append((c, _SIZES[c]))
+        elif c in "xs ":
+            items.append((c, 1 if c == "x" else 0))
+        else:
+            raise ValueError(f"invalid format option '{c}'")
+    return items
+
+
+def _struct_table() -> dict[bytes, Any]:
+    def pack(fmt: Any = None, *args: Any) -> Result:
+        try:
+            out = bytearray()
+            little, align, k = True, 1, 0
+            for c, n in _struct_items(fmt):
+                if c in "<>=":
+                    little = c != ">"
+                    continue
+                if c == "!":
+                    align = n
+                    continue
+                if c in "bBhHlLTiI" and align > 1:
+                    a = min(n, align)
+                    out += b"\0" * ((-len(out)) % a)
+                if c == "x":
+                    out.append(0)
+                elif c == "s":
+                    out += args[k] + b"\0"
+                    k += 1
+                elif c == "c":
+                    v = args[k]
+                    k += 1
+                    out += v if n == 0 else v[:n].ljust(n, b"\0")
+                elif c in "fd":
+                    out += pystruct.pack(("<" if little else ">") + c, float(args[k]))
+                    k += 1
+                elif c != " ":
+                    v = int(float(args[k])) & ((1 << (8 * n)) - 1)
+                    k += 1
+                    out += v.to_bytes(n, "little" if little else "big")
+            return _ok(bytes(out))
+        except (ValueError, IndexError, TypeError) as e:
+            return _fail(str(e))
+
+    def unpack(fmt: Any = None, data: Any = None, pos: Any = 1) -> Result:
+        try:
+            i = int(pos) - 1
+            values: list[Any] = []
+            little, align, last = True, 1, 0
+            for c, n in _struct_items(fmt):
+                if c in "<>=":
+                    little = c != ">"
+                    continue
+                if c == "!":
+                    align = n
+                    continue
+                if c in "bBhHlLTiI" and align > 1:
+                    i += (-i) % min(n, align)
+                if c == "x":
+                    i += 1
+                elif c == "s":
+                    end = data.index(b"\0", i)
+                    values.append(data[i:end])
+                    i = end + 1
+                elif c == "c":
+                    n = n or last
+                    if i + n > len(data):
+                        raise ValueError("data string too short")
+                    values.append(data[i : i + n])
+                    i += n
+                elif c in "fd":
+                    (v,) = pystruct.unpack_from(("<" if little else ">") + c, data, i)
+                    values.append(v)
+                    i += n
+                elif c != " ":
+                    if i + n > len(data):
+                        raise ValueError("data string too short")
+                    v = int.from_bytes(data[i : i + n], "little" if little else "big")
+                    if c in "bhliT" and c != "T" and v >= 1 << (8 * n - 1):
+                        v -= 1 << (8 * n)
+                    values.append(v)
+                    last = v
+                    i += n
+            return _ok(*values, i + 1)
+        except (ValueError, IndexError, TypeError) as e:
+            return _fail(str(e))
+
+    def size(fmt: Any = None) -> Result:
+        try:
+            total, align = 0, 1
+            for c, n in _struct_items(fmt):
+                if c == "!":
+                    align = n
+                elif c in "bBhHlLTiI" and align > 1:
+                    total += (-total) % min(n, align)
+                if c not in "<>=!s":
+                    total += n
+            return _ok(total)
+        except ValueError as e:
+            return _fail(str(e))
+
+    return {b"pack": pack, b"unpack": unpack, b"size": size}
+
+
+class LuaRaise(Exception):
+    """Raised by a Python function Lua called: Lua sees an error carrying `value`
+    (an error table, or a message the error handler prefixes with ERR)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def _wrap(f: Callable[..., Result]) -> Callable[..., Any]:
+    def g(*args: Any) -> Any:
+        r = f(*args)
+        if not r[0]:
+            raise LuaRaise(r[1])
+        return r[1] if len(r) == 2 else (r[1:] if len(r) > 2 else None)
+
+    return g
+
+
+def load(lua: Any) -> dict[bytes, Any]:
+    """The four libraries as Lua tables of functions, by global name."""
+    null = lua.eval("newproxy()")
+    tables = {
+        b"bit": _bit_table(),
+        b"cjson": _cjson_table(_Codec(lua, null)),
+        b"cmsgpack": _cmsgpack_table(lua),
+        b"struct": _struct_table(),
+    }
+    return {
+        name: lua.table_from(
+            {k: (_wrap(f) if lupa.lua_type(f) is None else f) for k, f in fns.items()}
+        )
+        for name, fns in tables.items()
+    }

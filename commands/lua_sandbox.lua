@@ -1,0 +1,205 @@
+-- The sandbox scripts and functions run in (loaded once per Lua state by
+-- commands.lua_engine, chunk name "@__redis__": the error handler skips its frames).
+-- `py` holds the Python callbacks; the chunk returns the engine's Lua half.
+local py = ...
+local G = _G
+local type, rawget, rawset, error, select, tostring, pcall, xpcall, setfenv, loadstring,
+      setmetatable, getmetatable, next, unpack =
+  type, rawget, rawset, error, select, tostring, pcall, xpcall, setfenv, loadstring,
+  setmetatable, getmetatable, next, unpack
+local format = string.format
+local getinfo, sethook = debug.getinfo, debug.sethook
+
+local READONLY = 'Attempt to modify a readonly table'
+local protected = setmetatable({}, {__mode = 'k'})
+
+-- A read-only view of `t`: reads go through, writes raise Redis' error.
+local function readonly(t)
+  local p = setmetatable({}, {
+    __index = t,
+    __newindex = function() error(READONLY, 2) end,
+    __metatable = false,
+  })
+  protected[p] = t
+  return p
+end
+
+local function safe_rawset(t, k, v)
+  if protected[t] then error(READONLY, 0) end
+  return rawset(t, k, v)
+end
+
+-- A Python callback raises an error as an exception lupa hands to Lua as userdata;
+-- `py.unwrap` gives back what it carries (an error table or a message).
+local function unwrap(err)
+  if type(err) == 'userdata' then
+    local v = py.unwrap(err)
+    if v ~= nil then return v end
+  end
+  return err
+end
+
+local function error_handler(err)
+  local lvl = 2
+  local i = getinfo(lvl, 'nSl')
+  if i and i.what == 'C' then lvl = lvl + 1; i = getinfo(lvl, 'nSl') end
+  while i and i.source == '@__redis__' do
+    lvl = lvl + 1; i = getinfo(lvl, 'nSl')
+  end
+  err = unwrap(err)
+  if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+
+-- Redis' pcall: an error table with an `err` string comes back as that string.
+local function pack(...) return select('#', ...), {...} end
+local function redis_pcall(f, ...)
+  local n, res = pack(pcall(f, ...))
+  if not res[1] then
+    local e = unwrap(res[2])
+    if type(e) == 'table' then
+      local msg = e.err
+      if type(msg) == 'string' then e = msg end
+    end
+    res[2] = e
+  end
+  return unpack(res, 1, n)
+end
+
+local function err_table(msg) return {err = msg} end
+
+local function redis_api(functions)
+  local api = {
+    call = py.call,
+    pcall = py.pcall,
+    error_reply = py.error_reply,
+    status_reply = py.status_reply,
+    sha1hex = py.sha1hex,
+    log = py.log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    setresp = py.setresp,
+    set_repl = py.set_repl,
+    REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+    acl_check_cmd = py.acl_check_cmd,
+    REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
+  }
+  if functions then api.register_function = py.register_function end
+  return readonly(api)
+end
+
+local function random(...)
+  local r = py.random()
+  local n = select('#', ...)
+  if n == 0 then return r end
+  local l, u = 1, math.floor(tonumber((...)) or error("bad argument #1 to 'random' (number expected)"))
+  if n == 2 then
+    l = u
+    u = math.floor(tonumber((select(2, ...))) or error("bad argument #2 to 'random' (number expected)"))
+  elseif n > 2 then
+    error('wrong number of arguments')
+  end
+  if l > u then error("bad argument #" .. n .. " to 'random' (interval is empty)") end
+  return math.floor(r * (u - l + 1)) + l
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+local mathlib = copy(math)
+mathlib.random = random
+mathlib.randomseed = function(seed) py.randomseed(tonumber(seed) or 0) end
+
+local BASE = {
+  'assert', 'collectgarbage', 'error', 'gcinfo', 'getfenv', 'getmetatable', 'ipairs',
+  'load', 'loadstring', 'newproxy', 'next', 'pairs', 'rawequal', 'rawget', 'select',
+  'setfenv', 'setmetatable', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION',
+}
+
+-- A fresh global environment: `backing` holds the names, `env` is what code sees
+-- (reading a missing name and writing any name raise Redis' errors).
+local function new_env(libs, redis_table)
+  local backing = {}
+  for _, name in ipairs(BASE) do backing[name] = G[name] end
+  backing.pcall = redis_pcall
+  backing.rawset = safe_rawset
+  backing.coroutine = readonly(copy(coroutine))
+  backing.string = readonly(string)
+  backing.table = readonly(copy(table))
+  backing.math = readonly(mathlib)
+  for name, lib in pairs(libs) do backing[name] = readonly(lib) end
+  backing.redis = redis_table
+  local env = setmetatable({}, {
+    __index = function(_, k)
+      local v = backing[k]
+      if v == nil then
+        error(format("Script attempted to access nonexistent global variable '%s'", tostring(k)), 2)
+      end
+      return v
+    end,
+    __newindex = function() error(READONLY, 2) end,
+    __metatable = false,
+  })
+  backing._G = env
+  protected[env] = backing
+  return env, backing
+end
+
+local function compile(code, chunkname, env)
+  local f, err = loadstring(code, chunkname)
+  if not f then return nil, err end
+  setfenv(f, env)
+  return f
+end
+
+local HOOK_EVERY = 100000
+local killed_hook
+local function hook()
+  if py.tick() then
+    sethook(killed_hook, 'l')
+    error(err_table('ERR Script killed by user with SCRIPT KILL...'), 0)
+  end
+end
+killed_hook = function()
+  error(err_table('ERR Script killed by user with SCRIPT KILL...'), 0)
+end
+
+-- Run `f` (an EVAL chunk when `keys` is nil: KEYS and ARGV are already set, or a
+-- function taking keys and args): returns ok and the value or the error table.
+local function run(f, keys, args)
+  sethook(hook, '', HOOK_EVERY)
+  local ok, res
+  if keys == nil then
+    ok, res = xpcall(f, error_handler)
+  else
+    ok, res = xpcall(function() return f(keys, args) end, error_handler)
+  end
+  sethook()
+  return ok, res
+end
+
+local function run_load(f)
+  sethook(hook, '', HOOK_EVERY)
+  local ok, res = xpcall(f, error_handler)
+  sethook()
+  return ok, res
+end
+
+return {
+  new_env = new_env,
+  redis_api = redis_api,
+  compile = compile,
+  run = run,
+  run_load = run_load,
+  rawget = rawget,
+  rawset = rawset,
+  next = next,
+  type = type,
+  table = function() return {} end,
+}
