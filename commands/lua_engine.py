@@ -132,7 +132,7 @@ class LuaState:
         self.api = api = loader(py)
         libs = lua.table_from(lua_libs.load(lua))
         redis_table = api[b"redis_api"](functions)
-        self.env, self.backing = api[b"new_env"](libs, redis_table)
+        self.env, self.backing, self.set_loading = api[b"new_env"](libs, redis_table)
         self.rawget = api[b"rawget"]
         self.rawset = api[b"rawset"]
         self.next = api[b"next"]
@@ -211,7 +211,7 @@ class ScriptEngine:
             raise CommandError(b"ERR Error compiling function: %b" % (err or b""))
         self.loading = {}
         try:
-            ok, res = st.run_load_fn(fn)
+            ok, res = st.run_load_fn(fn, st.set_loading)
             registered = self.loading
         finally:
             self.loading = None
@@ -354,10 +354,13 @@ class ScriptEngine:
             if err is not None:
                 raise_table(err)
 
-        def unwrap(e: Any) -> Any:
+        def unwrap(e: Any) -> tuple[Any, bool]:
             if isinstance(e, LuaRaise):
-                return e.value
-            return str(e).encode() if isinstance(e, BaseException) else None
+                return e.value, type(e.value) is bytes
+            if isinstance(e, BaseException):
+                log.error("error in a Lua callback: %r", e)
+                return str(e).encode(), True
+            return None, False
 
         def tick() -> bool:
             return self._tick()
@@ -391,8 +394,8 @@ class ScriptEngine:
         desc: bytes | None = None
         flags = 0
         if nargs == 2:
-            name, callback = args[0], args[1]
-            if type(name) is not bytes:
+            name, callback = _lua_string(args[0]), args[1]
+            if name is None:
                 return b"ERR first argument to redis.register_function must be a string"
             if lupa.lua_type(callback) != "function":
                 return b"ERR second argument to redis.register_function must be a function"
@@ -411,14 +414,16 @@ class ScriptEngine:
                     )
                 key = k.lower()
                 if key == b"function_name":
-                    if type(v) is not bytes:
+                    v = _lua_string(v)
+                    if v is None:
                         return (
                             b"ERR function_name argument given to redis.register_function "
                             b"must be a string"
                         )
                     name = v
                 elif key == b"description":
-                    if type(v) is not bytes:
+                    v = _lua_string(v)
+                    if v is None:
                         return (
                             b"ERR description argument given to redis.register_function "
                             b"must be a string"

@@ -144,13 +144,17 @@ class _Codec:
         return b"{" + b",".join(parts) + b"}"
 
     def decode(self, s: bytes) -> Any:
-        return self.to_lua(json.loads(s.decode("latin-1"), parse_int=float))
+        # Raw bytes go through as they are (surrogate escapes); \u escapes as UTF-8.
+        return self.to_lua(json.loads(s.decode("utf-8", "surrogateescape"), parse_int=float))
 
     def to_lua(self, x: Any) -> Any:
         if x is None:
             return self.null
         if isinstance(x, str):
-            return x.encode("latin-1") if max(map(ord, x), default=0) < 256 else _mixed(x)
+            try:
+                return x.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                return x.encode("utf-8", "surrogatepass")
         if isinstance(x, list):
             return self.lua.table_from([self.to_lua(e) for e in x])
         if isinstance(x, dict):
@@ -159,10 +163,6 @@ class _Codec:
                 t[self.to_lua(k)] = self.to_lua(e)
             return t
         return x
-
-
-def _mixed(x: str) -> bytes:
-    return b"".join(bytes([ord(c)]) if ord(c) < 256 else c.encode("utf-8") for c in x)
 
 
 def _cjson_table(codec: _Codec) -> dict[bytes, Any]:

@@ -31,10 +31,17 @@ end
 
 -- A Python callback raises an error as an exception lupa hands to Lua as userdata;
 -- `py.unwrap` gives back what it carries (an error table or a message).
-local function unwrap(err)
+-- A message (an error of one of the C libraries, raised with luaL_error) gets the
+-- position of the Lua code that called the library, as luaL_where gives it.
+local function unwrap(err, where)
   if type(err) == 'userdata' then
-    local v = py.unwrap(err)
-    if v ~= nil then return v end
+    local v, is_message = py.unwrap(err)
+    if v ~= nil then
+      if is_message and where and where.currentline > 0 then
+        v = where.short_src .. ':' .. where.currentline .. ': ' .. v
+      end
+      return v
+    end
   end
   return err
 end
@@ -46,7 +53,7 @@ local function error_handler(err)
   while i and i.source == '@__redis__' do
     lvl = lvl + 1; i = getinfo(lvl, 'nSl')
   end
-  err = unwrap(err)
+  err = unwrap(err, i)
   if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if i then
     err['source'] = i.source
@@ -60,7 +67,7 @@ local function pack(...) return select('#', ...), {...} end
 local function redis_pcall(f, ...)
   local n, res = pack(pcall(f, ...))
   if not res[1] then
-    local e = unwrap(res[2])
+    local e = unwrap(res[2], getinfo(2, 'Sl'))
     if type(e) == 'table' then
       local msg = e.err
       if type(msg) == 'string' then e = msg end
@@ -124,6 +131,24 @@ local BASE = {
 
 -- A fresh global environment: `backing` holds the names, `env` is what code sees
 -- (reading a missing name and writing any name raise Redis' errors).
+-- A table whose missing fields raise the missing-global error (Redis' error metatable).
+local function strict(t)
+  return setmetatable(t, {
+    __index = function(_, k)
+      error(format("Script attempted to access nonexistent global variable '%s'", tostring(k)), 2)
+    end,
+  })
+end
+
+local function load_api()
+  return readonly(strict({
+    register_function = py.register_function,
+    log = py.log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
+  }))
+end
+
 local function new_env(libs, redis_table)
   local backing = {}
   for _, name in ipairs(BASE) do backing[name] = G[name] end
@@ -135,9 +160,12 @@ local function new_env(libs, redis_table)
   backing.math = readonly(mathlib)
   for name, lib in pairs(libs) do backing[name] = readonly(lib) end
   backing.redis = redis_table
+  -- While FUNCTION LOAD runs a library, its code sees only `redis` with the load API.
+  local loading = {redis = load_api()}
+  local current = backing
   local env = setmetatable({}, {
     __index = function(_, k)
-      local v = backing[k]
+      local v = current[k]
       if v == nil then
         error(format("Script attempted to access nonexistent global variable '%s'", tostring(k)), 2)
       end
@@ -148,7 +176,10 @@ local function new_env(libs, redis_table)
   })
   backing._G = env
   protected[env] = backing
-  return env, backing
+  local function set_loading(on)
+    if on then current = loading else current = backing end
+  end
+  return env, backing, set_loading
 end
 
 local function compile(code, chunkname, env)
@@ -184,9 +215,11 @@ local function run(f, keys, args)
   return ok, res
 end
 
-local function run_load(f)
+local function run_load(f, set_loading)
   sethook(hook, '', HOOK_EVERY)
+  set_loading(true)
   local ok, res = xpcall(f, error_handler)
+  set_loading(false)
   sethook()
   return ok, res
 end

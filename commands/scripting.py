@@ -273,7 +273,7 @@ def cmd_script_load(s: Session, argv: list[bytes]) -> Reply:
 @command("script|exists", -3, Flag.NOSCRIPT | Flag.STALE)
 def cmd_script_exists(s: Session, argv: list[bytes]) -> Reply:
     scripts = engine_of(s.server).scripts
-    return [1 if a in scripts else 0 for a in argv[2:]]
+    return [1 if a.lower() in scripts else 0 for a in argv[2:]]
 
 
 @command("script|flush", -2, Flag.NOSCRIPT)
@@ -343,8 +343,7 @@ FUNCTION_HELP = [
     "    * Library description",
     "    * Functions list",
     "    * Library code (if WITHCODE is given)",
-    "    It also possible to get only function that matches a pattern using LIBRARYNAME",
-    "    argument.",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
     "STATS",
     "    Return information about the current function running:",
     "    * Function name",
