@@ -22,10 +22,14 @@ while a script runs (asyncio cannot nest it), so other clients wait rather than 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import queue
 import random
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -40,7 +44,16 @@ from commands.limits import OOM
 from commands.lua_libs import LuaRaise
 from commands.parsing import format_double
 from commands.registry import Command, Flag, lookup_for_call
-from commands.replies import NULL_ARRAY, Blocked, Encoded, ErrorReply, Push, Simple, Verbatim
+from commands.replies import (
+    NULL_ARRAY,
+    Blocked,
+    Deferred,
+    Encoded,
+    ErrorReply,
+    Push,
+    Simple,
+    Verbatim,
+)
 from commands.resp import encode
 
 if TYPE_CHECKING:
@@ -82,6 +95,7 @@ TS_ALLOWED = frozenset(
     }
 )
 
+MAX_REPLY_DEPTH = 256  # nesting of a script's reply (Python's stack bounds ours)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
@@ -116,6 +130,56 @@ class Run:
     write_dirty: bool = False
     timed_out: bool = False
     killed: bool = False
+
+
+class Job:
+    """One call run by the worker thread; `done` is set when it has finished, and
+    `notify` (set by the loop's thread once it stops waiting) is called then."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: Any = None
+        self.lock = threading.Lock()
+        self.notify: Callable[[], None] | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except Exception as e:
+            log.exception("error running a script")
+            self.result = ErrorReply(
+                b"ERR internal error while running a script: %b" % repr(e).encode()
+            )
+        with self.lock:
+            self.done.set()
+            notify = self.notify
+        if notify is not None:
+            notify()
+
+
+class Worker:
+    """The thread scripts run in. The event loop's thread hands a script over and
+    waits up to busy-reply-threshold: a script that ends by then is answered as if
+    run in place (its commands ran on the worker while the loop's thread waited, so
+    nothing else touched the store). One that runs longer sets the server busy: the
+    loop goes on, answering -BUSY to other clients (SCRIPT KILL, FUNCTION KILL and the
+    other allow-busy commands still run), and the script's further commands are run
+    on the loop (`ScriptEngine.on_loop`)."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="lua", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self.jobs.get().run()
+
+    def submit(self, fn: Callable[[], Any]) -> Job:
+        job = Job(fn)
+        self.jobs.put(job)
+        return job
 
 
 class LuaState:
@@ -168,6 +232,14 @@ class ScriptEngine:
         self.compiled_from: object = None
         self._functions: dict[bytes, tuple[Any, int, bytes | None]] = {}
         self._owner: dict[bytes, bytes] = {}
+        # Running past busy-reply-threshold (see `Worker`): `marshal` is set (under
+        # `gate`) once the loop runs again; the script's commands then run on the
+        # loop, its open transaction kept aside in `stash` between them.
+        self.worker: Worker | None = None
+        self.gate = threading.Lock()
+        self.marshal = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stash: tuple[list[Any], int] = ([], 0)
 
     # -- the script cache and libraries ----------------------------------------------
 
@@ -497,26 +569,67 @@ class ScriptEngine:
         if type(argv) is bytes:
             return st.lua.table_from({b"err": argv}), True
         assert isinstance(argv, list)
+        with self.gate:
+            direct = not self.marshal
+            if direct:
+                reply = self._command(run, argv)
+        if not direct:
+            reply = self.on_loop(lambda: self._command(run, argv, stashed=True))
+        if type(reply) is ErrorReply:
+            return self._err(st, bytes(reply))
+        return self.to_lua(st.lua, reply, run.session.resp), False
+
+    def _command(self, run: Run, argv: list[bytes], stashed: bool = False) -> Any:
+        """Run one command of the script (on the thread that owns the store: the
+        loop's when the script has timed out): its reply, or an ErrorReply."""
         cmd_or_err = lookup(argv)
         if type(cmd_or_err) is bytes:
             if lookup_for_call(argv) is None:
-                return self._err(st, b"ERR Unknown Redis command called from script")
-            return self._err(st, b"ERR Wrong number of args calling Redis command from script")
+                return ErrorReply(b"ERR Unknown Redis command called from script")
+            return ErrorReply(b"ERR Wrong number of args calling Redis command from script")
         cmd = cmd_or_err
         assert isinstance(cmd, Command)
         refused = self._refuse(run, cmd, argv)
         if refused is not None:
-            return self._err(st, refused)
+            return ErrorReply(refused)
         if cmd.is_write:
             run.write_dirty = True
         s = run.session
-        reply = DISPATCHER.call(s, cmd, argv)
+        store = s.store
+        if stashed:  # the script's open transaction, kept aside while the loop runs
+            store.pending, store.commit_time = self.stash
+        try:
+            reply = DISPATCHER.call(s, cmd, argv)
+        finally:
+            if stashed:
+                self.stash = (store.pending, store.commit_time)
+                store.pending, store.commit_time = [], 0
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             reply = reply.on_timeout
-        if type(reply) is ErrorReply:
-            return self._err(st, bytes(reply))
-        return self.to_lua(st.lua, reply, s.resp), False
+        elif type(reply) is Deferred:
+            reply = ErrorReply(NOT_ALLOWED)
+        return reply
+
+    def on_loop(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` on the event loop's thread and wait for its result (the worker
+        thread, once the script has timed out)."""
+        assert self.loop is not None
+        done = threading.Event()
+        box: list[Any] = []
+
+        def job() -> None:
+            try:
+                box.append(fn())
+            except Exception:
+                log.exception("error running a script's command")
+                box.append(ErrorReply(b"ERR internal error while running a script's command"))
+            finally:
+                done.set()
+
+        self.loop.call_soon_threadsafe(job)
+        done.wait()
+        return box[0]
 
     def _err(self, st: LuaState, text: bytes) -> tuple[Any, bool]:
         return st.lua.table_from({b"err": error_text(b"-" + text)}), True
@@ -610,7 +723,13 @@ class ScriptEngine:
         return self.to_lua(lua, x, resp)
 
     def to_resp(
-        self, st: LuaState, v: Any, caller_resp: int, script_resp: int, out: list[bytes]
+        self,
+        st: LuaState,
+        v: Any,
+        caller_resp: int,
+        script_resp: int,
+        out: list[bytes],
+        depth: int = 0,
     ) -> None:
         """A script's return value as the caller's reply (Redis' luaReplyToRedisReply)."""
         if v is None:
@@ -630,13 +749,24 @@ class ScriptEngine:
         elif t is int or t is float:
             out.append(b":%d\r\n" % _truncate(v))
         elif lupa.lua_type(v) == "table":
-            self._table_to_resp(st, v, caller_resp, script_resp, out)
+            self._table_to_resp(st, v, caller_resp, script_resp, out, depth)
         else:
             out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
 
     def _table_to_resp(
-        self, st: LuaState, v: Any, caller_resp: int, script_resp: int, out: list[bytes]
+        self,
+        st: LuaState,
+        v: Any,
+        caller_resp: int,
+        script_resp: int,
+        out: list[bytes],
+        depth: int,
     ) -> None:
+        if depth >= MAX_REPLY_DEPTH:
+            # Redis runs out of Lua stack on a table nested this deep (or holding
+            # itself): that element is this error.
+            out.append(b"-ERR reached lua stack limit\r\n")
+            return
         rawget = st.rawget
         err = rawget(v, b"err")
         if type(err) is bytes:
@@ -676,15 +806,15 @@ class ScriptEngine:
             else:
                 out.append(b"%%%d\r\n" % len(items))
             for k, x in items:
-                self.to_resp(st, k, caller_resp, script_resp, out)
-                self.to_resp(st, x, caller_resp, script_resp, out)
+                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1)
+                self.to_resp(st, x, caller_resp, script_resp, out, depth + 1)
             return
         s = rawget(v, b"set")
         if lupa.lua_type(s) == "table":
             keys = list(s.keys())
             out.append((b"*%d\r\n" if caller_resp == 2 else b"~%d\r\n") % len(keys))
             for k in keys:
-                self.to_resp(st, k, caller_resp, script_resp, out)
+                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1)
             return
         at = len(out)
         out.append(b"")
@@ -693,7 +823,7 @@ class ScriptEngine:
             x = rawget(v, n + 1)
             if x is None:
                 break
-            self.to_resp(st, x, caller_resp, script_resp, out)
+            self.to_resp(st, x, caller_resp, script_resp, out, depth + 1)
             n += 1
         out[at] = b"*%d\r\n" % n
 

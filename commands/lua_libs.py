@@ -110,21 +110,31 @@ class _Codec:
     def __init__(self, lua: Any, null: Any) -> None:
         self.lua = lua
         self.null = null
+        # cjson's settings (per interpreter, as the C library's are)
+        self.encode_max_depth = 1000
+        self.decode_max_depth = 1000
+        self.encode_invalid_numbers = False
+
+    def number(self, v: Any) -> bytes:
+        x = float(v)
+        if self.encode_invalid_numbers and not math.isfinite(x):
+            return b"nan" if math.isnan(x) else (b"inf" if x > 0 else b"-inf")
+        return _json_num(x)
 
     def encode(self, v: Any, depth: int = 0) -> bytes:
-        if depth > 1000:
-            raise ValueError("Cannot serialise, excessive nesting (1001)")
         if v is None or v is self.null:
             return b"null"
         t = type(v)
         if t is bool:
             return b"true" if v else b"false"
         if t is int or t is float:
-            return _json_num(v)
+            return self.number(v)
         if t is bytes:
             return _json_str(v)
         if lupa.lua_type(v) != "table":
             raise ValueError(f"Cannot serialise {lupa.lua_type(v)}: type not supported")
+        if depth + 1 > self.encode_max_depth:
+            raise ValueError(f"Cannot serialise, excessive nesting ({depth + 1})")
         items = list(v.items())
         keys = [k for k, _ in items]
         if items and all(type(k) in (int, float) and k >= 1 and k == int(k) for k in keys):
@@ -137,7 +147,7 @@ class _Codec:
             if type(k) is bytes:
                 key = k
             elif type(k) in (int, float):
-                key = _json_num(k)
+                key = self.number(k)
             else:
                 raise ValueError("Cannot serialise table: table key must be a number or string")
             parts.append(_json_str(key) + b":" + self.encode(x, depth + 1))
@@ -145,7 +155,10 @@ class _Codec:
 
     def decode(self, s: bytes) -> Any:
         # Raw bytes go through as they are (surrogate escapes); \u escapes as UTF-8.
-        return self.to_lua(json.loads(s.decode("utf-8", "surrogateescape"), parse_int=float))
+        value = json.loads(s.decode("utf-8", "surrogateescape"), parse_int=float)
+        if _depth(value) > self.decode_max_depth:
+            raise ValueError(f"Found too many nested data structures ({self.decode_max_depth + 1})")
+        return self.to_lua(value)
 
     def to_lua(self, x: Any) -> Any:
         if x is None:
@@ -165,7 +178,33 @@ class _Codec:
         return x
 
 
+def _depth(x: Any) -> int:
+    if isinstance(x, list):
+        return 1 + max(map(_depth, x), default=0)
+    if isinstance(x, dict):
+        return 1 + max(map(_depth, x.values()), default=0)
+    return 0
+
+
 def _cjson_table(codec: _Codec) -> dict[bytes, Any]:
+    def setting(name: str, lo: int, hi: int) -> Callable[..., Result]:
+        def f(*args: Any) -> Result:
+            if args and args[0] is not None:
+                v = args[0]
+                if type(v) is bool:
+                    v = int(v)
+                if not lo <= int(v) <= hi:
+                    return _fail(
+                        f"bad argument #1 to '{name}' (expected integer between {lo} and {hi})"
+                    )
+                setattr(codec, name, type(getattr(codec, name))(int(v)))
+            return _ok(getattr(codec, name))
+
+        return f
+
+    def accept(*_args: Any) -> Result:
+        return _ok(True)
+
     def encode(*args: Any) -> Result:
         if len(args) != 1:
             return _fail("bad argument #1 to 'encode' (expected 1 argument)")
@@ -182,7 +221,18 @@ def _cjson_table(codec: _Codec) -> dict[bytes, Any]:
         except ValueError as e:
             return _fail(f"Expected value but found invalid token: {e}")
 
-    return {b"encode": encode, b"decode": decode, b"null": codec.null}
+    return {
+        b"encode": encode,
+        b"decode": decode,
+        b"null": codec.null,
+        b"encode_max_depth": setting("encode_max_depth", 1, 2**31 - 1),
+        b"decode_max_depth": setting("decode_max_depth", 1, 2**31 - 1),
+        b"encode_invalid_numbers": setting("encode_invalid_numbers", 0, 1),
+        b"encode_keep_buffer": accept,
+        b"encode_sparse_array": accept,
+        b"encode_number_precision": accept,
+        b"decode_invalid_numbers": accept,
+    }
 
 
 # -- cmsgpack -----------------------------------------------------------------------
@@ -259,17 +309,44 @@ def _cmsgpack_table(lua: Any) -> dict[bytes, Any]:
             _mp_pack(a, out)
         return _ok(bytes(out))
 
-    def unpack(data: Any = None) -> Result:
+    def unpack_full(data: Any, limit: int, offset: int, with_offset: bool) -> Result:
         if type(data) is not bytes:
             return _fail("bad argument #1 to 'unpack' (string expected)")
+        if offset < 0 or limit < 0 or offset > len(data):
+            return _fail(f"Invalid request to unpack with offset of {offset} and limit of {limit}.")
         u = msgpack.Unpacker(raw=True, strict_map_key=False, use_list=True)
-        u.feed(data)
+        u.feed(data[offset:])
+        out: list[Any] = []
         try:
-            return _ok(*[to_lua(x) for x in u])
+            while not limit or len(out) < limit:
+                try:
+                    out.append(to_lua(u.unpack()))
+                except msgpack.OutOfData:
+                    if u.tell() < len(data) - offset:
+                        return _fail("Missing bytes in input.")
+                    break
         except Exception:
             return _fail("Bad data format in input.")
+        if with_offset:
+            end = offset + u.tell()
+            return _ok(-1 if end >= len(data) else end, *out)
+        return _ok(*out)
 
-    return {b"pack": pack, b"unpack": unpack}
+    def unpack(data: Any = None) -> Result:
+        return unpack_full(data, 0, 0, False)
+
+    def unpack_one(data: Any = None, offset: Any = 0) -> Result:
+        return unpack_full(data, 1, int(offset or 0), True)
+
+    def unpack_limit(data: Any = None, limit: Any = 0, offset: Any = 0) -> Result:
+        return unpack_full(data, int(limit or 0), int(offset or 0), True)
+
+    return {
+        b"pack": pack,
+        b"unpack": unpack,
+        b"unpack_one": unpack_one,
+        b"unpack_limit": unpack_limit,
+    }
 
 
 # -- struct -------------------------------------------------------------------------

@@ -46,7 +46,9 @@ local function unwrap(err, where)
   return err
 end
 
+local stop_killing_fwd
 local function error_handler(err)
+  if stop_killing_fwd then stop_killing_fwd() end
   local lvl = 2
   local i = getinfo(lvl, 'nSl')
   if i and i.what == 'C' then lvl = lvl + 1; i = getinfo(lvl, 'nSl') end
@@ -190,16 +192,30 @@ local function compile(code, chunkname, env)
 end
 
 local HOOK_EVERY = 100000
-local killed_hook
+local KILLED = 'ERR Script killed by user with SCRIPT KILL...'
+-- Once killed, the hook runs on every line so that a pcall in the script cannot
+-- catch the error and go on; the error handler (reached when the error leaves the
+-- script) turns it off.
+local killing = false
+local function killed_hook()
+  local i = getinfo(2, 'S')
+  if killing and i and i.source ~= '@__redis__' then error(err_table(KILLED), 0) end
+end
 local function hook()
   if py.tick() then
+    killing = true
     sethook(killed_hook, 'l')
-    error(err_table('ERR Script killed by user with SCRIPT KILL...'), 0)
+    error(err_table(KILLED), 0)
   end
 end
-killed_hook = function()
-  error(err_table('ERR Script killed by user with SCRIPT KILL...'), 0)
+
+local function stop_killing()
+  if killing then
+    killing = false
+    sethook()
+  end
 end
+stop_killing_fwd = stop_killing
 
 -- Run `f` (an EVAL chunk when `keys` is nil: KEYS and ARGV are already set, or a
 -- function taking keys and args): returns ok and the value or the error table.

@@ -16,12 +16,14 @@ script cache is not persisted (as in Redis)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import weakref
 from typing import Any
 
 from commands.common import help_reply
 from commands.dispatch import count_error
+from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.glob import glob_match
 from commands.lua_engine import (
@@ -29,8 +31,10 @@ from commands.lua_engine import (
     FLAG_EVAL_COMPAT,
     FLAG_NO_WRITES,
     SCRIPT_FLAGS,
+    Job,
     Run,
     ScriptEngine,
+    Worker,
     dump_payload,
     parse_payload,
     sha1hex,
@@ -144,36 +148,101 @@ def _execute(
     is_eval: bool,
 ) -> Reply:
     _prepare(s, flags, ro)
-    numkeys = _numkeys_checked(argv)
+    numkeys = _numkeys(argv)
     keys, args = argv[3 : 3 + numkeys], argv[3 + numkeys :]
     state = eng.eval_state if is_eval else eng.fn_state
     ss = _script_session(eng, s)
     ro = ro or bool(not flags & FLAG_EVAL_COMPAT and flags & FLAG_NO_WRITES)
-    run = Run(s, ss, name, argv, flags, ro, is_eval)
-    eng.run = run
-    try:
+    lua_keys, lua_args = state.array(keys), state.array(args)
+
+    def job() -> Reply:
+        """Everything that touches Lua: the run and the reply's conversion."""
         if is_eval:
-            state.rawset(state.backing, b"KEYS", state.array(keys))
-            state.rawset(state.backing, b"ARGV", state.array(args))
+            state.rawset(state.backing, b"KEYS", lua_keys)
+            state.rawset(state.backing, b"ARGV", lua_args)
             ok, res = state.run_fn(fn)
         else:
-            ok, res = state.run_fn(fn, state.array(keys), state.array(args))
-        out: list[bytes] = []
+            ok, res = state.run_fn(fn, lua_keys, lua_args)
         if ok:
+            out: list[bytes] = []
             eng.to_resp(state, res, s.resp, ss.resp, out)
             return Encoded(b"".join(out))
-        return _error(s, state, res, name)
-    finally:
-        eng.run = None
-        # The commit that follows is the caller's (its LSN, its sync wait).
-        s.store.begin(s.last_cmd_name, s)
+        return _error_reply(state, res, name)
+
+    eng.run = Run(s, ss, name, argv, flags, ro, is_eval)
+    threshold = eng.busy_threshold_ms()
+    if threshold <= 0 or s.in_exec:
+        # No time limit (or inside EXEC, which answers at once): run in place.
+        try:
+            reply = job()
+        finally:
+            _finish(s, eng)
+        return _counted(s, reply)
+    if eng.worker is None:
+        eng.worker = Worker()
+    task = eng.worker.submit(job)
+    if task.done.wait(threshold / 1000):
+        _finish(s, eng)
+        return _counted(s, task.result)
+    return _timed_out(s, eng, task, is_eval)
 
 
-def _numkeys_checked(argv: list[bytes]) -> int:
-    return _numkeys(argv)
+def _timed_out(s: Session, eng: ScriptEngine, task: Job, is_eval: bool) -> Reply:
+    """The script ran past busy-reply-threshold: let the loop go on (others get
+    -BUSY) and answer when the worker is done."""
+    loop = asyncio.get_running_loop()
+    store = s.store
+    with eng.gate:
+        eng.marshal = True
+        eng.loop = loop
+        eng.stash = (store.pending, store.commit_time)
+        store.pending, store.commit_time = [], 0
+    s.server.busy_script = (BUSY_SCRIPT if is_eval else BUSY_FUNCTION).encode()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def notify() -> None:
+        loop.call_soon_threadsafe(wake)
+
+    with task.lock:
+        if task.done.is_set():
+            notify()
+        else:
+            task.notify = notify
+
+    async def answer() -> Reply:
+        await finished
+        with eng.gate:
+            eng.marshal = False
+            store.pending, store.commit_time = eng.stash
+            eng.stash = ([], 0)
+        s.server.busy_script = b""
+        _finish(s, eng)
+        if store.pending:
+            store.commit()  # the script's writes: one version, as in place
+        return _counted(s, task.result)
+
+    return deferred(answer)
 
 
-def _error(s: Session, state: Any, err: Any, name: bytes) -> Reply:
+def _finish(s: Session, eng: ScriptEngine) -> None:
+    eng.run = None
+    # The commit that follows is the caller's (its LSN, its sync wait).
+    s.store.begin(s.last_cmd_name, s)
+
+
+def _counted(s: Session, reply: Reply) -> Reply:
+    if type(reply) is ErrorReply:
+        s.server.stats.error_replies += 1
+        count_error(s, reply)
+    return reply
+
+
+def _error_reply(state: Any, err: Any, name: bytes) -> ErrorReply:
+    """A failed run's reply: the error with the script and the line it came from."""
     rawget = state.rawget
     msg = rawget(err, b"err")
     if type(msg) is not bytes:
@@ -182,10 +251,7 @@ def _error(s: Session, state: Any, err: Any, name: bytes) -> Reply:
     text = msg
     if source is not None and line is not None:
         text += b" script: %b, on %b:%d." % (name, source, int(line))
-    text = text.replace(b"\r", b" ").replace(b"\n", b" ")
-    s.server.stats.error_replies += 1
-    count_error(s, text)
-    return ErrorReply(text)
+    return ErrorReply(text.replace(b"\r", b" ").replace(b"\n", b" "))
 
 
 # -- EVAL ----------------------------------------------------------------------------

@@ -5,12 +5,14 @@ token bucket), a script's writes as one version, and libraries surviving a resta
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 import redis
 
-from tests.conftest import Differ, ServerProcess, start_temporalstore
+from tests.conftest import Differ, ServerProcess, start_temporalstore, until
+from tests.resp_client import RawClient, encode_command
 
 CONVERSIONS = [
     "return 1",
@@ -431,6 +433,73 @@ def test_script_in_multi(fresh: Differ) -> None:
     )
 
 
+LOOP_LIB = (
+    "#!lua name=looping\n"
+    "redis.register_function('spin', function() while true do end end)\n"
+    "redis.register_function{function_name='spin_ro', callback=function() while true do end end,"
+    " flags={'no-writes'}}"
+)
+
+
+def _busy_session(port: int, ctl: RawClient, script: list[str | int]) -> list[bytes]:
+    """Start a script that never ends on a second connection; what the server
+    answers meanwhile and once it is killed."""
+    runner = RawClient(port)
+    try:
+        runner.send(encode_command(*script))
+        until(lambda: ctl.call("PING").startswith(b"-BUSY"))
+        kill = "SCRIPT" if script[0] == "EVAL" else "FUNCTION"
+        other = "FUNCTION" if kill == "SCRIPT" else "SCRIPT"
+        out = [
+            ctl.call("PING"),
+            ctl.call("GET", "x"),
+            ctl.call("EVAL", "return 1", 0),
+            ctl.call("MULTI"),
+            ctl.call("DISCARD"),
+            ctl.call(other, "KILL"),
+            ctl.call("FUNCTION", "STATS") if kill == "SCRIPT" else b"",
+            ctl.call(kill, "KILL"),
+            runner.read_reply(),
+            ctl.call("PING"),
+            ctl.call(kill, "KILL"),
+        ]
+    finally:
+        runner.close()
+    return out
+
+
+def test_busy_script_and_kill(
+    fresh: Differ, redis_ref: ServerProcess, ts_server: ServerProcess
+) -> None:
+    """Past busy-reply-threshold other clients get -BUSY; SCRIPT KILL and FUNCTION
+    KILL end a script that has not written (our scripts run on a worker thread)."""
+    got = []
+    for port, ctl in ((redis_ref.port, fresh.ref), (ts_server.port, fresh.ours)):
+        ctl.call("CONFIG", "SET", "busy-reply-threshold", "50")
+        ctl.call("FUNCTION", "LOAD", LOOP_LIB)
+        try:
+            got.append(
+                [
+                    *_busy_session(port, ctl, ["EVAL", "while true do end", 0]),
+                    *_busy_session(
+                        port,
+                        ctl,
+                        [
+                            "EVAL",
+                            "local f = function() while 1 do redis.call('ping') end end "
+                            "while 1 do pcall(f) end",
+                            0,
+                        ],
+                    ),
+                    *_busy_session(port, ctl, ["FCALL", "spin_ro", 0]),
+                ]
+            )
+        finally:
+            ctl.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+    fresh.record(len(got[0]), got[0] == got[1])
+    assert got[0] == got[1]
+
+
 # -- against our server alone --------------------------------------------------------
 
 
@@ -505,21 +574,21 @@ def test_token_bucket(client: redis.Redis) -> None:
 
 
 def test_script_writes_are_one_version(client: redis.Redis) -> None:
-    before = int(client.execute_command("TS.LASTLSN"))
+    before = int(client.execute_command("TS.VERSION"))
     client.eval(
         "for i = 1, 3 do redis.call('incr', KEYS[1]) end redis.call('set', KEYS[2], 'x')",
         2,
         "counter",
         "other",
     )
-    after = int(client.execute_command("TS.LASTLSN"))
+    after = int(client.execute_command("TS.VERSION"))
     assert after == before + 1
     history = client.execute_command("TS.HISTORY", "counter")
     assert len(history) == 1  # one version: the script's commit, holding 3
     assert client.get("counter") == b"3"
     # A read-only script commits nothing.
     client.eval("return redis.call('get', KEYS[1])", 1, "counter")
-    assert int(client.execute_command("TS.LASTLSN")) == after
+    assert int(client.execute_command("TS.VERSION")) == after
     # Reading history from a script works; rewriting it does not.
     assert client.eval("return #redis.call('ts.history', KEYS[1])", 1, "counter") == 1
     with pytest.raises(redis.ResponseError, match="not allowed from script"):
@@ -559,3 +628,40 @@ def test_script_kill_without_script(client: redis.Redis) -> None:
     assert client.eval("local n = 0 for i = 1, 1000000 do n = n + i end return n", 0) == (
         500000500000
     )
+
+
+def test_unkillable_script_commits_once(client: redis.Redis, ts_server: ServerProcess) -> None:
+    """A script that wrote cannot be killed; while it runs others get -BUSY, and when
+    it ends its writes (before and after the loop gave way) are one version."""
+    client.config_set("busy-reply-threshold", 20)
+    runner = redis.Redis(port=ts_server.port)
+    try:
+        lsn = int(client.execute_command("TS.VERSION"))
+        spin = (
+            "redis.call('set', KEYS[1], 'a') "
+            "local i = 0 while i < 3e7 do i = i + 1 end "
+            "redis.call('set', KEYS[2], 'b') return 'done'"
+        )
+        result: list[object] = []
+        t = threading.Thread(target=lambda: result.append(runner.eval(spin, 2, "k1", "k2")))
+        t.start()
+        until(lambda: _busy(client))
+        with pytest.raises(redis.ResponseError, match="UNKILLABLE"):
+            client.script_kill()
+        with pytest.raises(redis.ResponseError, match="BUSY"):
+            client.get("k1")
+        t.join()
+        assert result == [b"done"]
+        assert int(client.execute_command("TS.VERSION")) == lsn + 1
+        assert client.mget("k1", "k2") == [b"a", b"b"]
+    finally:
+        client.config_set("busy-reply-threshold", 5000)
+        runner.close()
+
+
+def _busy(c: redis.Redis) -> bool:
+    try:
+        c.ping()
+    except redis.ResponseError as e:
+        return str(e).startswith("BUSY")
+    return False
