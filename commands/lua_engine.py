@@ -194,9 +194,10 @@ class LuaState:
         assert lupa.lua_type(loader) == "function", loader
         py = lua.table_from(engine.callbacks(self))
         self.api = api = loader(py)
-        libs = lua.table_from(lua_libs.load(lua))
+        libs = lua.table_from(lua_libs.load(lua, api[b"where"]))
         redis_table = api[b"redis_api"](functions)
         self.env, self.backing, self.set_loading = api[b"new_env"](libs, redis_table)
+        api[b"activate"](self.env)
         self.rawget = api[b"rawget"]
         self.rawset = api[b"rawset"]
         self.next = api[b"next"]
@@ -426,13 +427,13 @@ class ScriptEngine:
             if err is not None:
                 raise_table(err)
 
-        def unwrap(e: Any) -> tuple[Any, bool]:
+        def unwrap(e: Any) -> Any:
             if isinstance(e, LuaRaise):
-                return e.value, type(e.value) is bytes
+                return e.value
             if isinstance(e, BaseException):
                 log.error("error in a Lua callback: %r", e)
-                return str(e).encode(), True
-            return None, False
+                return str(e).encode()
+            return None
 
         def tick() -> bool:
             return self._tick()

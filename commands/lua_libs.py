@@ -489,17 +489,17 @@ class LuaRaise(Exception):
         self.value = value
 
 
-def _wrap(f: Callable[..., Result]) -> Callable[..., Any]:
+def _wrap(f: Callable[..., Result], where: Callable[[], bytes]) -> Callable[..., Any]:
     def g(*args: Any) -> Any:
         r = f(*args)
         if not r[0]:
-            raise LuaRaise(r[1])
+            raise LuaRaise(where() + r[1])  # as luaL_error: the caller's position
         return r[1] if len(r) == 2 else (r[1:] if len(r) > 2 else None)
 
     return g
 
 
-def load(lua: Any) -> dict[bytes, Any]:
+def load(lua: Any, where: Callable[[], bytes]) -> dict[bytes, Any]:
     """The four libraries as Lua tables of functions, by global name."""
     null = lua.eval("newproxy()")
     tables = {
@@ -510,7 +510,7 @@ def load(lua: Any) -> dict[bytes, Any]:
     }
     return {
         name: lua.table_from(
-            {k: (_wrap(f) if lupa.lua_type(f) is None else f) for k, f in fns.items()}
+            {k: (_wrap(f, where) if lupa.lua_type(f) is None else f) for k, f in fns.items()}
         )
         for name, fns in tables.items()
     }

@@ -14,14 +14,31 @@ local READONLY = 'Attempt to modify a readonly table'
 local protected = setmetatable({}, {__mode = 'k'})
 
 -- A read-only view of `t`: reads go through, writes raise Redis' error.
+local function deny() error(READONLY, 2) end
+
+-- What getmetatable shows of a protected table: a read-only copy of its metatable.
+local function meta_view(mt)
+  local view = {}
+  for k, v in pairs(mt) do view[k] = v end
+  local p = setmetatable({}, {__index = view, __newindex = deny, __metatable = false})
+  protected[p] = view
+  return p
+end
+
+local function protect_meta(mt)
+  mt.__metatable = meta_view(mt)
+  return mt
+end
+
 local function readonly(t)
-  local p = setmetatable({}, {
-    __index = t,
-    __newindex = function() error(READONLY, 2) end,
-    __metatable = false,
-  })
+  local p = setmetatable({}, protect_meta({__index = t, __newindex = deny}))
   protected[p] = t
   return p
+end
+
+local function safe_setmetatable(t, mt)
+  if protected[t] then error(READONLY, 0) end
+  return setmetatable(t, mt)
 end
 
 local function safe_rawset(t, k, v)
@@ -31,19 +48,20 @@ end
 
 -- A Python callback raises an error as an exception lupa hands to Lua as userdata;
 -- `py.unwrap` gives back what it carries (an error table or a message).
--- A message (an error of one of the C libraries, raised with luaL_error) gets the
--- position of the Lua code that called the library, as luaL_where gives it.
-local function unwrap(err, where)
+local function unwrap(err)
   if type(err) == 'userdata' then
-    local v, is_message = py.unwrap(err)
-    if v ~= nil then
-      if is_message and where and where.currentline > 0 then
-        v = where.short_src .. ':' .. where.currentline .. ': ' .. v
-      end
-      return v
-    end
+    local v = py.unwrap(err)
+    if v ~= nil then return v end
   end
   return err
+end
+
+-- luaL_where(L, 1) as seen from a library function implemented in Python: the
+-- position of the code that called it (level 3: where, the call into Python, it).
+local function where()
+  local i = getinfo(3, 'Sl')
+  if i and i.currentline > 0 then return i.short_src .. ':' .. i.currentline .. ': ' end
+  return ''
 end
 
 local stop_killing_fwd
@@ -55,7 +73,7 @@ local function error_handler(err)
   while i and i.source == '@__redis__' do
     lvl = lvl + 1; i = getinfo(lvl, 'nSl')
   end
-  err = unwrap(err, i)
+  err = unwrap(err)
   if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if i then
     err['source'] = i.source
@@ -69,7 +87,7 @@ local function pack(...) return select('#', ...), {...} end
 local function redis_pcall(f, ...)
   local n, res = pack(pcall(f, ...))
   if not res[1] then
-    local e = unwrap(res[2], getinfo(2, 'Sl'))
+    local e = unwrap(res[2])
     if type(e) == 'table' then
       local msg = e.err
       if type(msg) == 'string' then e = msg end
@@ -125,10 +143,30 @@ local mathlib = copy(math)
 mathlib.random = random
 mathlib.randomseed = function(seed) py.randomseed(tonumber(seed) or 0) end
 
+-- Code loaded by a script runs in the script's globals; binary chunks are refused
+-- (as Redis 7.0 does: loadstring gives nil).
+local env_of_state
+local function safe_loadstring(code, chunkname)
+  if type(code) == 'string' and code:byte(1) == 27 then return nil, 'binary chunks are not allowed' end
+  local f, err = loadstring(code, chunkname)
+  if f then setfenv(f, env_of_state) end
+  return f, err
+end
+
+local function safe_load(fn, chunkname)
+  local parts = {}
+  while true do
+    local piece = fn()
+    if piece == nil or piece == '' then break end
+    parts[#parts + 1] = piece
+  end
+  return safe_loadstring(table.concat(parts), chunkname)
+end
+
 local BASE = {
-  'assert', 'collectgarbage', 'error', 'gcinfo', 'getfenv', 'getmetatable', 'ipairs',
-  'load', 'loadstring', 'newproxy', 'next', 'pairs', 'rawequal', 'rawget', 'select',
-  'setfenv', 'setmetatable', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION',
+  'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs', 'load',
+  'loadstring', 'next', 'pairs', 'rawequal', 'rawget', 'select', 'setmetatable',
+  'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION',
 }
 
 -- A fresh global environment: `backing` holds the names, `env` is what code sees
@@ -156,6 +194,10 @@ local function new_env(libs, redis_table)
   for _, name in ipairs(BASE) do backing[name] = G[name] end
   backing.pcall = redis_pcall
   backing.rawset = safe_rawset
+  backing.setmetatable = safe_setmetatable
+  backing.loadstring = safe_loadstring
+  backing.load = safe_load
+
   backing.coroutine = readonly(copy(coroutine))
   backing.string = readonly(string)
   backing.table = readonly(copy(table))
@@ -165,7 +207,7 @@ local function new_env(libs, redis_table)
   -- While FUNCTION LOAD runs a library, its code sees only `redis` with the load API.
   local loading = {redis = load_api()}
   local current = backing
-  local env = setmetatable({}, {
+  local env = setmetatable({}, protect_meta({
     __index = function(_, k)
       local v = current[k]
       if v == nil then
@@ -173,15 +215,27 @@ local function new_env(libs, redis_table)
       end
       return v
     end,
-    __newindex = function() error(READONLY, 2) end,
-    __metatable = false,
-  })
+    __newindex = deny,
+  }))
   backing._G = env
   protected[env] = backing
   local function set_loading(on)
     if on then current = loading else current = backing end
   end
   return env, backing, set_loading
+end
+
+-- `env` is what code loaded by scripts runs in. The interpreter's own globals stay
+-- out of reach (no getfenv, no debug library, no binary chunks); what scripts must
+-- never reach is dropped from them all the same (lupa itself needs `debug`).
+local function activate(env)
+  env_of_state = env
+  for _, name in ipairs({'os', 'io', 'package', 'require', 'module', 'dofile', 'loadfile',
+                         'print', 'python'}) do
+    G[name] = nil
+  end
+  local smeta = getmetatable('')
+  if smeta then protect_meta(smeta) end
 end
 
 local function compile(code, chunkname, env)
@@ -241,6 +295,8 @@ local function run_load(f, set_loading)
 end
 
 return {
+  where = where,
+  activate = activate,
   new_env = new_env,
   redis_api = redis_api,
   compile = compile,

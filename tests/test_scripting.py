@@ -59,6 +59,11 @@ CONVERSIONS = [
     "return type(coroutine.create)",
     "return select('#', 1, 2, 3)",
     "return _VERSION",
+    "return loadstring('return type(redis)')()",
+    "return coroutine.wrap(function() return type(redis) end)()",
+    "return ('x'):upper()",
+    "return cjson.null == nil",
+    "return {pcall(cjson.encode, function() end)}",
 ]
 
 CALLS = [
@@ -151,6 +156,18 @@ ERRORS = [
     "return string.rep()",
     "return cjson.encode(function() end)",
     "return math.huge + nil",
+    "return loadstring('return os')()",
+    "setmetatable(_G, {})",
+    "local g = getmetatable(_G); g.__index = {}",
+    "getmetatable('').__index = {}",
+    "return loadstring(string.dump(function() return 1 end))()",
+    "return getfenv",
+    "return setfenv",
+    "return newproxy",
+    "return redis.nosuch",
+    "_G = {}",
+    "redis = function() return 1 end",
+    "cjson.encode = function() return 1 end",
 ]
 
 LIBRARIES = [
