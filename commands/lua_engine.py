@@ -38,7 +38,7 @@ import lupa.lua51 as lupa
 
 from commands import lua_libs
 from commands.acl import check_user
-from commands.dispatch import DISPATCHER, lookup
+from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
 from commands.errors import READONLY, READONLY_VIEW
 from commands.limits import OOM
 from commands.lua_libs import LuaRaise
@@ -148,9 +148,8 @@ class Job:
             self.result = self.fn()
         except Exception as e:
             log.exception("error running a script")
-            self.result = ErrorReply(
-                b"ERR internal error while running a script: %b" % repr(e).encode()
-            )
+            text = b"ERR internal error while running a script: %b" % repr(e).encode()
+            self.result = (ErrorReply(text), [text])  # a reply and the errors to count
         with self.lock:
             self.done.set()
             notify = self.notify
@@ -199,6 +198,7 @@ class LuaState:
         self.env, self.backing, self.set_loading = api[b"new_env"](libs, redis_table)
         api[b"activate"](self.env)
         self.rawget = api[b"rawget"]
+        self.gc = lua.globals().collectgarbage
         self.rawset = api[b"rawset"]
         self.next = api[b"next"]
         self.compile_fn = api[b"compile"]
@@ -210,6 +210,10 @@ class LuaState:
         if type(r) is tuple:  # nil and the message
             return None, r[1]
         return r, None
+
+    def memory(self) -> int:
+        """Bytes the interpreter holds (Lua's own count)."""
+        return int(self.gc(b"count") * 1024)
 
     def array(self, items: list[bytes]) -> Any:
         return self.lua.table_from(items)
@@ -586,13 +590,15 @@ class ScriptEngine:
         cmd_or_err = lookup(argv)
         if type(cmd_or_err) is bytes:
             if lookup_for_call(argv) is None:
-                return ErrorReply(b"ERR Unknown Redis command called from script")
-            return ErrorReply(b"ERR Wrong number of args calling Redis command from script")
+                return self._rejected(run, b"ERR Unknown Redis command called from script")
+            return self._rejected(
+                run, b"ERR Wrong number of args calling Redis command from script"
+            )
         cmd = cmd_or_err
         assert isinstance(cmd, Command)
         refused = self._refuse(run, cmd, argv)
         if refused is not None:
-            return ErrorReply(refused)
+            return self._rejected(run, refused, cmd)
         if cmd.is_write:
             run.write_dirty = True
         s = run.session
@@ -611,6 +617,15 @@ class ScriptEngine:
         elif type(reply) is Deferred:
             reply = ErrorReply(NOT_ALLOWED)
         return reply
+
+    def _rejected(self, run: Run, text: bytes, cmd: Command | None = None) -> ErrorReply:
+        """A command the script may not run: counted as Redis counts a rejection."""
+        s = run.caller
+        s.server.stats.error_replies += 1
+        count_error(s, text)
+        if cmd is not None:
+            command_stats(s, cmd).rejected += 1
+        return ErrorReply(text)
 
     def on_loop(self, fn: Callable[[], Any]) -> Any:
         """Run `fn` on the event loop's thread and wait for its result (the worker
@@ -633,7 +648,12 @@ class ScriptEngine:
         return box[0]
 
     def _err(self, st: LuaState, text: bytes) -> tuple[Any, bool]:
-        return st.lua.table_from({b"err": error_text(b"-" + text)}), True
+        """A command's error as Lua sees it: counted in the stats already (when the
+        command or the script's checks refused it), so not again if the script
+        returns it."""
+        t = st.lua.table_from({b"err": error_text(b"-" + text)})
+        t[b"ignore_error_stats_update"] = True
+        return t, True
 
     def _refuse(self, run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
         """Redis' scriptCall checks, in its order: the error text, or None."""
@@ -731,6 +751,7 @@ class ScriptEngine:
         script_resp: int,
         out: list[bytes],
         depth: int = 0,
+        errors: list[bytes] | None = None,
     ) -> None:
         """A script's return value as the caller's reply (Redis' luaReplyToRedisReply)."""
         if v is None:
@@ -750,7 +771,7 @@ class ScriptEngine:
         elif t is int or t is float:
             out.append(b":%d\r\n" % _truncate(v))
         elif lupa.lua_type(v) == "table":
-            self._table_to_resp(st, v, caller_resp, script_resp, out, depth)
+            self._table_to_resp(st, v, caller_resp, script_resp, out, depth, errors)
         else:
             out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
 
@@ -762,6 +783,7 @@ class ScriptEngine:
         script_resp: int,
         out: list[bytes],
         depth: int,
+        errors: list[bytes] | None,
     ) -> None:
         if depth >= MAX_REPLY_DEPTH:
             # Redis runs out of Lua stack on a table nested this deep (or holding
@@ -772,6 +794,8 @@ class ScriptEngine:
         err = rawget(v, b"err")
         if type(err) is bytes:
             encode(ErrorReply(err), caller_resp, out)
+            if errors is not None and rawget(v, b"ignore_error_stats_update") is not True:
+                errors.append(err)  # counted in INFO errorstats (a command's was already)
             return
         ok = rawget(v, b"ok")
         if type(ok) is bytes:
@@ -807,15 +831,15 @@ class ScriptEngine:
             else:
                 out.append(b"%%%d\r\n" % len(items))
             for k, x in items:
-                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1)
-                self.to_resp(st, x, caller_resp, script_resp, out, depth + 1)
+                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1, errors)
+                self.to_resp(st, x, caller_resp, script_resp, out, depth + 1, errors)
             return
         s = rawget(v, b"set")
         if lupa.lua_type(s) == "table":
             keys = list(s.keys())
             out.append((b"*%d\r\n" if caller_resp == 2 else b"~%d\r\n") % len(keys))
             for k in keys:
-                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1)
+                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1, errors)
             return
         at = len(out)
         out.append(b"")
@@ -824,7 +848,7 @@ class ScriptEngine:
             x = rawget(v, n + 1)
             if x is None:
                 break
-            self.to_resp(st, x, caller_resp, script_resp, out, depth + 1)
+            self.to_resp(st, x, caller_resp, script_resp, out, depth + 1, errors)
             n += 1
         out[at] = b"*%d\r\n" % n
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from commands.common import help_reply
-from commands.dispatch import count_error
+from commands.dispatch import command_stats, count_error
 from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.glob import glob_match
@@ -40,7 +41,7 @@ from commands.lua_engine import (
     sha1hex,
 )
 from commands.parsing import get_int
-from commands.registry import Flag, command, container
+from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.resp import split_inline
 from commands.session import ServerState, Session
@@ -58,6 +59,40 @@ def engine_of(server: ServerState) -> ScriptEngine:
     if eng is None:
         eng = _ENGINES[server] = ScriptEngine(server)
     return eng
+
+
+@dataclass
+class LuaMemory:
+    """INFO memory's scripting fields (bytes, counts)."""
+
+    vm_eval: int = 0
+    vm_functions: int = 0
+    scripts_eval: int = 0
+    cached_scripts: int = 0
+    functions: int = 0
+    libraries: int = 0
+    functions_mem: int = 0
+
+
+SCRIPT_OVERHEAD = 96  # per cached script or function: its entry and name, roughly
+
+
+def memory(server: ServerState) -> LuaMemory:
+    eng = _ENGINES.get(server)
+    if eng is None:
+        return LuaMemory()
+    busy = eng.run is not None  # the interpreters belong to the script meanwhile
+    return LuaMemory(
+        vm_eval=0 if busy else eng.eval_state.memory(),
+        vm_functions=0 if busy else eng.fn_state.memory(),
+        scripts_eval=sum(len(body) + SCRIPT_OVERHEAD for body, _f, _fn in eng.scripts.values()),
+        cached_scripts=len(eng.scripts),
+        functions=len(eng.functions),
+        libraries=len(eng.libraries),
+        functions_mem=sum(
+            len(code) + SCRIPT_OVERHEAD * (1 + len(fns)) for code, fns in eng.libraries.values()
+        ),
+    )
 
 
 def _script_session(eng: ScriptEngine, caller: Session) -> Session:
@@ -98,7 +133,7 @@ def shebang_flags(body: bytes) -> tuple[int, int]:
     for p in parts[1:]:
         if not p.startswith(b"flags="):
             raise CommandError(b"ERR Unknown lua shebang option: " + p)
-        for f in p[6:].split(b","):
+        for f in p[6:].split(b",") if p[6:] else ():
             bit = SCRIPT_FLAGS.get(f)
             if bit is None:
                 raise CommandError(b"ERR Unexpected flag in script shebang: " + f)
@@ -155,7 +190,7 @@ def _execute(
     ro = ro or bool(not flags & FLAG_EVAL_COMPAT and flags & FLAG_NO_WRITES)
     lua_keys, lua_args = state.array(keys), state.array(args)
 
-    def job() -> Reply:
+    def job() -> Outcome:
         """Everything that touches Lua: the run and the reply's conversion."""
         if is_eval:
             state.rawset(state.backing, b"KEYS", lua_keys)
@@ -163,11 +198,15 @@ def _execute(
             ok, res = state.run_fn(fn)
         else:
             ok, res = state.run_fn(fn, lua_keys, lua_args)
+        errors: list[bytes] = []
         if ok:
             out: list[bytes] = []
-            eng.to_resp(state, res, s.resp, ss.resp, out)
-            return Encoded(b"".join(out))
-        return _error_reply(state, res, name)
+            eng.to_resp(state, res, s.resp, ss.resp, out, 0, errors)
+            return Encoded(b"".join(out)), errors
+        reply = _error_reply(state, res, name)
+        if state.rawget(res, b"ignore_error_stats_update") is not True:
+            errors.append(bytes(reply))
+        return reply, errors
 
     eng.run = Run(s, ss, name, argv, flags, ro, is_eval)
     threshold = eng.busy_threshold_ms()
@@ -234,10 +273,21 @@ def _finish(s: Session, eng: ScriptEngine) -> None:
     s.store.begin(s.last_cmd_name, s)
 
 
-def _counted(s: Session, reply: Reply) -> Reply:
-    if type(reply) is ErrorReply:
-        s.server.stats.error_replies += 1
-        count_error(s, reply)
+Outcome = tuple[Reply, list[bytes]]  # a run's reply, and the errors it newly reports
+
+
+def _counted(s: Session, outcome: Outcome) -> Reply:
+    """Count a run's errors as Redis does: each error reply not already counted (a
+    command's), and the EVAL/FCALL as failed when its reply is an error."""
+    reply, errors = outcome
+    stats = s.server.stats
+    for text in errors:
+        stats.error_replies += 1
+        count_error(s, text)
+    if type(reply) is ErrorReply or (type(reply) is Encoded and reply[:1] == b"-"):
+        cmd = lookup_by_name(s.last_cmd_name.encode())
+        if cmd is not None:
+            command_stats(s, cmd).failed += 1
     return reply
 
 
