@@ -95,6 +95,7 @@ TS_ALLOWED = frozenset(
     }
 )
 
+LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
 MAX_REPLY_DEPTH = 256  # nesting of a script's reply (Python's stack bounds ours)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
@@ -227,6 +228,7 @@ class ScriptEngine:
         self.server = server
         self.run: Run | None = None
         self.loading: dict[bytes, tuple[Any, int, bytes | None]] | None = None
+        self.load_started = 0.0
         self.rng = random.Random(0)
         self._session: Session | None = None
         self.eval_state = LuaState(self, functions=False)
@@ -236,7 +238,10 @@ class ScriptEngine:
         self.libraries: dict[bytes, tuple[bytes, dict[bytes, tuple[Any, int, bytes | None]]]] = {}
         self.compiled_from: object = None
         self._functions: dict[bytes, tuple[Any, int, bytes | None]] = {}
+        # By the function name in lower case (FCALL's lookup ignores case, as Redis'):
+        # its library, and its name as registered.
         self._owner: dict[bytes, bytes] = {}
+        self.names: dict[bytes, bytes] = {}
         # Running past busy-reply-threshold (see `Worker`): `marshal` is set (under
         # `gate`) once the loop runs again; the script's commands then run on the
         # loop, its open transaction kept aside in `stash` between them.
@@ -264,6 +269,8 @@ class ScriptEngine:
         self.fn_state = LuaState(self, functions=True)
         self.libraries = {}
         self._functions = {}
+        self._owner = {}
+        self.names = {}
         for code in stored.values():
             try:
                 self.load_library(code, True)
@@ -287,6 +294,7 @@ class ScriptEngine:
         if fn is None:
             raise CommandError(b"ERR Error compiling function: %b" % (err or b""))
         self.loading = {}
+        self.load_started = time.monotonic()
         try:
             ok, res = st.run_load_fn(fn, st.set_loading)
             registered = self.loading
@@ -299,29 +307,31 @@ class ScriptEngine:
             raise CommandError("ERR No functions registered")
         old = self.libraries.get(name)
         for fname in registered:
-            owner = self._owner.get(fname)
+            owner = self._owner.get(fname.lower())
             if owner is not None and owner != name:
                 raise CommandError(b"ERR Function " + fname + b" already exists")
         if old is not None:
             self.delete_library(name)
         self.libraries[name] = (code, registered)
         for fname, entry in registered.items():
-            self._functions[fname] = entry
-            self._owner[fname] = name
+            self._functions[fname.lower()] = entry
+            self._owner[fname.lower()] = name
+            self.names[fname.lower()] = fname
         return name
 
     def delete_library(self, name: bytes) -> None:
         _code, fns = self.libraries.pop(name)
         for fname in fns:
-            self._functions.pop(fname, None)
-            self._owner.pop(fname, None)
+            self._functions.pop(fname.lower(), None)
+            self._owner.pop(fname.lower(), None)
+            self.names.pop(fname.lower(), None)
 
     def restore_libraries(self, codes: list[bytes], policy: str) -> dict[bytes, bytes]:
         """FUNCTION RESTORE: load `codes` by `policy`; all or nothing. Returns the new
         libraries (name -> code)."""
         from commands.errors import CommandError
 
-        saved = (dict(self.libraries), dict(self._functions), dict(self._owner))
+        saved = (dict(self.libraries), dict(self._functions), dict(self._owner), dict(self.names))
         try:
             if policy == "flush":
                 for name in list(self.libraries):
@@ -332,7 +342,7 @@ class ScriptEngine:
                     raise CommandError(b"ERR Library " + name + b" already exists")
                 self.load_library(code, True)
         except CommandError:
-            self.libraries, self._functions, self._owner = saved
+            self.libraries, self._functions, self._owner, self.names = saved
             raise
         return {name: code for name, (code, _f) in self.libraries.items()}
 
@@ -439,7 +449,7 @@ class ScriptEngine:
                 return str(e).encode()
             return None
 
-        def tick() -> bool:
+        def tick() -> bytes | None:
             return self._tick()
 
         return {
@@ -543,10 +553,13 @@ class ScriptEngine:
         users = self.server.users
         return users.get(s.user) or users.default
 
-    def _tick(self) -> bool:
+    def _tick(self) -> bytes | None:
+        """The count hook's callback: the error ending the run, or None."""
         run = self.run
         if run is None:
-            return False
+            if self.loading is not None and time.monotonic() - self.load_started > LOAD_TIMEOUT:
+                return b"ERR FUNCTION LOAD timeout"
+            return None
         if not run.timed_out:
             limit = self.busy_threshold_ms()
             if limit > 0 and (time.monotonic() - run.start) * 1000 >= limit:
@@ -558,7 +571,7 @@ class ScriptEngine:
                     "SCRIPT KILL" if run.is_eval else "FUNCTION KILL",
                     run.name.decode("utf-8", "replace"),
                 )
-        return run.killed
+        return b"ERR Script killed by user with SCRIPT KILL..." if run.killed else None
 
     def busy_threshold_ms(self) -> int:
         try:

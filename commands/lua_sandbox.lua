@@ -114,7 +114,6 @@ local function redis_api(functions)
     acl_check_cmd = py.acl_check_cmd,
     REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
   }
-  if functions then api.register_function = py.register_function end
   return readonly(api)
 end
 
@@ -246,20 +245,21 @@ local function compile(code, chunkname, env)
 end
 
 local HOOK_EVERY = 100000
-local KILLED = 'ERR Script killed by user with SCRIPT KILL...'
--- Once killed, the hook runs on every line so that a pcall in the script cannot
--- catch the error and go on; the error handler (reached when the error leaves the
--- script) turns it off.
+-- `py.tick` answers the error that ends the run (killed, or a FUNCTION LOAD past its
+-- time), or nil. Once ending, the hook runs on every line so that a pcall in the
+-- script cannot catch the error and go on; the error handler (reached when the error
+-- leaves the script) turns it off.
 local killing = false
 local function killed_hook()
   local i = getinfo(2, 'S')
-  if killing and i and i.source ~= '@__redis__' then error(err_table(KILLED), 0) end
+  if killing and i and i.source ~= '@__redis__' then error(err_table(killing), 0) end
 end
 local function hook()
-  if py.tick() then
-    killing = true
+  local msg = py.tick()
+  if msg then
+    killing = msg
     sethook(killed_hook, 'l')
-    error(err_table(KILLED), 0)
+    error(err_table(msg), 0)
   end
 end
 

@@ -25,7 +25,7 @@ from typing import Any
 from commands.common import help_reply
 from commands.dispatch import command_stats, count_error
 from commands.durability import deferred
-from commands.errors import SYNTAX, CommandError
+from commands.errors import CommandError
 from commands.glob import glob_match
 from commands.lua_engine import (
     FLAG_ALLOW_OOM,
@@ -41,6 +41,7 @@ from commands.lua_engine import (
     sha1hex,
 )
 from commands.parsing import get_int
+from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.resp import split_inline
@@ -540,7 +541,9 @@ def cmd_function_delete(s: Session, argv: list[bytes]) -> Reply:
 
 @command("function|flush", -2, Flag.WRITE | Flag.NOSCRIPT)
 def cmd_function_flush(s: Session, argv: list[bytes]) -> Reply:
-    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
+    if len(argv) > 3:
+        raise CommandError(SUBCOMMAND_SYNTAX % (argv[1][:128], argv[0].upper()))
+    if len(argv) == 3 and argv[2].lower() not in (b"sync", b"async"):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     eng = engine_of(s.server)
     eng.sync_functions(s.store.functions)
@@ -635,6 +638,8 @@ def cmd_function_dump(s: Session, argv: list[bytes]) -> Reply:
 
 @command("function|restore", -3, Flag.WRITE | Flag.DENYOOM | Flag.NOSCRIPT)
 def cmd_function_restore(s: Session, argv: list[bytes]) -> Reply:
+    if len(argv) > 4:
+        raise CommandError(SUBCOMMAND_SYNTAX % (argv[1][:128], argv[0].upper()))
     policy = b"append"
     if len(argv) == 4:
         policy = argv[3].lower()
@@ -642,8 +647,6 @@ def cmd_function_restore(s: Session, argv: list[bytes]) -> Reply:
             raise CommandError(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
             )
-    elif len(argv) > 4:
-        raise CommandError(SYNTAX)
     codes = parse_payload(argv[2])
     if codes is None:
         raise CommandError("ERR DUMP payload version or checksum are wrong")
@@ -660,12 +663,13 @@ def cmd_function_restore(s: Session, argv: list[bytes]) -> Reply:
 def _fcall(s: Session, argv: list[bytes], ro: bool) -> Reply:
     eng = engine_of(s.server)
     eng.sync_functions(s.store.functions)
-    found = eng.functions.get(argv[1])
+    key = argv[1].lower()
+    found = eng.functions.get(key)
     if found is None:
         raise CommandError("ERR Function not found")
     _numkeys(argv, "ERR Bad number of keys provided")
     fn, flags, _desc = found
-    return _execute(s, eng, fn, argv[1], argv, flags, ro, False)
+    return _execute(s, eng, fn, eng.names[key], argv, flags, ro, False)
 
 
 @command("fcall", -3, EVAL_FLAGS)

@@ -330,6 +330,8 @@ LIB = "#!lua name=mylib\n" + "\n".join(
         "  flags={'no-writes', 'allow-oom'}}",
         "redis.register_function('fails', function() return redis.call('nosuch') end)",
         "redis.register_function('boom', function() error('boom') end)",
+        "redis.register_function('reg_at_run', function()",
+        "  redis.register_function('x', function() end) end)",
     ]
 )
 LIB2 = "#!lua name=other\nredis.register_function('other_fn', function() return 2 end)"
@@ -353,6 +355,9 @@ def test_functions(fresh: Differ) -> None:
     f.check("FCALL", "hello", -1)
     f.check("FCALL", "hello", 5)
     f.check("FCALL", "other_fn", 0)
+    f.check("FCALL", "HELLO", 0, "upper")  # function names ignore case
+    f.check("FCALL", "BOOM", 0)  # ... and errors name the function as registered
+    f.check("FCALL", "reg_at_run", 0)
     # Redis lists libraries and functions in its dict order (a random hash seed).
     f.check("FUNCTION", "LIST", unordered=4)
     f.check("FUNCTION", "LIST", "WITHCODE", unordered=4)
@@ -366,6 +371,9 @@ def test_functions(fresh: Differ) -> None:
     f.check("FCALL", "other_fn", 0)
     f.check("FUNCTION", "FLUSH")
     f.check("FUNCTION", "FLUSH", "BAD")
+    f.check("FUNCTION", "FLUSH", "SYNC", "ASYNC")
+    f.check("FUNCTION", "RESTORE", "a", "FLUSH", "x")
+    f.check("FCALL", "TEST_NOSUCH", 0)
     f.check("FUNCTION", "LIST")
     f.check("FUNCTION", "RESTORE", "garbage")
     f.check("FUNCTION", "RESTORE", "garbage", "BAD")
@@ -404,6 +412,11 @@ LOAD_ERRORS = [
     "#!lua name=x\nredis.call('set', 'a', 1)",
     "#!lua name=x\nreturn a_global",
     "#!lua name=x\nx_global = 1",
+    "#!lua name=x\nlocal a = 1 while 1 do a = a + 1 end",  # past FUNCTION LOAD's time
+    "#!lua name=x\nredis.call('ping')",
+    "#!lua name=x\nreturn redis.setresp(3)",
+    "#!lua name=x\nredis.log(redis.LOG_NOTICE, 'loading')\n"
+    "redis.register_function('logged', function() return redis.REDIS_VERSION end)",
 ]
 
 
