@@ -500,22 +500,17 @@ class ScriptEngine:
                         b"ERR named argument key given to redis.register_function is not a string"
                     )
                 key = k.lower()
-                if key == b"function_name":
+                if key in (b"function_name", b"description"):
                     v = _lua_string(v)
                     if v is None:
                         return (
-                            b"ERR function_name argument given to redis.register_function "
+                            b"ERR " + key + b" argument given to redis.register_function "
                             b"must be a string"
                         )
-                    name = v
-                elif key == b"description":
-                    v = _lua_string(v)
-                    if v is None:
-                        return (
-                            b"ERR description argument given to redis.register_function "
-                            b"must be a string"
-                        )
-                    desc = v
+                    if key == b"description":
+                        desc = v
+                    else:
+                        name = v
                 elif key == b"callback":
                     if lupa.lua_type(v) != "function":
                         return (
@@ -980,22 +975,31 @@ def valid_name(name: bytes) -> bool:
     )
 
 
-def library_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
-    """Redis' functionExtractLibMetaData: (engine, name, code after the shebang)."""
+def shebang_parts(code: bytes, no_line: str, empty: str | None = None) -> tuple[list[bytes], int]:
+    """The words of a `#!` first line (split as Redis' sdssplitargs) and its length;
+    errors `no_line` without a newline, `empty` (or `no_line`) without words."""
     from commands.errors import CommandError
     from commands.resp import split_inline
 
-    if not code.startswith(b"#!"):
-        raise CommandError("ERR Missing library metadata")
     end = code.find(b"\n")
     if end < 0:
-        raise CommandError("ERR Invalid library metadata")
+        raise CommandError(no_line)
     try:
         parts = split_inline(code[:end])
     except Exception:
         parts = []
     if not parts:
-        raise CommandError("ERR Invalid library metadata")
+        raise CommandError(empty or no_line)
+    return parts, end
+
+
+def library_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
+    """Redis' functionExtractLibMetaData: (engine, name, code after the shebang)."""
+    from commands.errors import CommandError
+
+    if not code.startswith(b"#!"):
+        raise CommandError("ERR Missing library metadata")
+    parts, end = shebang_parts(code, "ERR Invalid library metadata")
     engine = parts[0][2:]
     name: bytes | None = None
     for p in parts[1:]:

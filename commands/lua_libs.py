@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import struct as pystruct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import lupa.lua51 as lupa
@@ -385,36 +385,39 @@ def _struct_items(fmt: bytes) -> list[tuple[str, int]]:
     return items
 
 
+def _struct_steps(fmt: bytes) -> Iterator[tuple[str, int, bool, int]]:
+    """The format's items (code, size, little endian, padding before it when the
+    format asks for alignment with '!'); '<', '>', '=' and '!' only set the state."""
+    little, align = True, 1
+    for c, n in _struct_items(fmt):
+        if c in "<>=":
+            little = c != ">"
+        elif c == "!":
+            align = n
+        elif c != " ":
+            yield c, n, little, min(n, align) if c in "bBhHlLTiI" and align > 1 else 1
+
+
 def _struct_table() -> dict[bytes, Any]:
     def pack(fmt: Any = None, *args: Any) -> Result:
         try:
             out = bytearray()
-            little, align, k = True, 1, 0
-            for c, n in _struct_items(fmt):
-                if c in "<>=":
-                    little = c != ">"
-                    continue
-                if c == "!":
-                    align = n
-                    continue
-                if c in "bBhHlLTiI" and align > 1:
-                    a = min(n, align)
-                    out += b"\0" * ((-len(out)) % a)
+            k = 0
+            for c, n, little, a in _struct_steps(fmt):
+                out += b"\0" * ((-len(out)) % a)
                 if c == "x":
                     out.append(0)
-                elif c == "s":
-                    out += args[k] + b"\0"
-                    k += 1
+                    continue
+                v = args[k]
+                k += 1
+                if c == "s":
+                    out += v + b"\0"
                 elif c == "c":
-                    v = args[k]
-                    k += 1
                     out += v if n == 0 else v[:n].ljust(n, b"\0")
                 elif c in "fd":
-                    out += pystruct.pack(("<" if little else ">") + c, float(args[k]))
-                    k += 1
-                elif c != " ":
-                    v = int(float(args[k])) & ((1 << (8 * n)) - 1)
-                    k += 1
+                    out += pystruct.pack(("<" if little else ">") + c, float(v))
+                else:
+                    v = int(float(v)) & ((1 << (8 * n)) - 1)
                     out += v.to_bytes(n, "little" if little else "big")
             return _ok(bytes(out))
         except (ValueError, IndexError, TypeError) as e:
@@ -424,16 +427,9 @@ def _struct_table() -> dict[bytes, Any]:
         try:
             i = int(pos) - 1
             values: list[Any] = []
-            little, align, last = True, 1, 0
-            for c, n in _struct_items(fmt):
-                if c in "<>=":
-                    little = c != ">"
-                    continue
-                if c == "!":
-                    align = n
-                    continue
-                if c in "bBhHlLTiI" and align > 1:
-                    i += (-i) % min(n, align)
+            last = 0
+            for c, n, little, a in _struct_steps(fmt):
+                i += (-i) % a
                 if c == "x":
                     i += 1
                 elif c == "s":
@@ -450,11 +446,11 @@ def _struct_table() -> dict[bytes, Any]:
                     (v,) = pystruct.unpack_from(("<" if little else ">") + c, data, i)
                     values.append(v)
                     i += n
-                elif c != " ":
+                else:
                     if i + n > len(data):
                         raise ValueError("data string too short")
                     v = int.from_bytes(data[i : i + n], "little" if little else "big")
-                    if c in "bhliT" and c != "T" and v >= 1 << (8 * n - 1):
+                    if c in "bhli" and v >= 1 << (8 * n - 1):
                         v -= 1 << (8 * n)
                     values.append(v)
                     last = v
@@ -465,13 +461,10 @@ def _struct_table() -> dict[bytes, Any]:
 
     def size(fmt: Any = None) -> Result:
         try:
-            total, align = 0, 1
-            for c, n in _struct_items(fmt):
-                if c == "!":
-                    align = n
-                elif c in "bBhHlLTiI" and align > 1:
-                    total += (-total) % min(n, align)
-                if c not in "<>=!s":
+            total = 0
+            for c, n, _little, a in _struct_steps(fmt):
+                total += (-total) % a
+                if c != "s":
                     total += n
             return _ok(total)
         except ValueError as e:

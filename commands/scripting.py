@@ -39,12 +39,12 @@ from commands.lua_engine import (
     dump_payload,
     parse_payload,
     sha1hex,
+    shebang_parts,
 )
 from commands.parsing import get_int
 from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply
-from commands.resp import split_inline
 from commands.session import ServerState, Session
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
@@ -119,15 +119,9 @@ def shebang_flags(body: bytes) -> tuple[int, int]:
     """Redis' evalExtractShebangFlags: (flags, length of the shebang line)."""
     if not body.startswith(b"#!"):
         return FLAG_EVAL_COMPAT, 0
-    end = body.find(b"\n")
-    if end < 0:
-        raise CommandError("ERR Invalid script shebang")
-    try:
-        parts = split_inline(body[:end])
-    except Exception:
-        parts = []
-    if not parts:
-        raise CommandError("ERR Invalid engine in script shebang")
+    parts, end = shebang_parts(
+        body, "ERR Invalid script shebang", "ERR Invalid engine in script shebang"
+    )
     if parts[0] != b"#!lua":
         raise CommandError(b"ERR Unexpected engine in script shebang: " + parts[0])
     flags = 0
