@@ -645,8 +645,10 @@ class Store:
     # -- database-level changes ----------------------------------------------------
 
     def checkpoint_extra(self) -> dict[str, Any]:
-        """State of other parts (tables, branches) for checkpoints, by name."""
-        return {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        """State of other parts (tables, branches, function libraries) for checkpoints,
+        by name; a part with nothing to keep (None) is left out."""
+        extra = {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        return {name: value for name, value in extra.items() if value is not None}
 
     def load_checkpoint_extra(self, extra: dict[str, Any]) -> None:
         self._pin = None  # the image brought its snapshots and branches
@@ -706,8 +708,8 @@ class Store:
                 n += sum(map(payload_bytes, db.odata.own.values()))
         return n
 
-    def _save_functions(self) -> list[list[bytes]]:
-        return [[name, code] for name, code in self.functions.items()]
+    def _save_functions(self) -> list[list[bytes]] | None:
+        return [[name, code] for name, code in self.functions.items()] or None
 
     def _load_functions(self, libs: list[list[bytes]]) -> None:
         self.functions = {bytes(name): bytes(code) for name, code in libs}
