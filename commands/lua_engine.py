@@ -39,22 +39,17 @@ import lupa.lua51 as lupa
 from commands import lua_libs
 from commands.acl import check_user
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
-from commands.errors import READONLY, READONLY_VIEW
+from commands.errors import READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
+from commands.lua_convert import error_text, to_lua
+from commands.lua_library import NAME_ERROR, library_metadata, valid_name
 from commands.lua_libs import LuaRaise
-from commands.parsing import format_double
 from commands.registry import Command, Flag, lookup_for_call
 from commands.replies import (
-    NULL_ARRAY,
     Blocked,
     Deferred,
-    Encoded,
     ErrorReply,
-    Push,
-    Simple,
-    Verbatim,
 )
-from commands.resp import encode
 
 if TYPE_CHECKING:
     from commands.session import ServerState, Session
@@ -96,24 +91,12 @@ TS_ALLOWED = frozenset(
 )
 
 LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
-MAX_REPLY_DEPTH = 256  # nesting of a script's reply (Python's stack bounds ours)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
 
 def sha1hex(b: bytes) -> bytes:
     return hashlib.sha1(b).hexdigest().encode()
-
-
-def error_text(reply: bytes) -> bytes:
-    """Redis' luaPushErrorBuff: `-CODE msg` or `msg` as the `err` field ("CODE msg")."""
-    if reply[:1] == b"-":
-        code, sep, msg = reply[1:].partition(b" ")
-        if not sep:
-            code, msg = b"ERR", reply[1:]
-    else:
-        code, msg = b"ERR", reply
-    return code + b" " + msg.strip(b"\r\n")
 
 
 @dataclass
@@ -280,8 +263,6 @@ class ScriptEngine:
 
     def load_library(self, code: bytes, replace: bool) -> bytes:
         """FUNCTION LOAD: compile and register a library; returns its name."""
-        from commands.errors import CommandError
-
         engine, name, body = library_metadata(code)
         if not valid_name(name):
             raise CommandError("ERR " + NAME_ERROR)
@@ -329,8 +310,6 @@ class ScriptEngine:
     def restore_libraries(self, codes: list[bytes], policy: str) -> dict[bytes, bytes]:
         """FUNCTION RESTORE: load `codes` by `policy`; all or nothing. Returns the new
         libraries (name -> code)."""
-        from commands.errors import CommandError
-
         saved = (dict(self.libraries), dict(self._functions), dict(self._owner), dict(self.names))
         try:
             if policy == "flush":
@@ -590,7 +569,7 @@ class ScriptEngine:
             reply = self.on_loop(lambda: self._command(run, argv, stashed=True))
         if type(reply) is ErrorReply:
             return self._err(st, bytes(reply))
-        return self.to_lua(st.lua, reply, run.session.resp), False
+        return to_lua(st.lua, reply, run.session.resp), False
 
     def _command(self, run: Run, argv: list[bytes], stashed: bool = False) -> Any:
         """Run one command of the script (on the thread that owns the store: the
@@ -693,173 +672,6 @@ class ScriptEngine:
 
     # -- conversions ------------------------------------------------------------------
 
-    def to_lua(self, lua: Any, r: Any, resp: int) -> Any:
-        """A command's reply as Lua sees it (Redis' redisProtocolToLuaType)."""
-        t = type(r)
-        if t is bytes or t is int:
-            return r
-        if r is None or r is NULL_ARRAY:
-            return False if resp == 2 else None
-        if t is Simple:
-            return lua.table_from({b"ok": bytes(r)})
-        if t is ErrorReply:
-            return lua.table_from({b"err": error_text(b"-" + bytes(r))})
-        if t is list or t is tuple or t is Push:
-            return lua.table_from([self._elem(lua, x, resp) for x in r])
-        if t is bool:
-            if resp == 2:
-                return 1 if r else False
-            return r
-        if t is float:
-            if resp == 2:
-                return format_double(r)
-            return lua.table_from({b"double": r})
-        if t is Verbatim:
-            if resp == 2:
-                return bytes(r)
-            return lua.table_from(
-                {b"verbatim_string": lua.table_from({b"format": b"txt", b"string": bytes(r)})}
-            )
-        if isinstance(r, dict):
-            if resp == 2:
-                flat: list[Any] = []
-                for k, v in r.items():
-                    flat.append(self._elem(lua, k, resp))
-                    flat.append(self._elem(lua, v, resp))
-                return lua.table_from(flat)
-            m = lua.table_from({})
-            for k, v in r.items():
-                m[self.to_lua(lua, k, resp)] = self.to_lua(lua, v, resp)
-            return lua.table_from({b"map": m})
-        if isinstance(r, set | frozenset):
-            if resp == 2:
-                return lua.table_from([self._elem(lua, x, resp) for x in r])
-            st = lua.table_from({})
-            for x in r:
-                st[self.to_lua(lua, x, resp)] = True
-            return lua.table_from({b"set": st})
-        if t is Encoded:
-            return self.to_lua(lua, parse_resp(bytes(r)), resp)
-        if isinstance(r, bytes | bytearray | memoryview):
-            return bytes(r)
-        if isinstance(r, int):
-            return int(r)
-        if isinstance(r, list | tuple):
-            return lua.table_from([self._elem(lua, x, resp) for x in r])
-        return False if resp == 2 else None
-
-    def _elem(self, lua: Any, x: Any, resp: int) -> Any:
-        return self.to_lua(lua, x, resp)
-
-    def to_resp(
-        self,
-        st: LuaState,
-        v: Any,
-        caller_resp: int,
-        script_resp: int,
-        out: list[bytes],
-        depth: int = 0,
-        errors: list[bytes] | None = None,
-    ) -> None:
-        """A script's return value as the caller's reply (Redis' luaReplyToRedisReply)."""
-        if v is None:
-            out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
-            return
-        t = type(v)
-        if t is bytes:
-            out.append(b"$%d\r\n%b\r\n" % (len(v), v))
-        elif t is bool:
-            if script_resp == 2:
-                if v:
-                    out.append(b":1\r\n")
-                else:
-                    out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
-            else:
-                encode(v, caller_resp, out)
-        elif t is int or t is float:
-            out.append(b":%d\r\n" % _truncate(v))
-        elif lupa.lua_type(v) == "table":
-            self._table_to_resp(st, v, caller_resp, script_resp, out, depth, errors)
-        else:
-            out.append(b"$-1\r\n" if caller_resp == 2 else b"_\r\n")
-
-    def _table_to_resp(
-        self,
-        st: LuaState,
-        v: Any,
-        caller_resp: int,
-        script_resp: int,
-        out: list[bytes],
-        depth: int,
-        errors: list[bytes] | None,
-    ) -> None:
-        if depth >= MAX_REPLY_DEPTH:
-            # Redis runs out of Lua stack on a table nested this deep (or holding
-            # itself): that element is this error.
-            out.append(b"-ERR reached lua stack limit\r\n")
-            return
-        rawget = st.rawget
-        err = rawget(v, b"err")
-        if type(err) is bytes:
-            encode(ErrorReply(err), caller_resp, out)
-            if errors is not None and rawget(v, b"ignore_error_stats_update") is not True:
-                errors.append(err)  # counted in INFO errorstats (a command's was already)
-            return
-        ok = rawget(v, b"ok")
-        if type(ok) is bytes:
-            out.append(b"+%b\r\n" % ok.replace(b"\r", b" ").replace(b"\n", b" "))
-            return
-        d = rawget(v, b"double")
-        if type(d) is int or type(d) is float:
-            encode(float(d), caller_resp, out)
-            return
-        big = rawget(v, b"big_number")
-        if type(big) is bytes:
-            big = big.replace(b"\r", b" ").replace(b"\n", b" ")
-            if caller_resp == 2:
-                out.append(b"$%d\r\n%b\r\n" % (len(big), big))
-            else:
-                out.append(b"(%b\r\n" % big)
-            return
-        verb = rawget(v, b"verbatim_string")
-        if lupa.lua_type(verb) == "table":
-            fmt = rawget(verb, b"format")
-            text = rawget(verb, b"string")
-            if type(fmt) is bytes and type(text) is bytes:
-                if caller_resp == 2:
-                    out.append(b"$%d\r\n%b\r\n" % (len(text), text))
-                else:
-                    out.append(b"=%d\r\n%b:%b\r\n" % (len(text) + 4, fmt[:3], text))
-                return
-        m = rawget(v, b"map")
-        if lupa.lua_type(m) == "table":
-            items = list(m.items())
-            if caller_resp == 2:
-                out.append(b"*%d\r\n" % (2 * len(items)))
-            else:
-                out.append(b"%%%d\r\n" % len(items))
-            for k, x in items:
-                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1, errors)
-                self.to_resp(st, x, caller_resp, script_resp, out, depth + 1, errors)
-            return
-        s = rawget(v, b"set")
-        if lupa.lua_type(s) == "table":
-            keys = list(s.keys())
-            out.append((b"*%d\r\n" if caller_resp == 2 else b"~%d\r\n") % len(keys))
-            for k in keys:
-                self.to_resp(st, k, caller_resp, script_resp, out, depth + 1, errors)
-            return
-        at = len(out)
-        out.append(b"")
-        n = 0
-        while True:
-            x = rawget(v, n + 1)
-            if x is None:
-                break
-            self.to_resp(st, x, caller_resp, script_resp, out, depth + 1, errors)
-            n += 1
-        out[at] = b"*%d\r\n" % n
-
 
 def _number(v: Any) -> float | None:
     """Lua's tonumber of an argument (numbers and numeric strings)."""
@@ -898,232 +710,8 @@ def _argv(args: tuple[Any, ...]) -> list[bytes] | bytes:
     return argv
 
 
-def _truncate(x: float) -> int:
-    """C's (long long) cast of a Lua number."""
-    if x != x or x in (float("inf"), float("-inf")) or not -(2**63) <= x < 2**63:
-        return -(2**63)
-    return int(x)
-
-
 ACL_REASONS = {
     1: b"can't run this command or subcommand",
     2: b"can't access at least one of the keys mentioned in the command",
     3: b"can't publish to the channel mentioned in the command",
 }
-
-
-def parse_resp(data: bytes) -> Any:
-    """Decode one encoded reply back into reply values (for `Encoded` replies)."""
-    value, _ = _parse(data, 0)
-    return value
-
-
-def _parse(data: bytes, pos: int) -> tuple[Any, int]:
-    end = data.index(b"\r\n", pos)
-    kind = data[pos : pos + 1]
-    line = data[pos + 1 : end]
-    pos = end + 2
-    if kind == b"$" or kind == b"=":
-        n = int(line)
-        if n < 0:
-            return None, pos
-        body = data[pos : pos + n]
-        if kind == b"=":
-            return Verbatim(body[4:]), pos + n + 2
-        return body, pos + n + 2
-    if kind == b":":
-        return int(line), pos
-    if kind == b"+":
-        return Simple(line), pos
-    if kind == b"-":
-        return ErrorReply(line), pos
-    if kind == b"_":
-        return None, pos
-    if kind == b",":
-        return float(line), pos
-    if kind == b"#":
-        return line == b"t", pos
-    if kind == b"(":
-        return line, pos
-    n = int(line)
-    if n < 0:
-        return NULL_ARRAY, pos
-    if kind == b"%":
-        d: dict[Any, Any] = {}
-        for _ in range(n):
-            k, pos = _parse(data, pos)
-            d[k], pos = _parse(data, pos)
-        return d, pos
-    items = []
-    for _ in range(n):
-        x, pos = _parse(data, pos)
-        items.append(x)
-    return items, pos
-
-
-# -- function libraries ------------------------------------------------------------------
-
-NAME_ERROR = (
-    "Library names can only contain letters, numbers, or underscores(_) "
-    "and must be at least one character long"
-)
-
-
-def valid_name(name: bytes) -> bool:
-    return bool(name) and all(
-        48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 for c in name
-    )
-
-
-def shebang_parts(code: bytes, no_line: str, empty: str | None = None) -> tuple[list[bytes], int]:
-    """The words of a `#!` first line (split as Redis' sdssplitargs) and its length;
-    errors `no_line` without a newline, `empty` (or `no_line`) without words."""
-    from commands.errors import CommandError
-    from commands.resp import split_inline
-
-    end = code.find(b"\n")
-    if end < 0:
-        raise CommandError(no_line)
-    try:
-        parts = split_inline(code[:end])
-    except Exception:
-        parts = []
-    if not parts:
-        raise CommandError(empty or no_line)
-    return parts, end
-
-
-def library_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
-    """Redis' functionExtractLibMetaData: (engine, name, code after the shebang)."""
-    from commands.errors import CommandError
-
-    if not code.startswith(b"#!"):
-        raise CommandError("ERR Missing library metadata")
-    parts, end = shebang_parts(code, "ERR Invalid library metadata")
-    engine = parts[0][2:]
-    name: bytes | None = None
-    for p in parts[1:]:
-        if p[:5].lower() == b"name=":
-            if name is not None:
-                raise CommandError(
-                    "ERR Invalid metadata value, name argument was given multiple times"
-                )
-            name = p[5:]
-            continue
-        raise CommandError(b"ERR Invalid metadata value given: " + p)
-    if name is None:
-        raise CommandError("ERR Library name was not given")
-    return engine, name, code[end:]
-
-
-# -- FUNCTION DUMP / RESTORE payloads (RDB 7.0: function records, version, CRC64) ------
-
-RDB_OPCODE_FUNCTION2 = 245
-RDB_VERSION = 10
-_CRC64_POLY = 0x95AC9329AC4BC9B5  # Jones, reflected (Redis' crc64)
-
-
-def _crc64_table() -> list[int]:
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ _CRC64_POLY if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC64 = _crc64_table()
-
-
-def crc64(data: bytes, crc: int = 0) -> int:
-    t = _CRC64
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc
-
-
-def _rdb_len(n: int) -> bytes:
-    if n < 64:
-        return bytes([n])
-    if n < 16384:
-        return bytes([0x40 | (n >> 8), n & 0xFF])
-    if n <= 0xFFFFFFFF:
-        return b"\x80" + n.to_bytes(4, "big")
-    return b"\x81" + n.to_bytes(8, "big")
-
-
-def dump_payload(codes: list[bytes]) -> bytes:
-    body = b"".join(bytes([RDB_OPCODE_FUNCTION2]) + _rdb_len(len(c)) + c for c in codes)
-    body += RDB_VERSION.to_bytes(2, "little")
-    return body + crc64(body).to_bytes(8, "little")
-
-
-def _lzf_decompress(data: bytes, size: int) -> bytes:
-    out = bytearray()
-    i = 0
-    while i < len(data):
-        ctrl = data[i]
-        i += 1
-        if ctrl < 32:
-            out += data[i : i + ctrl + 1]
-            i += ctrl + 1
-        else:
-            n = ctrl >> 5
-            if n == 7:
-                n += data[i]
-                i += 1
-            ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
-            i += 1
-            for _ in range(n + 2):
-                out.append(out[ref])
-                ref += 1
-    if len(out) != size:
-        raise ValueError("bad lzf data")
-    return bytes(out)
-
-
-def _read_len(p: bytes, i: int) -> tuple[int, int, bool]:
-    """An RDB length at `i`: (value, next index, whether it is a special encoding)."""
-    b = p[i]
-    kind = b >> 6
-    if kind == 0:
-        return b & 0x3F, i + 1, False
-    if kind == 1:
-        return ((b & 0x3F) << 8) | p[i + 1], i + 2, False
-    if kind == 3:
-        return b & 0x3F, i + 1, True
-    if b == 0x80:
-        return int.from_bytes(p[i + 1 : i + 5], "big"), i + 5, False
-    return int.from_bytes(p[i + 1 : i + 9], "big"), i + 9, False
-
-
-def parse_payload(p: bytes) -> list[bytes] | None:
-    """The library codes of a FUNCTION DUMP payload, or None if it is not valid."""
-    if len(p) < 10:
-        return None
-    body, footer = p[:-8], p[-8:]
-    if int.from_bytes(body[-2:], "little") > RDB_VERSION:
-        return None
-    if int.from_bytes(footer, "little") != crc64(body):
-        return None
-    codes = []
-    i, end = 0, len(body) - 2
-    try:
-        while i < end:
-            if body[i] != RDB_OPCODE_FUNCTION2:
-                return None
-            n, i, special = _read_len(body, i + 1)
-            if special:
-                if n != 3:  # only LZF strings hold code
-                    return None
-                clen, i, _ = _read_len(body, i)
-                ulen, i, _ = _read_len(body, i)
-                codes.append(_lzf_decompress(body[i : i + clen], ulen))
-                i += clen
-            else:
-                codes.append(body[i : i + n])
-                i += n
-    except (IndexError, ValueError):
-        return None
-    return codes

@@ -27,6 +27,7 @@ from commands.dispatch import command_stats, count_error
 from commands.durability import deferred
 from commands.errors import CommandError
 from commands.glob import glob_match
+from commands.lua_convert import to_resp
 from commands.lua_engine import (
     FLAG_ALLOW_OOM,
     FLAG_EVAL_COMPAT,
@@ -36,11 +37,9 @@ from commands.lua_engine import (
     Run,
     ScriptEngine,
     Worker,
-    dump_payload,
-    parse_payload,
     sha1hex,
-    shebang_parts,
 )
+from commands.lua_library import dump_payload, parse_payload, shebang_parts
 from commands.parsing import get_int
 from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
@@ -196,7 +195,7 @@ def _execute(
         errors: list[bytes] = []
         if ok:
             out: list[bytes] = []
-            eng.to_resp(state, res, s.resp, ss.resp, out, 0, errors)
+            to_resp(state.rawget, res, s.resp, ss.resp, out, 0, errors)
             return Encoded(b"".join(out)), errors
         reply = _error_reply(state, res, name)
         if state.rawget(res, b"ignore_error_stats_update") is not True:
@@ -381,7 +380,7 @@ def cmd_script_load(s: Session, argv: list[bytes]) -> Reply:
     return sha
 
 
-@command("script|exists", -3, Flag.NOSCRIPT | Flag.STALE)
+@command("script|exists", -3, Flag.NOSCRIPT)
 def cmd_script_exists(s: Session, argv: list[bytes]) -> Reply:
     scripts = engine_of(s.server).scripts
     return [1 if a.lower() in scripts else 0 for a in argv[2:]]
