@@ -7,21 +7,28 @@ LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
 from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication, sentinel, scripting
+from commands import replication, sentinel
+from commands import geo, sort, lcs
+from commands import bitops, hyperloglog
+from commands import scripting
 
 # isort: on
 
 __all__ = [
     "acl",
+    "bitops",
     "branches",
     "client",
     "config",
     "connection",
     "durability",
+    "geo",
     "hashes",
+    "hyperloglog",
     "info",
     "introspection",
     "keys",
+    "lcs",
     "lists",
     "pubsub",
     "replication",
@@ -29,6 +36,7 @@ __all__ = [
     "sentinel",
     "server",
     "sets",
+    "sort",
     "streams",
     "strings",
     "tables",
