@@ -101,6 +101,7 @@ def _script_session(eng: ScriptEngine, caller: Session) -> Session:
         s = eng._session = Session(eng.server)
         s.in_exec = True  # nothing a script runs commits on its own
         s.authenticated = True
+        s.extra["script"] = True  # Redis' CLIENT_SCRIPT: commands may ask
     s.resp = 2
     s.user = caller.user
     s.acl_all = caller.acl_all
