@@ -130,6 +130,10 @@ class Store:
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self.extra_state["tables"] = (self._save_tables, self._load_tables)
         self.extra_state["branches"] = (self.branches.save, self.branches.load)
+        # FUNCTION LOAD's libraries (name -> code), server-wide; a new dict on each
+        # change (commands.scripting compiles them again when it sees a new one).
+        self.functions: dict[bytes, bytes] = {}
+        self.extra_state["functions"] = (self._save_functions, self._load_functions)
 
     # -- the transaction -----------------------------------------------------------
 
@@ -743,8 +747,10 @@ class Store:
     # -- database-level changes ----------------------------------------------------
 
     def checkpoint_extra(self) -> dict[str, Any]:
-        """State of other parts (tables, branches) for checkpoints, by name."""
-        return {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        """State of other parts (tables, branches, function libraries) for checkpoints,
+        by name; a part with nothing to keep (None) is left out."""
+        extra = {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        return {name: value for name, value in extra.items() if value is not None}
 
     def load_checkpoint_extra(self, extra: dict[str, Any]) -> None:
         self._pin = None  # the image brought its snapshots and branches
@@ -806,6 +812,12 @@ class Store:
                 n += sum(map(payload_bytes, db.odata.own.values()))
         return n
 
+    def _save_functions(self) -> list[list[bytes]] | None:
+        return [[name, code] for name, code in self.functions.items()] or None
+
+    def _load_functions(self, libs: list[list[bytes]]) -> None:
+        self.functions = {bytes(name): bytes(code) for name, code in libs}
+
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
         """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""
         name = op[0]
@@ -820,6 +832,8 @@ class Store:
             # before MAXPINNED existed, and tables without one, have no sixth field.
             _, table, durability, retain, every, *rest = op
             self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every, *rest)
+        elif name == "functions":
+            self._load_functions(op[1])
         elif name == "droptable":
             self.tables.pop(op[1], None)
         elif name == "branch":
