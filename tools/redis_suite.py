@@ -58,23 +58,9 @@ MIRRORS = (
 CACHE = REPO / ".cache" / "redis-suite"
 SUITE = CACHE / f"redis-{VERSION}"
 RESULTS = CACHE / "results.json"
-# Runs with --tolerate-function-flush keep their results and logs apart.
-TOLERANT = "tolerant"
 DOC = REPO / "docs" / "compatibility.md"
-MARKERS = {
-    "": (
-        "<!-- redis-suite:begin (tools/redis_suite.py report writes this part) -->",
-        "<!-- redis-suite:end -->",
-    ),
-    TOLERANT: (
-        "<!-- redis-suite-tolerant:begin (tools/redis_suite.py report writes this part) -->",
-        "<!-- redis-suite-tolerant:end -->",
-    ),
-}
-
-
-def results_path(variant: str) -> Path:
-    return CACHE / f"results-{variant}.json" if variant else RESULTS
+BEGIN = "<!-- redis-suite:begin (tools/redis_suite.py report writes this part) -->"
+END = "<!-- redis-suite:end -->"
 
 
 # The units issue 14 asks for: every family plus the server-wide ones.
@@ -182,23 +168,6 @@ def fetch() -> Path:
     return SUITE
 
 
-def tolerant_copy(suite: Path) -> Path:
-    """A copy of the suite whose per-block setup does not stop at a missing FUNCTION
-    FLUSH (`r function flush` -> `catch {r function flush}` in tests/support/server.tcl):
-    for measuring a server without FUNCTION, where every unit would otherwise end before
-    its first test. The one edited line is the only difference."""
-    dst = CACHE / "tolerant" / suite.name
-    if not (dst / "tests" / "test_helper.tcl").is_file():
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(suite / "tests", dst / "tests")
-        server_tcl = dst / "tests" / "support" / "server.tcl"
-        text = server_tcl.read_text()
-        line = "\n    r function flush\n"
-        assert text.count(line) == 1, "the suite's setup changed"
-        server_tcl.write_text(text.replace(line, "\n    catch {r function flush}\n"))
-    return dst
-
-
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -292,10 +261,10 @@ def start(server: str) -> Proc:
 
 
 def run_unit(
-    unit: str, server: str, tags: list[str], timeout: float, strict: bool, suite: Path, variant: str
+    unit: str, server: str, tags: list[str], timeout: float, strict: bool, suite: Path
 ) -> UnitRun:
     for _ in range(5):
-        run = run_once(unit, server, tags, timeout, strict, suite, variant)
+        run = run_once(unit, server, tags, timeout, strict, suite)
         # The suite's test server picks its port among 32 and can still lose a race.
         if run.results or "couldn't open socket" not in run.aborted:
             return run
@@ -303,7 +272,7 @@ def run_unit(
 
 
 def run_once(
-    unit: str, server: str, tags: list[str], timeout: float, strict: bool, suite: Path, variant: str
+    unit: str, server: str, tags: list[str], timeout: float, strict: bool, suite: Path
 ) -> UnitRun:
     proc = start(server)
     argv = [
@@ -330,7 +299,7 @@ def run_once(
     for t in tags:
         argv += ["--tags", t]
     env = {k: v for k, v in os.environ.items() if k != "TERM"}  # no colours
-    logs = CACHE / ("logs-" + variant if variant else "logs") / server
+    logs = CACHE / "logs" / server
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / (unit.replace("/", "_") + ".log")  # written as the unit runs
     began = time.monotonic()
@@ -378,12 +347,11 @@ def load(path: Path = RESULTS) -> dict[str, dict[str, Any]]:
     return {}
 
 
-def save(runs: list[UnitRun], variant: str) -> None:
-    path = results_path(variant)
-    data = load(path)
+def save(runs: list[UnitRun]) -> None:
+    data = load()
     for r in runs:
         data.setdefault(r.unit, {})[r.server] = asdict(r)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
 def from_dict(d: dict[str, Any]) -> UnitRun:
@@ -451,10 +419,6 @@ def is_layout(r: Result) -> bool:
 
 def report(units: list[str], results: Path = RESULTS) -> str:
     data = load(results)
-    base = load(RESULTS)  # redis-server's runs are shared by the variants
-    for unit, runs in base.items():
-        if "redis" in runs and unit in data:
-            data[unit].setdefault("redis", runs["redis"])
     rows = [
         "| unit | ours: passed | failed | of which exceptions | skipped | "
         "redis: passed | failed | passing on redis, not on ours | ours: how the unit ended |",
@@ -514,13 +478,9 @@ def report(units: list[str], results: Path = RESULTS) -> str:
 
 def write_doc(units: list[str]) -> None:
     text = DOC.read_text()
-    for variant, (begin, end) in MARKERS.items():
-        if not results_path(variant).is_file():
-            continue
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + begin + "\n" + report(units, results_path(variant)) + "\n" + end + tail
-    DOC.write_text(text)
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + BEGIN + "\n" + report(units) + "\n" + END + tail)
 
 
 def main() -> int:
@@ -536,11 +496,6 @@ def main() -> int:
     r.add_argument("--strict", action="store_true", help="no --durable: an exception ends a unit")
     r.add_argument("--report", action="store_true", help="then rewrite docs/compatibility.md")
     r.add_argument("--suite", type=Path, help="another copy of redis' tree (default: fetched)")
-    r.add_argument(
-        "--tolerate-function-flush",
-        action="store_true",
-        help="run a copy of the suite whose setup ignores an error from FUNCTION FLUSH",
-    )
     rep = sub.add_parser("report")
     rep.add_argument("--results", type=Path, default=RESULTS, help="another results.json")
     rep.add_argument("--stdout", action="store_true", help="print instead of writing the page")
@@ -555,9 +510,6 @@ def main() -> int:
             write_doc(list(UNITS))
         return 0
     suite = a.suite or fetch()
-    variant = ""
-    if a.tolerate_function_flush:
-        suite, variant = tolerant_copy(suite), TOLERANT
     if shutil.which("tclsh") is None:
         raise SystemExit("tclsh is needed (Debian: apt-get install tcl)")
     units = a.unit or list(UNITS)
@@ -565,12 +517,10 @@ def main() -> int:
     tags = a.tags if a.tags is not None else list(DEFAULT_TAGS)
     jobs = [(u, s) for u in units for s in servers]
     with ThreadPoolExecutor(a.jobs) as pool:
-        futures = [
-            pool.submit(run_unit, u, s, tags, a.timeout, a.strict, suite, variant) for u, s in jobs
-        ]
+        futures = [pool.submit(run_unit, u, s, tags, a.timeout, a.strict, suite) for u, s in jobs]
         for f in futures:
             run = f.result()
-            save([run], variant)
+            save([run])
             print(
                 f"{run.server:5} {run.unit:22} ok {run.count('ok'):4} err "
                 f"{run.count('err'):3} exc {run.count('exception'):3} "
