@@ -384,7 +384,9 @@ def state(run: UnitRun) -> str:
             return f"completed, but a block stopped early: {message(block)[:60]}"
         return f"completed; first exception: {first.name}: {message(first)[:60]}"
     why = run.aborted or "no end line"
-    last = next((r.name for r in reversed(run.results) if r.verdict in ("ok", "err")), None)
+    last = next(
+        (r.name for r in reversed(run.results) if r.verdict not in ("skip", "ignore")), None
+    )
     return f"stopped after `{last}` ({why})" if last else f"stopped before its first test ({why})"
 
 
@@ -427,8 +429,9 @@ def report(units: list[str], results: Path = RESULTS) -> str:
     details: list[str] = []
     layout: list[str] = []
     total = {"ours": 0, "redis": 0, "missing": 0}
+    absent = [u for u in units if u not in data or not all(s in data[u] for s in SERVERS)]
     for unit in units:
-        if unit not in data or not all(s in data[unit] for s in SERVERS):
+        if unit in absent:
             continue
         ours = from_dict(dict(data[unit]["ours"]))
         redis = from_dict(dict(data[unit]["redis"]))
@@ -458,13 +461,15 @@ def report(units: list[str], results: Path = RESULTS) -> str:
                 count = f"{len(rs)} tests" if len(rs) > 1 else "1 test"
                 details.append(f"- {count} ({names}{more}): {key}")
             ran = {r.name for r in ours.results}
-            not_run = sum(1 for name, _ in missing if name not in ran)
-            if not_run:
-                details.append(f"- {not_run} tests that pass on redis never ran here")
+            never = sum(1 for name, _ in missing if name not in ran)
+            if never:
+                details.append(f"- {never} tests that pass on redis never ran here")
     rows.append(
         f"| **total** | **{total['ours']}** | | | | **{total['redis']}** | | "
         f"**{total['missing']}** | |"
     )
+    if absent:
+        rows.append(f"\nNot in this run: {', '.join(absent)}.")
     return (
         "\n".join(rows)
         + "\n\n### Failing tests on ours, per unit\n"
