@@ -23,7 +23,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.limits import OOM, oom_rejects
-from commands.notify import notify_command
+from commands.notify import notify_after
 from commands.registry import COMMANDS, Command, CommandStats, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
@@ -158,8 +158,8 @@ class Dispatcher:
             reply = ErrorReply(b"ERR internal error while running '%s'" % cmd.name.encode())
             count_error(s, reply)
             st.failed += 1
-        if s.server.notify_flags and len(store.pending) > savepoint:
-            notify_command(s, cmd.name, argv, store.pending[savepoint:])
+        if s.server.notify_flags:  # keyspace notifications (commands.notify)
+            notify_after(s, cmd, argv, savepoint)
         st.calls += 1
         st.usec += (perf_counter_ns() - t0) // 1000
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.

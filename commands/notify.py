@@ -1,9 +1,10 @@
 """Keyspace notifications (Redis' notify.c): `notify-keyspace-events` and the
 `__keyspace@<db>__:<key>` / `__keyevent@<db>__:<event>` messages.
 
-One hook: the dispatcher, after a command's handler succeeded and only when
-`ServerState.notify_flags` is not 0 (the default: one test per command), hands
-the ops the command applied (the store's pending entries after its savepoint) to
+One hook: the dispatcher, after a command's handler ran and only when
+`ServerState.notify_flags` is not 0 (the default: one test per command), calls
+`notify_after`: `keymiss` for the keys a read found missing (`KEYMISS`), then the
+ops the command applied (the store's pending entries after its savepoint) go to
 `notify_command`. The event of each op comes from `EVENTS`, a table by command
 name: a command not in it emits nothing (rather than a wrong event). Expiries
 (lazy and active) reach `expired` through the store's `on_expired`.
@@ -201,13 +202,89 @@ _table(
         "geosearchstore": "geosearchstore",
     },
 )
-_table(STREAM, AFTER, {"xadd": "xadd", "xdel": "xdel", "xtrim": "xtrim", "xsetid": "xsetid"})
 _table(GENERIC, ONLY, {"sort": "sortstore", "restore": "restore", "copy": "copy_to"})
 
 
 # Commands that delete the key they replace, then add it (dbDelete, dbAdd): `new` even
 # when the key existed.
 ALWAYS_NEW = frozenset(("restore", "copy"))
+
+
+# Commands whose keys Redis looks up for reading (lookupKeyRead): a key missing
+# after the command was a miss, `keymiss` (class m). Positions: the command's keys,
+# or those given here (the sources of a store).
+KEYMISS: dict[str, slice | None] = dict.fromkeys(
+    [
+        "get",
+        "getrange",
+        "substr",
+        "strlen",
+        "getbit",
+        "bitcount",
+        "bitpos",
+        "mget",
+        "exists",
+        "type",
+        "ttl",
+        "pttl",
+        "expiretime",
+        "pexpiretime",
+        "touch",
+        "hget",
+        "hmget",
+        "hgetall",
+        "hkeys",
+        "hvals",
+        "hlen",
+        "hexists",
+        "hstrlen",
+        "hrandfield",
+        "lrange",
+        "llen",
+        "lindex",
+        "lpos",
+        "smembers",
+        "sismember",
+        "smismember",
+        "scard",
+        "srandmember",
+        "sinter",
+        "sunion",
+        "sdiff",
+        "zrange",
+        "zrangebyscore",
+        "zrevrangebyscore",
+        "zrangebylex",
+        "zrevrangebylex",
+        "zrevrange",
+        "zscore",
+        "zmscore",
+        "zcard",
+        "zcount",
+        "zlexcount",
+        "zrank",
+        "zrevrank",
+        "xrange",
+        "xrevrange",
+        "xlen",
+    ]
+)
+KEYMISS.update(dict.fromkeys(("sinterstore", "sunionstore", "sdiffstore"), slice(2, None)))
+
+
+def notify_after(s: Session, cmd: Any, argv: list[bytes], savepoint: int) -> None:
+    """The dispatcher's hook (called only when some class is on): `keymiss` for the
+    keys a read found missing, then the events of what the command wrote."""
+    server = s.server
+    if server.notify_flags & KEY_MISS and cmd.name in KEYMISS:
+        where = KEYMISS[cmd.name]
+        data = s.db.data
+        for key in cmd.keys(argv) if where is None else argv[where]:
+            if key not in data:
+                notify(server, KEY_MISS, b"keymiss", key, s.dbi)
+    pending = s.store.pending
+    if len(pending) > savepoint:
+        notify_command(s, cmd.name, argv, pending[savepoint:])
 
 
 def notify_command(s: Session, name: str, argv: list[bytes], applied: list[Any]) -> None:
@@ -275,7 +352,7 @@ EVENTS["zmpop"] = EVENTS["bzmpop"] = (ZSET, b"zpopmin", AFTER)
 
 
 def _temporal(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
-    """TS.REVERT, TS.RESTORE, TS.MERGE (no Redis counterpart; docs/notifications.md):
+    """TS.REVERT, TS.RESTORE, TS.MERGE (no Redis counterpart; the names are documented in docs/notifications.md):
     a key brought back to absence gets `del`; any other key `new` if it did not exist,
     then the verb's name (generic class), once per key."""
     name = applied[0][4]
@@ -344,16 +421,28 @@ for _name in ("lmove", "rpoplpush", "blmove", "brpoplpush"):
 
 
 def _smove(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
-    if len(applied) < 2:
-        return
-    dbi = applied[0][0]
-    src, dst = argv[1], argv[2]
-    notify(server, SET_, b"srem", src, dbi)
-    if src not in server.store.db_of(dbi).data:
-        notify(server, GENERIC, b"del", src, dbi)
-    if applied[1][3] == CREATED:
-        notify(server, NEW, b"new", dst, dbi)
-    notify(server, SET_, b"sadd", dst, dbi)
+    """srem on the source (and its `del` if emptied), then `sadd` on the destination
+    unless it held the member already (smoveCommand)."""
+    src = argv[1]
+    for dbi, key, _op, undo, _cmd in applied:
+        if key == src:
+            notify(server, SET_, b"srem", src, dbi)
+            if src not in server.store.db_of(dbi).data:
+                notify(server, GENERIC, b"del", src, dbi)
+            continue
+        if undo == CREATED:
+            notify(server, NEW, b"new", key, dbi)
+        notify(server, SET_, b"sadd", key, dbi)
 
 
+def _stream(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+    """XADD, XDEL, XTRIM: each stream op is its event (XADD's trimming: xadd, xtrim)."""
+    for dbi, key, op, undo, _cmd in applied:
+        if undo == CREATED:
+            notify(server, NEW, b"new", key, dbi)
+        notify(server, STREAM, op[0].encode(), key, dbi)
+
+
+for _name in ("xadd", "xdel", "xtrim"):
+    SPECIAL[_name] = _stream
 SPECIAL["smove"] = _smove

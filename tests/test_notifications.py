@@ -10,7 +10,7 @@ from itertools import zip_longest
 
 import pytest
 
-from tests.conftest import Differ
+from tests.conftest import Differ, ServerProcess
 from tests.resp_client import RawClient, parse
 from tests.test_pubsub import Pair
 
@@ -40,13 +40,13 @@ def events(diff: Differ, sub: Pair, script: str, classes: str = "KEA") -> int:
     return len(ref)
 
 
-def drain(c: RawClient) -> list[tuple[bytes, bytes]]:
-    """(channel, message) of every message up to the END marker."""
+def drain(c: RawClient, end: bytes = END.encode()) -> list[tuple[bytes, bytes]]:
+    """(channel, message) of every message up to the `end` marker."""
     got = []
     while True:
         _kind, items = parse(c.read_reply())
         channel, message = (item[1] for item in items[2:])
-        if channel == END.encode():
+        if channel == end:
             return got
         got.append((channel, message))
 
@@ -283,3 +283,121 @@ def test_expired_lazy_and_active(diff: Differ, sub: Pair) -> None:
     # Nobody reads the key: the servers' active expiry removes it (within seconds).
     assert b"expired" in sub.read()
     assert b"active" in sub.read()
+
+
+def test_newer_families(diff: Differ, sub: Pair) -> None:
+    """Sort stores, bitmaps, HyperLogLog, the MPOP verbs, streams' trimming, SMOVE."""
+    n = events(
+        diff,
+        sub,
+        """
+        RPUSH l1 a b c
+        LMPOP 2 nol l1 LEFT COUNT 2
+        LMPOP 1 l1 RIGHT
+        RPUSH l1 q
+        BLMPOP 0 1 l1 LEFT
+        ZADD z 1 a 2 b 3 c
+        ZMPOP 1 z MIN COUNT 2
+        ZMPOP 1 z MAX
+        ZADD z 1 a
+        BZMPOP 0 1 z MIN
+        RPUSH sl 3 1 2
+        SORT sl STORE sd
+        SORT sl STORE sd
+        SORT nol STORE sd
+        SET b1 abc
+        BITOP NOT bd b1
+        BITOP AND bd nob nob2
+        BITFIELD bf SET u8 0 255
+        BITFIELD bf GET u8 0
+        BITFIELD bf INCRBY u8 0 1
+        PFADD h a b c
+        PFADD h a
+        PFADD h2
+        PFMERGE hm h h2
+        PFCOUNT h h2
+        XADD x MAXLEN 1 1-1 f v
+        XADD x MAXLEN 1 2-1 f v
+        XADD x NOMKSTREAM 3-1 f v
+        XADD nox NOMKSTREAM 3-1 f v
+        XTRIM x MAXLEN 5
+        XDEL x 9-9 3-1
+        SADD s1 a
+        SADD s2 a b
+        SMOVE s1 s2 a
+        SADD s1 z
+        SMOVE s1 s3 z
+        SMOVE s3 s3 z
+        """,
+        "KEAn",
+    )
+    assert n >= 70
+
+
+def test_keymiss(diff: Differ, sub: Pair) -> None:
+    n = events(
+        diff,
+        sub,
+        """
+        SET a 1
+        GET nokey
+        MGET a nokey b
+        EXISTS nokey a nokey2
+        TYPE nokey
+        TTL nokey
+        HGET nokey f
+        LRANGE nokey 0 -1
+        STRLEN nokey
+        TOUCH nokey a
+        ZSCORE nokey m
+        SINTERSTORE dd nokey nokey2
+        SET nokey x
+        GET nokey
+        """,
+        "KEm",
+    )
+    assert n == 2 * 14
+
+
+def test_temporal_verbs(ts_server: ServerProcess) -> None:
+    """TS.REVERT, TS.RESTORE and TS.MERGE (no Redis counterpart): `new` for a key they
+    create, `del` for a key they bring back to absence, else the verb's own name."""
+    c, sub = RawClient(ts_server.port), RawClient(ts_server.port)
+    try:
+        c.call("FLUSHALL")
+        sub.call("PSUBSCRIBE", "__keyevent@0__:*")
+        c.call("CONFIG", "SET", "notify-keyspace-events", "Egn")
+        c.call("SET", "a", "1")
+        assert c.call("TS.SEAL", "nt-snap").startswith(b":")
+        c.call("SET", "a", "2")
+        c.call("SET", "gone", "x")
+        c.call("DEL", "a")
+        c.call("TS.REVERT", "a", "BACK", "1")  # back to 2: re-created
+        c.call("TS.RESTORE", "SNAPSHOT", "nt-snap")  # a back to 1, gone deleted
+        c.call("TS.BRANCH", "CREATE", "nt-b")
+        c.call("TS.CHECKOUT", "nt-b")
+        c.call("SET", "m", "x")
+        c.call("TS.CHECKOUT", "HEAD")
+        c.call("TS.MERGE", "nt-b")
+        c.call("PUBLISH", "__keyevent@0__:end", "x")
+        got = drain(sub, b"__keyevent@0__:end")
+        assert got[:5] == [
+            (b"__keyevent@0__:new", b"a"),
+            (b"__keyevent@0__:new", b"gone"),
+            (b"__keyevent@0__:del", b"a"),
+            (b"__keyevent@0__:new", b"a"),
+            (b"__keyevent@0__:ts.revert", b"a"),
+        ], got
+        # TS.RESTORE writes its keys in the keyspace's order
+        assert sorted(got[5:7]) == [
+            (b"__keyevent@0__:del", b"gone"),
+            (b"__keyevent@0__:ts.restore", b"a"),
+        ], got
+        assert got[7:] == [
+            (b"__keyevent@0__:new", b"m"),
+            (b"__keyevent@0__:ts.merge", b"m"),
+        ], got
+    finally:
+        c.call("CONFIG", "SET", "notify-keyspace-events", "")
+        c.close()
+        sub.close()
