@@ -353,8 +353,8 @@ EVENTS["zmpop"] = EVENTS["bzmpop"] = (ZSET, b"zpopmin", AFTER)
 
 def _temporal(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     """TS.REVERT, TS.RESTORE, TS.MERGE (no Redis counterpart; docs/notifications.md
-    lists the names): a key brought back to absence gets `del`; any other key `new` if it did not exist,
-    then the verb's name (generic class), once per key."""
+    lists the names): a key brought back to absence gets `del`; any other key `new`
+    if it did not exist, then the verb's name (generic class), once per key."""
     name = applied[0][4]
     seen: set[tuple[Any, bytes]] = set()
     for dbi, key, _op, undo, _cmd in applied:
