@@ -205,6 +205,9 @@ _table(
 _table(GENERIC, ONLY, {"sort": "sortstore", "restore": "restore", "copy": "copy_to"})
 
 
+# Commands whose every op is an event (MSET a 1 a 2: `set` twice).
+EVERY_OP = frozenset(("mset", "msetnx"))
+
 # Commands that delete the key they replace, then add it (dbDelete, dbAdd): `new` even
 # when the key existed.
 ALWAYS_NEW = frozenset(("restore", "copy"))
@@ -312,10 +315,12 @@ def per_key(
     """The events of a command that writes each key once: `new` for a key it created,
     its event (None: the op's name), then `del` for a key it left empty."""
     seen: set[tuple[Any, bytes]] = set()
+    every = name in EVERY_OP
     for dbi, key, op, undo, _cmd in applied:
         if key is None or (dbi, key) in seen:
             continue
-        seen.add((dbi, key))
+        if not every:
+            seen.add((dbi, key))
         if op[0] == DEL:
             if mode == AFTER and event is not None:
                 notify(server, cls, event, key, dbi)

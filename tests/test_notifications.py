@@ -401,3 +401,34 @@ def test_temporal_verbs(ts_server: ServerProcess) -> None:
         c.call("CONFIG", "SET", "notify-keyspace-events", "")
         c.close()
         sub.close()
+
+
+def test_blocked_clients_served(diff: Differ, sub: Pair) -> None:
+    """A push that serves a blocked BLPOP / BLMOVE / BZPOPMIN: the push's events, then
+    the pop's (and its `del`)."""
+    blocked = Pair(diff)
+    try:
+        for block, write in (
+            (("BLPOP", "bl", "0"), "LPUSH bl x"),
+            (("BLMOVE", "bl", "dst", "LEFT", "RIGHT", "0"), "RPUSH bl x y"),
+            (("BZPOPMIN", "bz", "0"), "ZADD bz 1 a"),
+        ):
+            blocked.send(*block)
+            # Both servers have the client blocked before the write (CLIENT LIST shows
+            # it); then the write's events and the served pop's come in order.
+            wait_blocked(diff)
+            n = events(diff, sub, write, "KEAn")
+            blocked.read()
+            assert n >= 6
+    finally:
+        blocked.close()
+
+
+def wait_blocked(diff: Differ) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ref, ours = diff.ref.call("INFO", "clients"), diff.ours.call("INFO", "clients")
+        if b"blocked_clients:1" in ref and b"blocked_clients:1" in ours:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the client did not block on both servers")
