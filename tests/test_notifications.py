@@ -432,3 +432,18 @@ def wait_blocked(diff: Differ) -> None:
             return
         time.sleep(0.01)
     raise AssertionError("the client did not block on both servers")
+
+
+def test_writer_subscribed_resp3(diff: Differ, sub: Pair) -> None:
+    """A RESP3 client subscribed to its own writes' events: the pushes come before
+    the reply, as Redis writes them while the command runs."""
+    me = Pair(diff, resp=3)
+    try:
+        me.check("PSUBSCRIBE", "__keyspace@0__:*")
+        diff.check("CONFIG", "SET", "notify-keyspace-events", "KA")
+        me.check("SET", "mine", "v", "EX", "100", frames=3)
+        me.check("DEL", "mine", "other", frames=2)
+        me.check("GET", "mine")
+        diff.record(3, True)
+    finally:
+        me.close()
