@@ -201,8 +201,15 @@ class Flusher:
         heapq.heappush(self._waiters, (lsn, self._seq, fut))
         if lsn > self._wanted:
             self._wanted = lsn
-            if lsn > self._cut_lsn:
-                self._wake.set()  # its record is in no PUT yet: start one now
+        if lsn > self._cut_lsn:
+            # Its record is in no PUT yet: start one now. With nothing in flight,
+            # here (one loop turn sooner); else the task does, after this turn's
+            # other writes have queued (bigger groups under load).
+            if not self._in_flight and self.pending and self._task is not None:
+                if not self.closed and self.fenced is None:
+                    self._start_put()
+            else:
+                self._wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
