@@ -76,6 +76,10 @@ async def sync_server(objects: HeldStore) -> tuple[Store, DurableStore, Callable
     return store, durable, write
 
 
+def stored(objects: MemoryObjectStore, key: str) -> Callable[[], bool]:
+    return lambda: key in objects.objects
+
+
 async def land_one_by_one(
     objects: MemoryObjectStore,
     durable: DurableStore,
@@ -88,8 +92,7 @@ async def land_one_by_one(
     for i in keys:
         lsn = write(i)
         waits[lsn] = asyncio.ensure_future(durable.wait_durable(lsn))
-        key = paths.segment(lsn)
-        await settle(lambda: key in objects.objects)
+        await settle(stored(objects, paths.segment(lsn)))
     return waits
 
 
