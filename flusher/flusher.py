@@ -77,10 +77,12 @@ def records_segment(body: bytes, first: int, last: int, flags: int = 0) -> bytes
     return segment.encode(segment.SEGMENT_MAGIC, first, last, last - first + 1, body, flags)
 
 
-async def put_record(objects: ObjectStore, record: UpdateRecord) -> bool:
-    """Write a segment holding `record` alone, at its place in the log (a takeover
-    claims the next place this way, flagged `segment.FLAG_CLAIM`); as `put_segment`."""
-    data = segment_object([encode_record(record)], record.lsn, segment.FLAG_CLAIM)
+async def put_record(objects: ObjectStore, record: UpdateRecord, epoch: int = 0) -> bool:
+    """Write a segment holding `record` alone, at its place in the log (the writer
+    of `epoch` claims the next place this way, flagged `segment.FLAG_CLAIM`); as
+    `put_segment`."""
+    flags = segment.FLAG_CLAIM | segment.epoch_mark(epoch)
+    data = segment_object([encode_record(record)], record.lsn, flags)
     return await put_segment(objects, paths.segment(record.lsn), data)
 
 
@@ -120,6 +122,7 @@ class Flusher:
         retry_max_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         max_in_flight: int = MAX_IN_FLIGHT,
+        epoch: int = 0,
     ) -> None:
         self.objects = objects
         self.durable_lsn = durable_lsn
@@ -131,6 +134,7 @@ class Flusher:
         self.retry_max = retry_max_s
         self.clock = clock
         self.max_in_flight = max(1, max_in_flight)
+        self.mark = segment.epoch_mark(epoch)  # in every segment's flags
         # (lsn, commit time, encoded record): encoded as it arrives, so the backlog is
         # counted exactly and holds no objects for the garbage collector to walk.
         self.pending: deque[tuple[int, int, bytes]] = deque()
@@ -305,7 +309,7 @@ class Flusher:
             pending.popleft()
         last = first + len(batch) - 1
         self._cut_lsn = last
-        flags = segment.FLAG_AHEAD if self._in_flight else 0
+        flags = self.mark | (segment.FLAG_AHEAD if self._in_flight else 0)
         p = _Put(first, last, time_ms, size, len(batch))
         self._in_flight.append(p)
         p.task = asyncio.get_running_loop().create_task(self._write(p, batch, flags))

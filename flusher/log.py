@@ -14,6 +14,12 @@ is where the log ends for now (`SegmentLog.unfinished` names those segments), an
 so is a flagged segment right after a new writer's claim (`segment.FLAG_CLAIM`:
 a writer's first segment after its claim is never flagged, so that one was left
 by the writer before). A hole followed by any unflagged segment is a `LogGap`.
+
+A writer fenced with PUTs in flight may have one land after the new writer's claim
+(it was on the wire): a stray. Segments carry their writer's epoch mark
+(`segment.epoch_mark`), and only a claim changes the writer, so a flagged segment
+with another mark than the last claim's is skipped (`SegmentLog.strays`); an
+unflagged one is an error.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ class SegmentLog:
         # Set by `walk`: segments past where the log ends for now, all cut while an
         # earlier segment was still in flight (see the module's docstring).
         self.unfinished: list[SegmentRef] = []
+        # Set by `walk`: segments a fenced writer left after a newer one's claim.
+        self.strays: list[SegmentRef] = []
 
     async def segments(self) -> list[SegmentRef]:
         """Every segment, in LSN order."""
@@ -130,8 +138,10 @@ class SegmentLog:
         (`LogGap` otherwise, unless only flagged segments follow: see the module's
         docstring), read once the caller is done with the previous one."""
         self.unfinished = []
+        self.strays = []
         expected = after + 1
         claimed = False  # the previous segment was a claim
+        owner = 0  # the epoch mark of the last claim walked (0: unknown)
         for i, ref in enumerate(segments):
             nxt = segments[i + 1].first if i + 1 < len(segments) else None
             if nxt is not None and nxt - 1 <= after:
@@ -147,6 +157,15 @@ class SegmentLog:
                     f"segment starts at {ref.first}"
                 )
             header, body = await self.read(ref)
+            mark = segment.mark_of(header.flags)
+            if owner and mark and mark != owner and not header.flags & segment.FLAG_CLAIM:
+                if not header.flags & segment.FLAG_AHEAD:
+                    raise LogError(
+                        f"{ref.key}: LSN {ref.first} was written by another writer than "
+                        "the one whose claim precedes it"
+                    )
+                self.strays.append(ref)
+                continue
             if claimed and header.flags & segment.FLAG_AHEAD:
                 if await self._all_ahead(segments[i + 1 :]):
                     self.unfinished = segments[i:]
@@ -158,6 +177,8 @@ class SegmentLog:
             yield LogSegment(ref, header, body, len(segments) - i)
             expected = max(expected, header.last + 1)
             claimed = bool(header.flags & segment.FLAG_CLAIM)
+            if claimed:
+                owner = mark
 
     async def _all_ahead(self, refs: list[SegmentRef]) -> bool:
         """Whether every segment of `refs` was cut while an earlier segment was in

@@ -50,6 +50,8 @@ class Recovery:
     segment_firsts: list[int] = field(default_factory=list)  # every segment seen
     # Segments past a hole, never durable: the log ends before them (for now).
     unfinished: list[SegmentRef] = field(default_factory=list)
+    # Segments a fenced writer's PUTs left after a newer writer's claim: skipped.
+    strays: list[SegmentRef] = field(default_factory=list)
 
 
 async def recover(
@@ -101,6 +103,7 @@ async def recover(
                 rec.stored = expected - 1
                 rec.segments += 1
         rec.unfinished = log.unfinished
+        rec.strays = log.strays
         if progress is not None:
             progress(rec.records, 0)
     except (segment.CorruptObject, LogError) as e:

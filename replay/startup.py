@@ -12,6 +12,8 @@ hole (`Recovery.unfinished`: none of their records was acknowledged as durable).
 Once the claim holds the hole's place (so the previous writer, were it still
 running, can never fill it), they are copied to `orphaned/<epoch>/` and deleted,
 with a warning naming their LSNs: the new writer's segments take their places.
+Strays (`Recovery.strays`: a fenced writer's PUTs that landed after a newer
+writer's claim, never durable) are set aside the same way, before the claim.
 """
 
 from __future__ import annotations
@@ -54,11 +56,12 @@ async def take_over(
     if not await objects.put_if_absent(manifest.key, manifest.encode()):
         raise ReplayError(f"{manifest.key}: another server is taking over this storage prefix")
     for _attempt in range(CLAIM_ATTEMPTS):
+        await set_aside(objects, epoch, rec.strays)
         lsn = store.lsn + 1
         record = UpdateRecord(
             lsn, now_ms(), (), (), WriteMeta(0, b"temporalstore", b"epoch %d" % epoch)
         )
-        if await put_record(objects, record):
+        if await put_record(objects, record, epoch):
             store.replay(record)
             await set_aside(objects, epoch, rec.unfinished)
             break
@@ -89,8 +92,8 @@ async def set_aside(objects: ObjectStore, epoch: int, unfinished: list[SegmentRe
         await objects.delete(ref.key)
     if unfinished:
         log.warning(
-            "storage %s: set aside %d segment(s) from LSN %d left past a hole by a writer "
-            "that stopped with PUTs in flight (never acknowledged as durable): %s",
+            "storage %s: set aside %d segment(s) from LSN %d that a writer stopped or "
+            "fenced with PUTs in flight left out of the log (never durable): %s",
             objects.url,
             len(unfinished),
             unfinished[0].first,

@@ -20,7 +20,7 @@ from flusher import paths, segment
 from flusher.codec import encode_record
 from flusher.durable import DurabilityConfig, DurableStore
 from flusher.flusher import segment_object
-from flusher.log import LogGap, SegmentLog
+from flusher.log import LogError, LogGap, SegmentLog
 from flusher.memory import MemoryObjectStore
 from replay.startup import take_over
 from store import Store
@@ -264,3 +264,29 @@ def test_kill9_with_puts_in_flight_loses_no_acknowledged_sync_write(tmp_path: Pa
     figure("puts-in-flight-crash", acked_sync=acked, ahead_segments_seen=flagged)
     assert acked > 0
     assert flagged > 0, "no segment was ever cut with another PUT in flight"
+
+
+def test_a_fenced_writers_put_that_lands_after_the_claim_is_skipped_and_set_aside() -> None:
+    async def body() -> None:
+        ahead, claim = segment.FLAG_AHEAD, segment.FLAG_CLAIM
+        one, two = segment.epoch_mark(1), segment.epoch_mark(2)
+        objects = MemoryObjectStore()
+        await take_over(Store(databases=2), objects)  # epoch 1 claims LSN 1
+        await _put(objects, 2, 5, one)
+        await _put(objects, 6, 6, claim | two)  # epoch 2 took over at 6
+        await _put(objects, 7, 9, two)
+        await _put(objects, 8, 8, ahead | one)  # epoch 1's PUT, on the wire, lands late
+        log = SegmentLog(objects)
+        walked = [s.ref.first async for s in log.walk(await log.segments(), 0)]
+        assert walked == [1, 2, 6, 7] and [r.first for r in log.strays] == [8]
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        assert store.lsn == 10 and [r.first for r in rec.strays] == [8]
+        assert paths.segment(8) not in objects.objects
+        assert paths.orphaned(manifest.epoch, 8) in objects.objects
+        # Unflagged, the other writer's segment cannot be a late PUT: an error.
+        await _put(objects, 11, 11, one)
+        with pytest.raises(LogError):
+            [s async for s in log.walk(await log.segments(), 0)]
+
+    run(body())
