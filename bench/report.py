@@ -886,7 +886,7 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         *_code(
             c["server_s3-sync"],
             c["server_s3-async"],
-            *[c[f"set_c{k}_P1_{m}"] for k, _ in s["sync_clients"] for m in ("sync", "async")],
+            *[c[f"set_c{k}_P1_sync"] for k, _ in s["sync_clients"]],  # async: the same
             c["raw_put"],
         ),
         "",

@@ -299,7 +299,8 @@ def _raw_puts(storage: str, endpoint: str, size: int, count: int) -> tuple[str, 
     a = pin(SERVER_CPU, [sys.executable, "-m", "bench.putlat", "--storage", storage])
     a += ["--endpoint", endpoint, "--size", str(size), "--count", str(count)]
     out = subprocess.run(a, capture_output=True, text=True, check=True, timeout=600, cwd=REPO)
-    shown = [x.replace(endpoint, "http://127.0.0.1:$MOTO_PORT") for x in a]
+    root = str(REPO) + "/"
+    shown = [x.replace(endpoint, "http://127.0.0.1:$MOTO_PORT").replace(root, "") for x in a]
     shown[shown.index("--storage") + 1] = f"s3://{BUCKET}/$PREFIX"
     return shlex.join(shown), json.loads(out.stdout)
 
