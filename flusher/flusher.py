@@ -140,7 +140,7 @@ class Flusher:
         self.pending: deque[tuple[int, int, bytes]] = deque()
         # Bytes of every record not yet durable: queued or in a PUT.
         self.pending_bytes = 0
-        # Tap: told of every record as encoded (the replication backlog), when set.
+        # Told of every record as encoded (the replication backlog), when set.
         self.tap: Callable[[int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
