@@ -109,25 +109,35 @@ async def crash() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+async def held_then_two_land(
+    objects: HeldStore, durable: DurableStore, write: Callable[[int], int]
+) -> tuple[int, list[asyncio.Future[bool]], list[int]]:
+    """Hold the next segment's PUT with key 1 in it, then write keys 2 and 3, each
+    in its own segment that lands: (the held segment's LSN, every wait, the later
+    segments' LSNs)."""
+    first = durable.durable_lsn + 1
+    objects.hold(paths.segment(first))
+    waits = [asyncio.ensure_future(durable.wait_durable(write(1)))]
+    await settle(lambda: durable.flusher.in_flight == 1)
+    later = await land_one_by_one(objects, durable, write, [2, 3])
+    return first, [*waits, *later.values()], list(later)
+
+
 def test_a_later_put_that_lands_first_releases_nobody() -> None:
     async def body() -> None:
         objects = HeldStore()
         _store, durable, write = await sync_server(objects)
         claim = durable.durable_lsn
-        first = claim + 1
-        objects.hold(paths.segment(first))
-        waits = [asyncio.ensure_future(durable.wait_durable(write(1)))]
-        await settle(lambda: durable.flusher.in_flight == 1)
-        later = await land_one_by_one(objects, durable, write, [2, 3])
+        first, waits, later = await held_then_two_land(objects, durable, write)
         # Both later segments are stored; the first is not: nothing moves.
         assert durable.durable_lsn == claim
         assert durable.flusher.in_flight == 1 + len(later)
         await asyncio.sleep(0)
-        assert not any(w.done() for w in [*waits, *later.values()])
+        assert not any(w.done() for w in waits)
         # They were cut while an earlier segment was in flight, and say so.
         assert all(flags(objects, n) & segment.FLAG_AHEAD for n in later)
         objects.release(paths.segment(first))
-        assert await asyncio.gather(*waits, *later.values()) == [True, True, True]
+        assert await asyncio.gather(*waits) == [True, True, True]
         assert durable.durable_lsn == max(later) and durable.flusher.in_flight == 0
         assert not flags(objects, first) & segment.FLAG_AHEAD
         assert durable.flusher.stats.segments_written == 3
@@ -142,14 +152,8 @@ def test_a_crash_with_puts_in_flight_restarts_before_the_hole() -> None:
         _store, durable, write = await sync_server(objects)
         write(0)
         await durable.drain(5)
-        durable_before = durable.durable_lsn
-        hole = durable_before + 1
-        objects.hold(paths.segment(hole))
-        waits = [asyncio.ensure_future(durable.wait_durable(write(1)))]
-        await settle(lambda: durable.flusher.in_flight == 1)
-        later = await land_one_by_one(objects, durable, write, [2, 3])
-        orphans = list(later)
-        assert not any(w.done() for w in [*waits, *later.values()])  # none acknowledged
+        hole, waits, orphans = await held_then_two_land(objects, durable, write)
+        assert not any(w.done() for w in waits)  # none acknowledged
         await crash()
         objects.held.clear()
 
