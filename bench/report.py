@@ -872,9 +872,11 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         "",
         f"One raw PUT of {rp['bytes']:.0f} bytes (the mean segment of the 1-client sync run),"
         " one at a time through the server's own object store client (aiobotocore,"
-        " put-if-absent), pinned to the server's CPU, right after that run: p50"
-        f" {rp['p50_ms']:.2f} ms, p99 {rp['p99_ms']:.2f} ms. A 1-client sync SET's p50 is"
-        f" {rp['sync_over_put']:.2f}x of it (median over runs of each run's ratio).",
+        " put-if-absent), pinned to the server's CPU, in rounds alternating with the"
+        f" 1-client sync SET runs ({len(rp['runs'])} rounds of a fifth of the requests"
+        f" each): p50 {rp['p50_ms']:.2f} ms, p99 {rp['p99_ms']:.2f} ms. A 1-client sync"
+        f" SET's p50 is {rp['sync_over_put']:.2f}x of it (the median of each round's"
+        " sync p50 over its raw-PUT p50).",
         "",
         "SET at -P 1 with `--durability sync`: a reply waits until the segment holding the"
         " write is stored. A PUT starts as soon as a sync write waits; up to 4 run at once"

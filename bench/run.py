@@ -293,6 +293,10 @@ def _persistence(port: int) -> dict[str, str]:
         return c.info("persistence")
 
 
+PAIRED_ROUNDS = 5
+"""Item 2: rounds of 1-client sync SETs, each followed by as many raw PUTs."""
+
+
 def _raw_puts(storage: str, endpoint: str, size: int, count: int) -> tuple[str, dict[str, Any]]:
     """(command, {"p50_ms", "p99_ms", "count"}) of `count` PUTs of `size` bytes, one at a
     time, through the server's object store client, pinned to the server's CPU."""
@@ -332,35 +336,46 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     if medium == "s3" and p == 1:
                         sweep += list(s.sync_clients)
                     for clients, n in sweep:
-                        a = rb.argv(srv.port, clients=clients, requests=n, pipeline=p, tests="set")
+                        # One client in sync mode alternates with raw PUTs, in rounds, so
+                        # that both see the machine alike (it is shared and noisy).
+                        paired = cfg == "s3-sync" and clients == 1
+                        rounds = PAIRED_ROUNDS if paired else 1
+                        a = rb.argv(
+                            srv.port, clients=clients, requests=n // rounds, pipeline=p, tests="set"
+                        )
                         commands[f"set_c{clients}_P{p}_{mode}"] = rb.show(a)
-                        before = _persistence(srv.port)
-                        sampler = None
-                        if mode == "async":
-                            sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
-                            sampler.start()
-                        try:
-                            (row,) = rb.run(a)
-                        finally:
-                            if sampler is not None:
-                                lag[cfg] += sampler.stop()
-                        if mode == "async":
-                            wait_flushed(srv.port)
-                        after = _persistence(srv.port)
-                        writes = int(after["last_lsn"]) - int(before["last_lsn"])
-                        put_n = int(after["object_puts"]) - int(before["object_puts"])
-                        d = row.as_dict() | {"writes": writes, "puts": put_n}
-                        runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
-                        if cfg == "s3-sync" and clients == 1:
-                            # One raw PUT of the segments this run wrote, the server idle.
-                            segs = int(after["segments_written"]) - int(before["segments_written"])
-                            size = (
-                                int(after["bytes_written_compressed"])
-                                - int(before["bytes_written_compressed"])
-                            ) // max(1, segs)
-                            show, got = _raw_puts(f"s3://{BUCKET}/putlat-{rep}", endpoint, size, n)
-                            commands["raw_put"] = show
-                            puts.append(got | {"bytes": size, "sync_p50_ms": row.p50_ms})
+                        for rnd in range(rounds):
+                            before = _persistence(srv.port)
+                            sampler = None
+                            if mode == "async":
+                                sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
+                                sampler.start()
+                            try:
+                                (row,) = rb.run(a)
+                            finally:
+                                if sampler is not None:
+                                    lag[cfg] += sampler.stop()
+                            if mode == "async":
+                                wait_flushed(srv.port)
+                            after = _persistence(srv.port)
+                            writes = int(after["last_lsn"]) - int(before["last_lsn"])
+                            put_n = int(after["object_puts"]) - int(before["object_puts"])
+                            d = row.as_dict() | {"writes": writes, "puts": put_n}
+                            runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
+                            if paired:
+                                # Raw PUTs of the size of the segments this round wrote.
+                                segs = int(after["segments_written"]) - int(
+                                    before["segments_written"]
+                                )
+                                size = (
+                                    int(after["bytes_written_compressed"])
+                                    - int(before["bytes_written_compressed"])
+                                ) // max(1, segs)
+                                show, got = _raw_puts(
+                                    f"s3://{BUCKET}/putlat-{rep}-{rnd}", endpoint, size, n // rounds
+                                )
+                                commands["raw_put"] = show
+                                puts.append(got | {"bytes": size, "sync_p50_ms": row.p50_ms})
                     a = rb.argv(srv.port, requests=s.store_requests, pipeline=p, tests="get")
                     commands[f"get_P{p}"] = rb.show(a)
                     (row,) = rb.run(a)
@@ -395,7 +410,7 @@ def item_durability(s: Settings) -> dict[str, Any]:
             "p50_ms": med([r["p50_ms"] for r in puts]),
             "p99_ms": med([r["p99_ms"] for r in puts]),
             "bytes": med([r["bytes"] for r in puts]),
-            # Each run's sync p50 over its own raw-PUT p50, then the median.
+            # Each round's sync p50 over its own raw-PUT p50, then the median.
             "sync_over_put": med([r["sync_p50_ms"] / r["p50_ms"] for r in puts]),
         },
         "commands": commands,
