@@ -86,6 +86,12 @@ class LogSegment:
             )
 
 
+def _retrieve(f: asyncio.Future[tuple[segment.Header, bytes]]) -> None:
+    """A read the walk no longer wants: its error (if any) is dropped, not logged."""
+    if not f.cancelled():
+        f.exception()
+
+
 class SegmentLog:
     def __init__(self, objects: ObjectStore) -> None:
         self.objects = objects
@@ -142,43 +148,59 @@ class SegmentLog:
         expected = after + 1
         claimed = False  # the previous segment was a claim
         owner = 0  # the epoch mark of the last claim walked (0: unknown)
+        todo: list[tuple[int, SegmentRef]] = []
         for i, ref in enumerate(segments):
             nxt = segments[i + 1].first if i + 1 < len(segments) else None
             if nxt is not None and nxt - 1 <= after:
                 continue  # wholly at or below where the walk starts
             if upto is not None and ref.first > upto:
-                return
-            if ref.first > expected:
-                if await self._all_ahead(segments[i:]):
-                    self.unfinished = segments[i:]
-                    return
-                raise LogGap(
-                    f"{ref.key}: gap in LSNs: expected LSN {expected}, "
-                    f"segment starts at {ref.first}"
-                )
-            header, body = await self.read(ref)
-            mark = segment.mark_of(header.flags)
-            if owner and mark and mark != owner and not header.flags & segment.FLAG_CLAIM:
-                if not header.flags & segment.FLAG_AHEAD:
-                    raise LogError(
-                        f"{ref.key}: LSN {ref.first} was written by another writer than "
-                        "the one whose claim precedes it"
+                break
+            todo.append((i, ref))
+        # The next segment is read (and verified, off the event loop's thread) while
+        # the caller works on this one; its errors still surface in order, when it
+        # is its turn.
+        ahead: asyncio.Future[tuple[segment.Header, bytes]] | None = None
+        try:
+            for j, (i, ref) in enumerate(todo):
+                if ref.first > expected:
+                    if await self._all_ahead(segments[i:]):
+                        self.unfinished = segments[i:]
+                        return
+                    raise LogGap(
+                        f"{ref.key}: gap in LSNs: expected LSN {expected}, "
+                        f"segment starts at {ref.first}"
                     )
-                self.strays.append(ref)
-                continue
-            if claimed and header.flags & segment.FLAG_AHEAD:
-                if await self._all_ahead(segments[i + 1 :]):
-                    self.unfinished = segments[i:]
-                    return
-                raise LogGap(
-                    f"{ref.key}: LSN {ref.first} was cut behind a segment in flight, "
-                    "yet follows a new writer's claim"
-                )
-            yield LogSegment(ref, header, body, len(segments) - i)
-            expected = max(expected, header.last + 1)
-            claimed = bool(header.flags & segment.FLAG_CLAIM)
-            if claimed:
-                owner = mark
+                current = ahead or asyncio.ensure_future(self.read(ref))
+                ahead = None
+                header, body = await current
+                if j + 1 < len(todo):
+                    ahead = asyncio.ensure_future(self.read(todo[j + 1][1]))
+                mark = segment.mark_of(header.flags)
+                if owner and mark and mark != owner and not header.flags & segment.FLAG_CLAIM:
+                    if not header.flags & segment.FLAG_AHEAD:
+                        raise LogError(
+                            f"{ref.key}: LSN {ref.first} was written by another writer than "
+                            "the one whose claim precedes it"
+                        )
+                    self.strays.append(ref)
+                    continue
+                if claimed and header.flags & segment.FLAG_AHEAD:
+                    if await self._all_ahead(segments[i + 1 :]):
+                        self.unfinished = segments[i:]
+                        return
+                    raise LogGap(
+                        f"{ref.key}: LSN {ref.first} was cut behind a segment in flight, "
+                        "yet follows a new writer's claim"
+                    )
+                yield LogSegment(ref, header, body, len(segments) - i)
+                expected = max(expected, header.last + 1)
+                claimed = bool(header.flags & segment.FLAG_CLAIM)
+                if claimed:
+                    owner = mark
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                ahead.add_done_callback(_retrieve)
 
     async def _all_ahead(self, refs: list[SegmentRef]) -> bool:
         """Whether every segment of `refs` was cut while an earlier segment was in
