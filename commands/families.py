@@ -10,6 +10,7 @@ from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
 from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
+from commands import scripting
 
 # isort: on
 
@@ -31,6 +32,7 @@ __all__ = [
     "lists",
     "pubsub",
     "replication",
+    "scripting",
     "sentinel",
     "server",
     "sets",

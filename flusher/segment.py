@@ -4,7 +4,10 @@ zstd-compressed body.
 Header (48 bytes, big-endian):
     magic      4s   b"TSSG" (segment) or b"TSCK" (checkpoint)
     version    H    format version (1)
-    flags      H    1 = body is zstd-compressed
+    flags      H    1 = body is zstd-compressed; segments only: 2 = cut while an
+                    earlier segment was still being written (`FLAG_AHEAD`), 4 = a
+                    new writer's claim on its place in the log (`FLAG_CLAIM`);
+                    the high byte: the writer's epoch mark (`epoch_mark`), 0 unknown
     first      Q    first LSN (segment) / the image's LSN (checkpoint)
     last       Q    last LSN (segment) / same as first (checkpoint)
     count      I    records (segment) / items (checkpoint)
@@ -15,8 +18,11 @@ Header (48 bytes, big-endian):
 
 from __future__ import annotations
 
+import queue
 import struct
+import threading
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import zstandard
@@ -25,6 +31,20 @@ SEGMENT_MAGIC = b"TSSG"
 CHECKPOINT_MAGIC = b"TSCK"
 VERSION = 1
 FLAG_ZSTD = 1
+FLAG_AHEAD = 2
+FLAG_CLAIM = 4
+
+
+def epoch_mark(epoch: int) -> int:
+    """The flags bits that tell one writer epoch's segments from its neighbours'
+    (1-255 in the high byte; 0, as in older segments, is unknown)."""
+    return (epoch % 255 + 1) << 8 if epoch > 0 else 0
+
+
+def mark_of(flags: int) -> int:
+    return flags & 0xFF00
+
+
 _HEADER = struct.Struct(">4sHHQQIQQ")
 HEADER_SIZE = _HEADER.size + 4
 _LEVEL = 3
@@ -46,9 +66,9 @@ class Header:
     body_len: int
 
 
-def encode(magic: bytes, first: int, last: int, count: int, raw: bytes) -> bytes:
+def encode(magic: bytes, first: int, last: int, count: int, raw: bytes, flags: int = 0) -> bytes:
     body = zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
-    head = _HEADER.pack(magic, VERSION, FLAG_ZSTD, first, last, count, len(raw), len(body))
+    head = _HEADER.pack(magic, VERSION, FLAG_ZSTD | flags, first, last, count, len(raw), len(body))
     crc = zlib.crc32(body, zlib.crc32(head))
     return head + struct.pack(">I", crc) + body
 
@@ -64,18 +84,72 @@ def read_header(data: bytes, name: str, magic: bytes) -> Header:
     return h
 
 
-def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
-    """Verify an object and return its header and decompressed body."""
+def verify(data: bytes, name: str, magic: bytes) -> Header:
+    """Check an object's header, length and checksum; return its header."""
     h = read_header(data, name, magic)
-    body = data[HEADER_SIZE:]
-    if len(body) != h.body_len:
+    body_len = len(data) - HEADER_SIZE
+    if body_len != h.body_len:
         raise CorruptObject(
-            f"{name}: truncated body ({len(body)} of {h.body_len} bytes, LSN {h.first}-{h.last})"
+            f"{name}: truncated body ({body_len} of {h.body_len} bytes, LSN {h.first}-{h.last})"
         )
     (crc,) = struct.unpack_from(">I", data, _HEADER.size)
+    body = memoryview(data)[HEADER_SIZE:]
     if zlib.crc32(body, zlib.crc32(data[: _HEADER.size])) != crc:
         raise CorruptObject(f"{name}: checksum mismatch (LSN {h.first}-{h.last})")
-    raw = zstandard.ZstdDecompressor().decompress(body, max_output_size=h.raw_len)
+    return h
+
+
+def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
+    """Verify an object and return its header and decompressed body."""
+    h = verify(data, name, magic)
+    raw = zstandard.ZstdDecompressor().decompress(data[HEADER_SIZE:], max_output_size=h.raw_len)
     if len(raw) != h.raw_len:
         raise CorruptObject(f"{name}: body decompresses to {len(raw)} bytes, not {h.raw_len}")
     return h, raw
+
+
+CHUNK = 1 << 20
+"""Bytes of a body `body_chunks` decompresses at a time, by default."""
+
+
+def body_chunks(data: bytes, h: Header, name: str, chunk: int = CHUNK) -> Iterator[bytes]:
+    """The decompressed body of a verified object (`verify` gave `h`), in pieces,
+    decompressed by a thread while the caller works on the pieces before: loading
+    a checkpoint need not wait for the whole body first. Raises `CorruptObject`
+    (when its turn comes) if the body does not decompress to `h.raw_len` bytes."""
+    q: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+    threading.Thread(target=_decompress, args=(data, h, name, chunk, q), daemon=True).start()
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _decompress(
+    data: bytes,
+    h: Header,
+    name: str,
+    chunk_size: int,
+    q: queue.SimpleQueue[bytes | BaseException | None],
+) -> None:
+    total = 0
+    try:
+        body = memoryview(data)[HEADER_SIZE:]
+        for chunk in zstandard.ZstdDecompressor().read_to_iter(
+            body, read_size=chunk_size, write_size=chunk_size
+        ):
+            total += len(chunk)
+            if total > h.raw_len:
+                break
+            q.put(chunk)
+        if total != h.raw_len:
+            raise CorruptObject(
+                f"{name}: body decompresses to {'more than ' if total > h.raw_len else ''}"
+                f"{total} bytes, not {h.raw_len}"
+            )
+        q.put(None)
+    except Exception as e:  # handed to the reader, which raises it
+        q.put(CorruptObject(f"{name}: {e}") if isinstance(e, zstandard.ZstdError) else e)
