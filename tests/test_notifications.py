@@ -267,9 +267,11 @@ def test_multi_exec(diff: Differ, sub: Pair) -> None:
         LPUSH l x
         DEL a
         EXEC
+        EVAL "redis.call('set', KEYS[1], 'v'); redis.call('get', 'nokey'); return redis.call('del', KEYS[1])" 1 k
         """,
+        "KEAm",
     )
-    assert n == 8
+    assert n == 8 + 6
 
 
 def test_expired_lazy_and_active(diff: Differ, sub: Pair) -> None:
