@@ -267,7 +267,7 @@ def test_multi_exec(diff: Differ, sub: Pair) -> None:
         LPUSH l x
         DEL a
         EXEC
-        EVAL "redis.call('set', KEYS[1], 'v'); redis.call('get', 'nokey'); return redis.call('del', KEYS[1])" 1 k
+        EVAL "redis.call('set',KEYS[1],1) redis.call('get','x') return redis.call('del','k')" 1 k
         """,
         "KEAm",
     )
