@@ -1,9 +1,11 @@
 """The durable stream: update records batched into segments in object storage.
 
 `Flusher` is the store's record sink. `append` (called at the commit point) only
-queues the record; a background task cuts a segment every flush interval or when
-the batch reaches the segment size, writes it with put-if-absent (so a fenced
-writer can never interleave with the new one), and advances the durable LSN.
+queues the record: the records of one pass of the event loop are encoded together
+(one msgpack call for the whole batch) at the end of that pass. A background task
+cuts a segment every flush interval or when the batch reaches the segment size,
+writes it with put-if-absent (so a fenced writer can never interleave with the new
+one), and advances the durable LSN.
 Writers waiting for durability (sync mode, WAITAOF) wake the task at once, so all
 writes waiting together share one PUT (group commit).
 
@@ -15,6 +17,7 @@ earlier attempt landed; other bytes mean another writer took over (fenced).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import heapq
 import logging
@@ -25,12 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flusher import paths, segment
-from flusher.codec import encode_record
+from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
+
+# The least an encoded record takes (its array header, LSN, commit time, ops, command
+# names and metadata): how records not yet encoded count against the backlog cap.
+MIN_RECORD_BYTES = 16
 
 
 class FencedError(Exception):
@@ -96,12 +103,17 @@ class Flusher:
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
-        # (lsn, commit time, encoded record): encoded as it arrives, so the backlog is
-        # counted exactly and holds no objects for the garbage collector to walk.
-        self.pending: deque[tuple[int, int, bytes]] = deque()
+        # Records committed in this pass of the event loop, not yet encoded: encoded
+        # together at its end (`encode_pending`), one C call for the batch.
+        self.raw: list[UpdateRecord] = []
+        # (first LSN, last LSN, commit time of the first, the records encoded back to
+        # back): chunks of consecutive records, so the backlog is counted exactly and
+        # holds no objects for the garbage collector to walk.
+        self.pending: deque[tuple[int, int, int, bytes]] = deque()
         self.pending_bytes = 0
-        # Told of every record as encoded (the replication backlog), when set.
-        self.tap: Callable[[int, bytes], None] | None = None
+        # Told of every batch of records as encoded (first LSN, last LSN, the records
+        # back to back): the replication backlog, when set.
+        self.tap: Callable[[int, int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
         self.closed = False
@@ -116,12 +128,27 @@ class Flusher:
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        data = encode_record(record)
-        lsn = self.last_lsn = record.lsn
-        self.pending.append((lsn, record.time_ms, data))
+        self.last_lsn = record.lsn
+        raw = self.raw
+        raw.append(record)
+        if len(raw) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.encode_pending)
+            except RuntimeError:  # no event loop (tools, tests): at once
+                self.encode_pending()
+
+    def encode_pending(self) -> None:
+        """Encode the records appended since the last call, as one chunk."""
+        raw = self.raw
+        if not raw:
+            return
+        self.raw = []
+        first, last = raw[0].lsn, raw[-1].lsn
+        data = encode_records(raw)
+        self.pending.append((first, last, raw[0].time_ms, data))
         self.pending_bytes += len(data)
         if self.tap is not None:
-            self.tap(lsn, data)
+            self.tap(first, last, data)
         if self.pending_bytes >= self.segment_max_bytes:
             self._wake.set()
 
@@ -129,16 +156,22 @@ class Flusher:
 
     @property
     def unflushed_bytes(self) -> int:
+        self.encode_pending()
         return self.pending_bytes
 
     def flush_lag_ms(self) -> int:
         """Age of the oldest write not yet durable."""
-        if not self.pending:
+        if self.pending:
+            oldest = self.pending[0][2]
+        elif self.raw:
+            oldest = self.raw[0].time_ms
+        else:
             return 0
-        return max(0, int(time.time() * 1000) - self.pending[0][1])
+        return max(0, int(time.time() * 1000) - oldest)
 
     def over_capacity(self) -> bool:
-        return self.pending_bytes > self.max_unflushed_bytes
+        # Records not yet encoded count as their least possible size.
+        return self.pending_bytes + MIN_RECORD_BYTES * len(self.raw) > self.max_unflushed_bytes
 
     # -- waiting -------------------------------------------------------------------
 
@@ -217,7 +250,7 @@ class Flusher:
                 # Only a scheduled flush moves the schedule: early ones (a full batch,
                 # a sync write waiting) must not push the next one further away.
                 next_due = now + self.interval
-            if self.pending and self.fenced is None:
+            if (self.pending or self.raw) and self.fenced is None:
                 with contextlib.suppress(FencedError):
                     await self.flush_once()
 
@@ -225,31 +258,47 @@ class Flusher:
         """Write one segment with the oldest pending records (up to the size cap).
         One at a time: a drain may run beside the background task."""
         async with self._flush_lock:
+            self.encode_pending()
             if self.pending:
                 await self._flush_batch()
 
     async def _flush_batch(self) -> None:
+        pending = self.pending
+        if len(pending[0][3]) > self.segment_max_bytes and pending[0][0] < pending[0][1]:
+            self._split_first()
         batch: list[bytes] = []
         size = 0
-        for _lsn, _t, encoded in self.pending:
+        last = 0
+        for _first, last_lsn, _t, encoded in pending:
             if batch and size + len(encoded) > self.segment_max_bytes:
                 break
             batch.append(encoded)
             size += len(encoded)
-        first, last = self.pending[0][0], self.pending[len(batch) - 1][0]
-        data = await asyncio.to_thread(segment_object, batch, first)
+            last = last_lsn
+        first = pending[0][0]
+        data = await asyncio.to_thread(records_segment, b"".join(batch), first, last)
         await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
         for _ in batch:
-            self.pending.popleft()
+            pending.popleft()
         self.pending_bytes -= size
         self.durable_lsn = last
         st = self.stats
         st.segments_written += 1
-        st.records_written += len(batch)
+        st.records_written += last - first + 1
         st.bytes_written_raw += size
         st.bytes_written_compressed += len(data)
         st.last_flush_status = "ok"
         self._notify()
+
+    def _split_first(self) -> None:
+        """Cut the oldest chunk (past the segment cap) at the cap: a segment holds
+        as many of its records as fit, and at least one."""
+        first, last, time_ms, data = self.pending.popleft()
+        ends = record_offsets(data, last - first + 1)
+        n = max(1, bisect.bisect_right(ends, self.segment_max_bytes))
+        cut = ends[n - 1]
+        self.pending.appendleft((first + n, last, time_ms, data[cut:]))
+        self.pending.appendleft((first, first + n - 1, time_ms, data[:cut]))
 
     async def _put(self, key: str, data: bytes, what: str) -> None:
         attempt = 0
@@ -284,12 +333,12 @@ class Flusher:
         """Flush everything pending (graceful shutdown), beside the background task
         or after `stop`. True if all is durable."""
         deadline = self.clock() + timeout
-        while self.pending and self.fenced is None and self.clock() < deadline:
+        while (self.pending or self.raw) and self.fenced is None and self.clock() < deadline:
             try:
                 await asyncio.wait_for(self.flush_once(), max(0.1, deadline - self.clock()))
             except (TimeoutError, Unavailable, FencedError):
                 break
-        return not self.pending
+        return not self.pending and not self.raw
 
     async def stop(self) -> None:
         """Stop the background task (pending records stay; `drain` writes them)."""
