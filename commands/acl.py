@@ -207,6 +207,21 @@ def check_user(user: User, cmd: Command, argv: list[bytes]) -> tuple[int, int]:
     return relevant, last
 
 
+def full_key_access(s: Session, cmd: Command, argv: list[bytes]) -> bool:
+    """Redis' ACLUserCheckCmdWithUnrestrictedKeyAccess (read access): some selector that
+    allows the call reads every key (SORT's BY and GET need it)."""
+    if s.acl_all:
+        return True
+    entry = catalog().by_name.get(cmd.name) or catalog(rebuild=True).by_name[cmd.name]
+    keys: list[list[tuple[int, int]]] = []
+    for sel in _user_of(s).selectors:
+        if _check_selector(sel, cmd, entry, argv, keys)[0]:
+            continue
+        if sel.allkeys or any(p.perms & READ and p.pattern == b"*" for p in sel.patterns):
+            return True
+    return False
+
+
 def _context(s: Session) -> bytes:
     return b"multi" if s.multi is not None or s.in_exec else b"toplevel"
 

@@ -64,7 +64,7 @@ def get_zset(s: Session, key: bytes) -> ZSet | None:
     raise wrongtype()
 
 
-def store_result(s: Session, dst: bytes, value: set[bytes] | ZSet | None) -> int:
+def store_result(s: Session, dst: bytes, value: set[bytes] | ZSet | deque[bytes] | None) -> int:
     """A *STORE command's write (`value` already in its encoding): the new value, or
     the destination deleted when the result is empty."""
     if value:

@@ -8,26 +8,33 @@ from commands import durability, server, info, config, introspection
 from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
+from commands import geo, sort, lcs
+from commands import bitops, hyperloglog
 
 # isort: on
 
 __all__ = [
     "acl",
+    "bitops",
     "branches",
     "client",
     "config",
     "connection",
     "durability",
+    "geo",
     "hashes",
+    "hyperloglog",
     "info",
     "introspection",
     "keys",
+    "lcs",
     "lists",
     "pubsub",
     "replication",
     "sentinel",
     "server",
     "sets",
+    "sort",
     "streams",
     "strings",
     "tables",

@@ -422,6 +422,7 @@ def _info_history(s: Session) -> str:
     """What history holds in memory (estimates kept as it changes: store.accounting),
     in O(snapshots + views + keys that branches changed)."""
     store = s.store
+    store.settle_trims()
     mem = store.mem
     branch_bytes = sum(c[0] for c in mem.branches.values()) + store.branch_data_bytes()
     branch_versions = sum(c[1] for c in mem.branches.values())

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from decimal import Decimal
 
 from commands import longdouble
 from commands.errors import (
@@ -48,6 +50,7 @@ _STRTOD = re.compile(
 )
 _SIMPLE_FLOAT = re.compile(rb"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
 SPACE = b" \t\n\v\f\r"
+DBL_MIN = sys.float_info.min
 
 
 def strtod(b: bytes) -> tuple[float, int, bool]:
@@ -71,6 +74,8 @@ def strtod(b: bytes) -> tuple[float, int, bool]:
         mant = dec.lower().partition(b"e")[0]
         v = float(dec)
     erange = math.isinf(v) or (v == 0.0 and mant.strip(b"0.") != b"")
+    if hexa is None and 0.0 < v < DBL_MIN:
+        erange = Decimal(dec.decode()) != Decimal(v)  # glibc: an inexact subnormal
     return (-v if neg else v), m.end(), erange
 
 

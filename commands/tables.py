@@ -164,6 +164,7 @@ def cmd_table_info(s: Session, argv: list[bytes]) -> Reply:
     info = _describe(name, policy)
     info[b"keys"] = keys
     info[b"versions_in_memory"] = versions
+    s.store.settle_trims()
     info[b"pinned_bytes"] = s.store.mem.pinned_tables.get(name, 0)
     info[b"durable_lsn"] = s.store.lsn if dur is None else dur.durable_lsn
     info[b"flush_lag_ms"] = 0 if dur is None else int(dur.info().get("flush_lag_ms", 0))

@@ -299,6 +299,7 @@ def cmd_ts_meta(s: Session, argv: list[bytes]) -> Reply:
 def _check_pinned_caps(s: Session) -> None:
     """A seal is refused while pinned history is at or past max-pinned-history, or a
     table's pinned history at or past its MAXPINNED."""
+    s.store.settle_trims()
     mem = s.store.mem
     cap = int(config_get_value(s.server, "max-pinned-history"))
     if cap and mem.pinned_bytes >= cap:
@@ -336,6 +337,7 @@ def cmd_ts_unseal(s: Session, argv: list[bytes]) -> Reply:
 @command("ts.snapshots", 1, RO)
 def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
     store = s.store
+    store.settle_trims()
     out: list[Reply] = []
     for snap in sorted(store.snapshots.values(), key=lambda x: x.lsn):
         # The commit time of the seal's version, as the time index (and a restart)

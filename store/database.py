@@ -32,6 +32,7 @@ class Database:
         "index",
         "on_expire",
         "overlay",
+        "trim_next",
     )
 
     def __init__(
@@ -49,6 +50,9 @@ class Database:
         # key -> LSN of the newest version retention dropped: older states are gone.
         self.floors: dict[bytes, int] = {}
         self.floor_mark = 0  # the newest of the floors: views before it are refused
+        # key -> chain length at which to try trimming again: a chain that a pin
+        # stopped trimming is looked at again only every TRIM_STEP versions.
+        self.trim_next: dict[bytes, int] = {}
         # A historical view reads with the clock stopped at its point in time.
         self.frozen_ms: int | None = None
 

@@ -61,6 +61,9 @@ from store.views import ViewDatabase, make_view
 
 _time = time.time
 _new_tuple = tuple.__new__
+# A chain that a pin stopped trimming is tried again after this many more versions, so
+# the check (and its pinned accounting) costs O(1) amortized per write.
+TRIM_STEP = 64
 
 TouchCallback = Callable[[int, bytes], None]
 
@@ -106,9 +109,11 @@ class Store:
         # 2 * INDEX_KEYS it is cut to INDEX_KEYS from the front (store.windex).
         self._index_weight = 0
         self._index_weighed = 0
+        self._index_many = 0  # key references of multi-key commits not yet weighed
         self.snapshots: dict[bytes, Snapshot] = {}
         self.mem = HistoryMemory()  # what history holds (store.accounting)
         self._pin: int | None = None  # pin_lsn's cache
+        self.deferred_trims = False  # some Database.trim_next is not empty
         self.snapshot_every = 64  # collections keep a full copy every N versions
         # (db, LSN, clock) -> the view connections checked out there share, while any does
         self.views: weakref.WeakValueDictionary[tuple[int, int, int], ViewDatabase] = (
@@ -196,10 +201,13 @@ class Store:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
             self.index_keys.append(windex.entry(ops))
+            self._index_many += len(ops)
         self._version(pending, lsn, t, meta)
         self.index_lsns.append(lsn)
         self.index_times.append(t)
-        if not len(self.index_keys) & 1023:
+        if not len(self.index_keys) & 1023 or self._index_many > 1024:
+            # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
+            self._index_many = 0
             self.bound_index()
         # tuple.__new__: the record without the named tuple's Python-level __new__.
         self.sink.append(_new_tuple(UpdateRecord, (lsn, t, ops, cmds, meta)))
@@ -295,17 +303,28 @@ class Store:
             else:
                 mem.add(dbi, size)
             if keep.kind == "versions":
-                if len(chain) > 2 * keep.limit:
-                    self._trim(db, key, chain, len(chain) - keep.limit)
+                n = len(chain)
+                if n > 2 * keep.limit:
+                    # A chain a pin stopped trimming waits TRIM_STEP versions (a
+                    # stale mark, more than a step ahead, is ignored).
+                    due = db.trim_next.get(key, 0)
+                    if n >= due or due - n > TRIM_STEP:
+                        self._trim(db, key, chain, n - keep.limit)
             elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-                # Commit times never go back, so the versions older than the window
-                # are a prefix (the newest version always stays).
-                old = bisect_left(chain, t - keep.limit, 0, len(chain) - 1, key=_entry_time)
-                self._trim(db, key, chain, old)
+                n = len(chain)
+                due = db.trim_next.get(key, 0)
+                if n >= due or due - n > TRIM_STEP:
+                    # Commit times never go back, so the versions older than the
+                    # window are a prefix (the newest version always stays).
+                    old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
+                    self._trim(db, key, chain, old)
 
     def _trim(self, db: Database, key: bytes, chain: list[VersionEntry], cut: int) -> None:
         """Drop chain[:cut], keeping every version newer than the oldest snapshot or
-        branch fork. O(log n): a pinned chain is not rescanned on every write."""
+        branch fork. O(log n), and a chain the pin stopped short is tried again only
+        after TRIM_STEP more versions: O(1) amortized per write under any pin. Its
+        pinned accounting catches up then, or at `settle_trims` (which everything
+        that reports or caps pinned history calls first)."""
         pin = self.pin_lsn()
         # Under a seal the versions kept are all newer than it: no search needed.
         pinned = 0 if chain[0].lsn > pin else bisect_right(chain, pin, 0, cut, key=_entry_lsn)
@@ -322,6 +341,36 @@ class Store:
         if cut < stop:
             # Past retention but pinned: counted as pinned history (once).
             self.mem.mark_pinned(db.ident, key, chain, 0, stop - cut, table)
+            db.trim_next[key] = len(chain) + TRIM_STEP
+            self.deferred_trims = True
+        elif db.trim_next:
+            db.trim_next.pop(key, None)
+
+    def settle_trims(self) -> None:
+        """Run the trims that pinned chains deferred (see `_trim`), so that what
+        history pins is counted exactly: before INFO, TS.SNAPSHOTS, TS.TABLE INFO
+        and the pinned-history caps read it. O(chains deferred)."""
+        if not self.deferred_trims:
+            return
+        self.deferred_trims = False
+        for db in [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)]:
+            due, db.trim_next = db.trim_next, {}
+            for key in due:
+                chain = dict.get(db.chains, key)
+                if type(chain) is not list or not chain:
+                    continue
+                keep = self.history
+                policy = self.policy_of(key) if self.tables else None
+                if policy is not None:
+                    keep = policy.retain
+                if keep.kind == "versions":
+                    if len(chain) > 2 * keep.limit:
+                        self._trim(db, key, chain, len(chain) - keep.limit)
+                elif chain[0].time_ms < chain[-1].time_ms - keep.limit:
+                    t = chain[-1].time_ms - keep.limit
+                    self._trim(
+                        db, key, chain, bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
+                    )
 
     def db_of(self, ident: Any) -> Database:
         """The database a record names: a number, or (branch, number)."""
@@ -633,7 +682,8 @@ class Store:
 
     def history_recount(self) -> HistoryMemory:
         """What history holds, counted from scratch (after a checkpoint load, and by
-        the tests that check the running counts)."""
+        the tests that check the running counts), after the deferred trims."""
+        self.settle_trims()
         mem = HistoryMemory()
         pin = self.pin_lsn()
         for db in [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)]:
@@ -693,3 +743,5 @@ class Store:
         else:
             raise ValueError(f"unknown database op {name!r}")
         self._pin = None  # a seal, unseal, branch or drop moves what history is pinned
+        if self.deferred_trims:
+            self.settle_trims()  # trimming resumes at once where a pin went away

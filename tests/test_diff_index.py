@@ -222,3 +222,16 @@ def test_the_index_is_bounded_and_older_diffs_compare_every_key(
     assert diff == dict(sorted(expected.items()))
     recent = store.lsn - 2
     assert store.keys_written(0, recent, store.lsn) == {b"x198", b"x199"}
+
+
+def test_multi_key_commits_alone_keep_the_index_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits of many keys each (MSET of 100) are weighed by their keys, not only
+    every 1,024 commits: 200 of them (20,000 key references) stay near the bound."""
+    import store.windex
+
+    monkeypatch.setattr(store.windex, "INDEX_KEYS", 1000)
+    s, _sink = make_session()
+    for i in range(200):
+        run(s, "MSET", *[x for j in range(100) for x in (f"k{j}", f"v{i}")])
+    weight = sum(1 if type(e) is bytes else len(e) for e in s.store.index_keys)
+    assert weight <= 2 * 1000 + 1024 + 100

@@ -148,12 +148,87 @@ STREAM_CMDS = [
     cmd("XDEL", STREAM_KEYS, STREAM_IDS),
     cmd("XTRIM", STREAM_KEYS, "MAXLEN", st.sampled_from(["0", "1", "3"])),
 ]
+BIT_OFFSETS = st.sampled_from(["0", "1", "7", "13", "64", "-1", "#2", "x"])
+BIT_TYPES = st.sampled_from(["u1", "u8", "i5", "i64", "u63", "u64", "x8"])
+BIT_CMDS = [
+    cmd("SETBIT", STR_KEYS, BIT_OFFSETS, st.sampled_from(["0", "1", "2"])),
+    cmd("GETBIT", ANY_KEY, BIT_OFFSETS),
+    cmd("BITCOUNT", ANY_KEY),
+    cmd("BITCOUNT", STR_KEYS, INTS, INTS, st.sampled_from(["BIT", "BYTE"])),
+    cmd("BITPOS", STR_KEYS, st.sampled_from(["0", "1"]), INTS),
+    cmd(
+        "BITPOS", ANY_KEY, st.sampled_from(["0", "1"]), INTS, INTS, st.sampled_from(["BIT", "BYTE"])
+    ),
+    cmd("BITOP", st.sampled_from(["AND", "OR", "XOR"]), STR_KEYS, ANY_KEY, STR_KEYS),
+    cmd("BITOP", "NOT", STR_KEYS, ANY_KEY),
+    cmd(
+        "BITFIELD", STR_KEYS, "INCRBY", BIT_TYPES, BIT_OFFSETS, INTS, "GET", BIT_TYPES, BIT_OFFSETS
+    ),
+    cmd(
+        "BITFIELD",
+        STR_KEYS,
+        "OVERFLOW",
+        st.sampled_from(["WRAP", "SAT", "FAIL"]),
+        "SET",
+        BIT_TYPES,
+        BIT_OFFSETS,
+        VALUES,
+    ),
+    cmd("BITFIELD_RO", ANY_KEY, "GET", BIT_TYPES, BIT_OFFSETS),
+]
+HLL_KEYS = st.sampled_from(["p1", "p2", "s1"])
+HLL_CMDS = [
+    cmd("PFADD", HLL_KEYS, MEMBERS, MEMBERS),
+    cmd("PFADD", HLL_KEYS),
+    cmd("PFCOUNT", HLL_KEYS),
+    cmd("PFCOUNT", HLL_KEYS, ANY_KEY),
+    cmd("PFMERGE", HLL_KEYS, HLL_KEYS, ANY_KEY),
+    cmd("GET", HLL_KEYS),
+]
+LONS = st.sampled_from(["0", "13.361389", "-179.99", "180", "181", "x"])
+LATS = st.sampled_from(["0", "38.115556", "-85.05112878", "85.06", "x"])
+UNITS = st.sampled_from(["m", "km", "mi", "ft", "parsec"])
+RADII = st.sampled_from(["0", "100", "5000", "-1"])
+GEO_KEYS = st.sampled_from(["z1", "z2", "g1"])
+GEO_CMDS = [
+    cmd("GEOADD", GEO_KEYS, LONS, LATS, MEMBERS),
+    cmd("GEOADD", GEO_KEYS, st.sampled_from(["NX", "XX", "CH"]), LONS, LATS, MEMBERS),
+    cmd("GEOPOS", ANY_KEY, MEMBERS, MEMBERS),
+    cmd("GEOHASH", ANY_KEY, MEMBERS),
+    cmd("GEODIST", GEO_KEYS, MEMBERS, MEMBERS, UNITS),
+    cmd("GEORADIUS", ANY_KEY, LONS, LATS, RADII, UNITS, "WITHDIST", "ASC"),
+    cmd("GEORADIUSBYMEMBER", GEO_KEYS, MEMBERS, RADII, UNITS, "COUNT", INTS, "WITHCOORD"),
+    cmd("GEOSEARCH", GEO_KEYS, "FROMMEMBER", MEMBERS, "BYBOX", RADII, RADII, UNITS, "DESC"),
+    cmd("GEOSEARCHSTORE", GEO_KEYS, GEO_KEYS, "FROMLONLAT", LONS, LATS, "BYRADIUS", RADII, UNITS),
+]
+SORTABLE = st.sampled_from(["l1", "l2", "t1", "t2", "z1", "s1", "missing"])
+SORT_CMDS = [
+    cmd("SORT", SORTABLE),
+    cmd("SORT", SORTABLE, "ALPHA", st.sampled_from(["ASC", "DESC"]), "LIMIT", INTS, INTS),
+    cmd("SORT", SORTABLE, "BY", "h*->f1", "GET", "#", "GET", "s*"),
+    cmd("SORT", SORTABLE, "BY", "nosort", "STORE", LIST_KEYS),
+    cmd("SORT", SORTABLE, "ALPHA", "STORE", st.sampled_from(["l1", "l2", "s1"])),
+    cmd("SORT_RO", SORTABLE, "BY", "s*", "ALPHA", "DESC"),
+    cmd("LCS", ANY_KEY, STR_KEYS, st.sampled_from(["LEN", "IDX", "WITHMATCHLEN"])),
+    cmd("SUBSTR", ANY_KEY, INTS, INTS),
+]
 TX_CMDS = [cmd("MULTI"), cmd("EXEC"), cmd("DISCARD")]
 
 ORDERED = st.one_of(
-    *STRING_CMDS, *KEY_CMDS, *HASH_CMDS, *LIST_CMDS, *SET_CMDS, *ZSET_CMDS, *STREAM_CMDS, *TX_CMDS
+    *STRING_CMDS,
+    *KEY_CMDS,
+    *HASH_CMDS,
+    *LIST_CMDS,
+    *SET_CMDS,
+    *ZSET_CMDS,
+    *STREAM_CMDS,
+    *BIT_CMDS,
+    *HLL_CMDS,
+    *GEO_CMDS,
+    *SORT_CMDS,
+    *TX_CMDS,
 )
-UNORDERED = st.one_of(*UNORDERED_SET_CMDS)
+UNORDERED = st.one_of(*UNORDERED_SET_CMDS, cmd("SORT", SET_KEYS, "BY", "nosort"))
 
 
 class DifferentialMachine(RuleBasedStateMachine):
