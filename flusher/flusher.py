@@ -1,11 +1,12 @@
 """The durable stream: update records batched into segments in object storage.
 
 `Flusher` is the store's record sink. `append` (called at the commit point) only
-queues the record; a background task cuts a segment every flush interval, when
-the batch reaches the segment size, or at once when a writer waits for
-durability (sync mode, WAITAOF): all writes waiting together share one PUT
-(group commit). Segments are written with put-if-absent (so a fenced writer can
-never interleave with the new one).
+queues the record: the records of one pass of the event loop are encoded together
+(one msgpack call for the whole batch) at the end of that pass. A background task
+cuts a segment every flush interval, when the batch reaches the segment size, or
+at once when a writer waits for durability (sync mode, WAITAOF): all writes
+waiting together share one PUT (group commit). Segments are written with
+put-if-absent (so a fenced writer can never interleave with the new one).
 
 Up to `max_in_flight` PUTs run at once, each a segment of the records cut after
 the previous one's. They may finish in any order; the durable LSN advances only
@@ -24,6 +25,7 @@ earlier attempt landed; other bytes mean another writer took over (fenced).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import heapq
 import logging
@@ -34,12 +36,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flusher import paths, segment
-from flusher.codec import encode_record
+from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
+
+# The least an encoded record takes (its array header, LSN, commit time, ops, command
+# names and metadata): how records not yet encoded count against the backlog cap.
+MIN_RECORD_BYTES = 16
 
 
 class FencedError(Exception):
@@ -135,13 +141,18 @@ class Flusher:
         self.clock = clock
         self.max_in_flight = max(1, max_in_flight)
         self.mark = segment.epoch_mark(epoch)  # in every segment's flags
-        # (lsn, commit time, encoded record): encoded as it arrives, so the backlog is
-        # counted exactly and holds no objects for the garbage collector to walk.
-        self.pending: deque[tuple[int, int, bytes]] = deque()
+        # Records committed in this pass of the event loop, not yet encoded: encoded
+        # together at its end (`encode_pending`), one C call for the batch.
+        self.raw: list[UpdateRecord] = []
+        # (first LSN, last LSN, commit time of the first, the records encoded back to
+        # back): chunks of consecutive records, so the backlog is counted exactly and
+        # holds no objects for the garbage collector to walk.
+        self.pending: deque[tuple[int, int, int, bytes]] = deque()
         # Bytes of every record not yet durable: queued or in a PUT.
         self.pending_bytes = 0
-        # Told of every record as encoded (the replication backlog), when set.
-        self.tap: Callable[[int, bytes], None] | None = None
+        # Told of every batch of records as encoded (first LSN, last LSN, the records
+        # back to back): the replication backlog, when set.
+        self.tap: Callable[[int, int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
         self.closed = False
@@ -158,12 +169,27 @@ class Flusher:
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        data = encode_record(record)
-        lsn = self.last_lsn = record.lsn
-        self.pending.append((lsn, record.time_ms, data))
+        self.last_lsn = record.lsn
+        raw = self.raw
+        raw.append(record)
+        if len(raw) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.encode_pending)
+            except RuntimeError:  # no event loop (tools, tests): at once
+                self.encode_pending()
+
+    def encode_pending(self) -> None:
+        """Encode the records appended since the last call, as one chunk."""
+        raw = self.raw
+        if not raw:
+            return
+        self.raw = []
+        first, last = raw[0].lsn, raw[-1].lsn
+        data = encode_records(raw)
+        self.pending.append((first, last, raw[0].time_ms, data))
         self.pending_bytes += len(data)
         if self.tap is not None:
-            self.tap(lsn, data)
+            self.tap(first, last, data)
         if self.pending_bytes >= self.segment_max_bytes:
             self._wake.set()
 
@@ -171,6 +197,7 @@ class Flusher:
 
     @property
     def unflushed_bytes(self) -> int:
+        self.encode_pending()
         return self.pending_bytes
 
     @property
@@ -183,13 +210,16 @@ class Flusher:
         if self._in_flight:
             oldest = self._in_flight[0].time_ms
         elif self.pending:
-            oldest = self.pending[0][1]
+            oldest = self.pending[0][2]
+        elif self.raw:
+            oldest = self.raw[0].time_ms
         else:
             return 0
         return max(0, int(time.time() * 1000) - oldest)
 
     def over_capacity(self) -> bool:
-        return self.pending_bytes > self.max_unflushed_bytes
+        # Records not yet encoded count as their least possible size.
+        return self.pending_bytes + MIN_RECORD_BYTES * len(self.raw) > self.max_unflushed_bytes
 
     # -- waiting -------------------------------------------------------------------
 
@@ -206,6 +236,7 @@ class Flusher:
         if lsn > self._wanted:
             self._wanted = lsn
         if lsn > self._cut_lsn:
+            self.encode_pending()
             # Its record is in no PUT yet: start one now. With nothing in flight,
             # here (one loop turn sooner); else the task does, after this turn's
             # other writes have queued (bigger groups under load).
@@ -279,6 +310,7 @@ class Flusher:
                 # Only a scheduled flush moves the schedule: early ones (a full batch,
                 # a sync write waiting) must not push the next one further away.
                 next_due = now + self.interval
+            self.encode_pending()
             while (
                 self.pending
                 and self.fenced is None
@@ -296,31 +328,35 @@ class Flusher:
     def _start_put(self) -> _Put:
         """Cut a segment of the oldest queued records (up to the size cap) and start
         its PUT; the durable LSN moves when it and every earlier one have landed."""
+        pending = self.pending
+        if len(pending[0][3]) > self.segment_max_bytes and pending[0][0] < pending[0][1]:
+            self._split_first()
         batch: list[bytes] = []
         size = 0
-        pending = self.pending
-        first, time_ms = pending[0][0], pending[0][1]
+        first, time_ms = pending[0][0], pending[0][2]
+        last = first
         while pending:
-            encoded = pending[0][2]
+            encoded = pending[0][3]
             if batch and size + len(encoded) > self.segment_max_bytes:
                 break
             batch.append(encoded)
             size += len(encoded)
+            last = pending[0][1]
             pending.popleft()
-        last = first + len(batch) - 1
         self._cut_lsn = last
         flags = self.mark | (segment.FLAG_AHEAD if self._in_flight else 0)
-        p = _Put(first, last, time_ms, size, len(batch))
+        p = _Put(first, last, time_ms, size, last - first + 1)
         self._in_flight.append(p)
         p.task = asyncio.get_running_loop().create_task(self._write(p, batch, flags))
         p.task.add_done_callback(self._put_done)
         return p
 
     async def _write(self, p: _Put, batch: list[bytes], flags: int) -> None:
+        body = b"".join(batch)
         if p.raw < INLINE_COMPRESS_BYTES:
-            data = segment_object(batch, p.first, flags)
+            data = records_segment(body, p.first, p.last, flags)
         else:
-            data = await asyncio.to_thread(segment_object, batch, p.first, flags)
+            data = await asyncio.to_thread(records_segment, body, p.first, p.last, flags)
         await self._put(paths.segment(p.first), data, f"segment LSN {p.first}-{p.last}")
         p.size = len(data)
         p.done = True
@@ -356,6 +392,7 @@ class Flusher:
         """Write one segment with the oldest pending records (up to the size cap) and
         wait until it is durable (with every earlier one): for a drain and tests,
         beside the background task or after `stop`."""
+        self.encode_pending()
         if self.pending and self.fenced is None:
             while len(self._in_flight) >= self.max_in_flight:
                 await self._wait_oldest()
@@ -377,6 +414,16 @@ class Flusher:
         if oldest is None or oldest.task is None:
             return
         await asyncio.shield(oldest.task)
+
+    def _split_first(self) -> None:
+        """Cut the oldest chunk (past the segment cap) at the cap: a segment holds
+        as many of its records as fit, and at least one."""
+        first, last, time_ms, data = self.pending.popleft()
+        ends = record_offsets(data, last - first + 1)
+        n = max(1, bisect.bisect_right(ends, self.segment_max_bytes))
+        cut = ends[n - 1]
+        self.pending.appendleft((first + n, last, time_ms, data[cut:]))
+        self.pending.appendleft((first, first + n - 1, time_ms, data[:cut]))
 
     async def _put(self, key: str, data: bytes, what: str) -> None:
         attempt = 0
@@ -413,14 +460,14 @@ class Flusher:
         """Flush everything pending (graceful shutdown), beside the background task
         or after `stop`. True if all is durable."""
         deadline = self.clock() + timeout
-        while (self.pending or self._in_flight) and self.fenced is None:
+        while (self.pending or self.raw or self._in_flight) and self.fenced is None:
             if self.clock() >= deadline:
                 break
             try:
                 await asyncio.wait_for(self.flush_once(), max(0.1, deadline - self.clock()))
             except (TimeoutError, Unavailable, FencedError):
                 break
-        return not self.pending and not self._in_flight
+        return not self.pending and not self.raw and not self._in_flight
 
     async def stop(self) -> None:
         """Stop the background task (pending records stay; `drain` writes them; PUTs
