@@ -422,7 +422,7 @@ def _expire(s: Session, argv: list[bytes], name: str, relative: bool, seconds: b
     elif db.expires.get(key) != when:
         s.store.apply(db, key, (EXPIRE, when))
     elif s.server.notify_flags:
-        notify(s.server, GENERIC, b"expire", key, s.dbi)  # no change, still an event
+        notify(s.server, GENERIC, b"expire", key, db.ident)  # no change, still an event
     return 1
 
 

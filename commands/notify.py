@@ -284,7 +284,7 @@ def notify_after(s: Session, cmd: Any, argv: list[bytes], savepoint: int) -> Non
         data = s.db.data
         for key in cmd.keys(argv) if where is None else argv[where]:
             if key not in data:
-                notify(server, KEY_MISS, b"keymiss", key, s.dbi)
+                notify(server, KEY_MISS, b"keymiss", key, s.db.ident)
     pending = s.store.pending
     if len(pending) > savepoint:
         notify_command(s, cmd.name, argv, pending[savepoint:])
