@@ -9,6 +9,7 @@ from commands import client, pubsub, acl, branches, connection, strings, hashes,
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
 from commands import geo, sort, lcs
+from commands import stream_groups
 
 # isort: on
 
@@ -32,6 +33,7 @@ __all__ = [
     "server",
     "sets",
     "sort",
+    "stream_groups",
     "streams",
     "strings",
     "tables",

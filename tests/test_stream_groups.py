@@ -1,0 +1,310 @@
+"""Stream consumer groups: differential tests against redis-server (RESP2 and RESP3),
+the undo of every group op, and the group state surviving kill -9 and restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from store.stream import Stream
+from tests.conftest import Differ, start_temporalstore
+from tests.helpers import make_session, run
+from tests.resp_client import RawClient, encode_command, parse
+from tests.test_durability import client, kill9
+
+
+def _no_idle(reply: bytes) -> Any:
+    """An XPENDING extended reply (typed tree of `parse`) with each entry's idle time
+    (its 3rd field) dropped."""
+    kind, items = parse(reply)
+    if kind != "*":
+        return (kind, items)
+    return [x[1][:2] + x[1][3:] for x in items]
+
+
+def test_xgroup_create_setid_destroy(diff: Differ) -> None:
+    diff.run("""
+        XGROUP CREATE s g $
+        XGROUP CREATE s g $ MKSTREAM
+        XGROUP CREATE s g $ MKSTREAM
+        TYPE s
+        XLEN s
+        XGROUP CREATE s g2 0 ENTRIESREAD 3
+        XGROUP CREATE s g3 0 ENTRIESREAD -1
+        XGROUP CREATE s g4 0 ENTRIESREAD -2
+        XGROUP CREATE s g4 0 ENTRIESREAD x
+        XGROUP CREATE s g4 0 ENTRIESREAD
+        XGROUP CREATE s g4 0 FOO
+        XGROUP CREATE s g4 0 MKSTREAM MKSTREAM MKSTREAM MKSTREAM
+        XGROUP CREATE s g4 - MKSTREAM
+        XGROUP CREATE s g4 1-x
+        XGROUP CREATE s g4 5-5
+        XGROUP CREATE s
+        XGROUP CREATE s g
+        XGROUP SETID s g 7-7
+        XGROUP SETID s g - ENTRIESREAD 2
+        XGROUP SETID s g $ ENTRIESREAD 2 MKSTREAM
+        XGROUP SETID s g $ MKSTREAM
+        XGROUP SETID s nog $
+        XGROUP SETID s g x
+        XGROUP SETID missing g $
+        XGROUP DESTROY s g2
+        XGROUP DESTROY s g2
+        XGROUP DESTROY missing g2
+        XGROUP DESTROY s
+        XGROUP CREATECONSUMER s g alice
+        XGROUP CREATECONSUMER s g alice
+        XGROUP CREATECONSUMER s nog alice
+        XGROUP CREATECONSUMER missing g alice
+        XGROUP DELCONSUMER s g alice
+        XGROUP DELCONSUMER s g alice
+        XGROUP DELCONSUMER s nog alice
+        XGROUP DELCONSUMER s g
+        XGROUP FOO s g
+        XGROUP FOO
+        XGROUP
+        XGROUP HELP
+        XGROUP HELP extra
+        SET str x
+        XGROUP CREATE str g $
+        XGROUP DESTROY str g
+        XGROUP CREATE str g $ MKSTREAM
+    """)
+
+
+def test_xreadgroup_and_xack(diff: Differ) -> None:
+    diff.run("""
+        XADD s 1-1 a 1
+        XADD s 2-1 b 2
+        XADD s 3-1 c 3
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g alice COUNT 1 STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s >
+        XREADGROUP GROUP g alice STREAMS s 0
+        XREADGROUP GROUP g bob STREAMS s 0
+        XREADGROUP GROUP g bob COUNT 1 STREAMS s 2-1
+        XREADGROUP GROUP g carol STREAMS s 0
+        XADD s 4-1 d 4
+        XDEL s 2-1
+        XREADGROUP GROUP g bob STREAMS s 0
+        XREADGROUP GROUP g bob NOACK STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s 0-0
+        XACK s g 1-1 3-1 9-9
+        XACK s g 1-1
+        XACK s g 2-1 x
+        XACK s g 2-1 2-1
+        XACK s nog 1-1
+        XACK missing g 1-1
+        XACK s g
+        XREADGROUP GROUP g bob STREAMS s 0
+        XREADGROUP GROUP g bob STREAMS s $
+        XREADGROUP GROUP nog bob STREAMS s >
+        XREADGROUP GROUP g bob STREAMS missing >
+        XREADGROUP GROUP g bob STREAMS s
+        XREADGROUP GROUP g bob STREAMS s > 0
+        XREADGROUP GROUP g bob STREAMS s x
+        XREADGROUP GROUP g bob COUNT x STREAMS s >
+        XREADGROUP GROUP g bob BLOCK -1 STREAMS s >
+        XREADGROUP GROUP g bob FOO STREAMS s >
+        XREADGROUP COUNT 1 STREAMS s >
+        XREADGROUP GROUP g STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s >
+        XREAD GROUP g bob STREAMS s >
+        XREAD NOACK STREAMS s 0
+        XADD t 1-1 x y
+        XGROUP CREATE t g $
+        XADD t 2-1 x y
+        XREADGROUP GROUP g bob STREAMS s t > >
+        XADD s 5-1 e 5
+        XREADGROUP GROUP g bob STREAMS s t > >
+        XREADGROUP GROUP g bob STREAMS s t 0 0
+        XREADGROUP GROUP g bob STREAMS t t > 0
+        XGROUP SETID s g 0
+        XREADGROUP GROUP g alice COUNT 2 STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s 0
+        XREADGROUP GROUP g bob COUNT 0 STREAMS s 18446744073709551615-18446744073709551615
+        XGROUP DELCONSUMER s g alice
+        XGROUP DELCONSUMER s g bob
+        XREADGROUP GROUP g bob STREAMS s 0
+        SET str x
+        XREADGROUP GROUP g bob STREAMS str >
+        XACK str g 1-1
+    """)
+
+
+def test_xpending(diff: Differ) -> None:
+    diff.run("""
+        XPENDING s g
+        XGROUP CREATE s g $ MKSTREAM
+        XPENDING s g
+        XPENDING s g - + 10
+        XADD s 1-1 a 1
+        XADD s 2-1 b 2
+        XADD s 3-1 c 3
+        XADD s 4-1 d 4
+        XREADGROUP GROUP g bob COUNT 1 STREAMS s >
+        XREADGROUP GROUP g alice COUNT 2 STREAMS s >
+        XREADGROUP GROUP g carol NOACK STREAMS s >
+        XGROUP CREATECONSUMER s g dave
+        XPENDING s g
+        XPENDING nos g
+        XPENDING s nog
+        XPENDING s g - +
+        XPENDING s g IDLE 0 - +
+        XPENDING s g IDLE x - + 10
+        XPENDING s g - + x
+        XPENDING s g x + 10
+        XPENDING s g - x 10
+        XPENDING s g (18446744073709551615-18446744073709551615 + 10
+        XPENDING s g - (0-0 10
+        XPENDING s g - + 0
+        XPENDING s g - + -5
+        XPENDING s g - + 10 nobody
+        XPENDING s g - + 10 carol
+        SET str x
+        XPENDING str g
+    """)
+    for args in [
+        ("- + 10",),
+        ("- + 2",),
+        ("(1-1 + 10",),
+        ("- (3-1 10",),
+        ("2 3 10",),
+        ("- + 10 alice",),
+        ("- + 10 bob",),
+        ("- + 10 bob alice carol",),
+        ("IDLE 0 - + 10",),
+        ("IDLE 100000000 - + 10",),
+        ("IDLE 0 - + 10 alice",),
+    ]:
+        diff.check("XPENDING", "s", "g", *args[0].split(), normalize=_no_idle)
+    diff.check("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
+    diff.check("XPENDING", "s", "g", "-", "+", "10", normalize=_no_idle)
+    diff.run("""
+        XACK s g 2-1 1-1
+        XPENDING s g
+        XGROUP DELCONSUMER s g alice
+        XPENDING s g
+    """)
+
+
+def test_xreadgroup_blocks_until_xadd(diff: Differ) -> None:
+    """A blocked XREADGROUP `>` is served by the next XADD; BLOCK on history or with
+    entries waiting answers at once; a timeout answers a null array."""
+    diff.run("""
+        XGROUP CREATE s g $ MKSTREAM
+        XREADGROUP GROUP g c BLOCK 10 STREAMS s >
+        XREADGROUP GROUP g c BLOCK 0 STREAMS s 0
+        XADD s 1-1 a 1
+        XREADGROUP GROUP g c BLOCK 0 STREAMS s >
+    """)
+    _blocked_then(diff, "XADD s 2-1 b 2")
+    diff.run("""
+        XPENDING s g
+        XREADGROUP GROUP g c STREAMS s 0
+    """)
+    _blocked_then(diff, "XGROUP DESTROY s g")
+    diff.run("XGROUP CREATE s g $")
+    _blocked_then(diff, "DEL s")
+    diff.run("XGROUP CREATE s g $ MKSTREAM")
+    _blocked_then(diff, "SET s x")
+
+
+def _blocked_then(diff: Differ, write: str) -> None:
+    """A client blocks in XREADGROUP `>` on s (group g) on each server; `write` wakes it."""
+    blocked = [RawClient(c.sock.getpeername()[1]) for c in (diff.ref, diff.ours)]
+    for c in blocked:
+        if diff.resp == 3:
+            c.call("HELLO", "3")
+        c.send(encode_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"))
+    for c in (diff.ref, diff.ours):  # the blocked clients are registered once these answer
+        c.call("PING")
+    diff.run(write)
+    replies = [c.read_reply() for c in blocked]
+    assert replies[0] == replies[1], (write, replies)
+    diff.record(1, True)
+    for c in blocked:
+        c.close()
+
+
+def test_group_ops_undo_to_the_exact_prior_stream() -> None:
+    s, _ = make_session()
+    run(s, "XGROUP", "CREATE", "s", "g", "0", "MKSTREAM")
+    for i in range(1, 6):
+        run(s, "XADD", "s", f"{i}-1", "f", str(i))
+    steps = [
+        ("XGROUP", "CREATE", "s", "g2", "$"),
+        ("XGROUP", "CREATECONSUMER", "s", "g", "dave"),
+        ("XREADGROUP", "GROUP", "g", "a", "COUNT", "2", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "b", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "b", "STREAMS", "s", "0"),
+        ("XACK", "s", "g", "1-1", "4-1"),
+        ("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", "0"),
+        ("XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">"),
+        ("XGROUP", "DELCONSUMER", "s", "g", "a"),
+        ("XGROUP", "DESTROY", "s", "g2"),
+    ]
+    db = s.db
+    for argv in steps:
+        before = db.data[b"s"]
+        assert isinstance(before, Stream)
+        snap = before.copy()
+        run(s, *argv)
+        after = db.data[b"s"]
+        assert isinstance(after, Stream)
+        assert after != snap, argv
+        assert snap.groups_state() != after.groups_state(), argv
+    hist = run(s, "TS.HISTORY", "s")
+    assert len(hist) >= len(steps)
+
+
+def test_pel_and_last_delivered_id_survive_kill9(tmp_path: Path) -> None:
+    args = ["--storage", f"file://{tmp_path}/store", "--durability", "sync"]
+    p = start_temporalstore(args)
+    r = client(p)
+    try:
+        r.xgroup_create("s", "g", id="0", mkstream=True)
+        for i in range(1, 11):
+            r.xadd("s", {"n": str(i)}, id=f"{i}-0")
+        r.xreadgroup("g", "alice", {"s": ">"}, count=4)
+        r.xreadgroup("g", "bob", {"s": ">"}, count=3)
+        r.xreadgroup("g", "bob", {"s": "0"})
+        assert r.xack("s", "g", "1-0", "2-0", "6-0") == 3
+        r.xgroup_create("s", "g2", id="$", entries_read=10)
+        before = _group_state(r)
+    finally:
+        r.close()
+    kill9(p)
+    q = start_temporalstore(args)
+    r = client(q)
+    try:
+        assert _group_state(r) == before
+        assert r.xpending("s", "g") == {
+            "pending": 4,
+            "min": b"3-0",
+            "max": b"7-0",
+            "consumers": [{"name": b"alice", "pending": 2}, {"name": b"bob", "pending": 2}],
+        }
+        got = r.xreadgroup("g", "carol", {"s": ">"})
+        assert [e[0] for e in got[0][1]] == [b"8-0", b"9-0", b"10-0"]
+    finally:
+        r.close()
+        q.stop()
+
+
+def _group_state(r: redis.Redis) -> list[Any]:
+    raw = RawClient(r.connection_pool.connection_kwargs["port"])
+    try:
+        summary = parse(raw.call("XPENDING", "s", "g"))
+        ext = _no_idle(raw.call("XPENDING", "s", "g", "-", "+", "100"))
+        hist = {
+            c: parse(raw.call("XREADGROUP", "GROUP", "g", c, "COUNT", "0", "STREAMS", "s", "99"))
+            for c in ("alice", "bob")
+        }
+        g2 = parse(raw.call("XREADGROUP", "GROUP", "g2", "x", "STREAMS", "s", ">"))
+    finally:
+        raw.close()
+    return [summary, ext, hist, g2]
