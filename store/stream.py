@@ -246,6 +246,16 @@ class Group:
         g.pel = dict(st[3])
         return g
 
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Group)
+            and (other.last_id, other.entries_read) == (self.last_id, self.entries_read)
+            and other.consumers == self.consumers
+            and other.pel == self.pel
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def sorted_pel(self) -> list[StreamID]:
         return sorted(self.pel)
 
@@ -302,7 +312,7 @@ class Stream:
             and other.entries == self.entries
             and other.meta() == self.meta()
             and [n.state() for n in other.nodes] == [n.state() for n in self.nodes]
-            and other.groups_state() == self.groups_state()
+            and other.groups == self.groups
         )
 
     __hash__ = None  # type: ignore[assignment]
