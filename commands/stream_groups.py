@@ -422,3 +422,180 @@ def cmd_xpending(s: Session, argv: list[bytes]) -> Reply:
         count -= 1
         out.append([format_id(sid), owner, max(now - t, 0), deliveries])
     return out
+
+
+# -- XCLAIM, XAUTOCLAIM ---------------------------------------------------------------
+
+XCLAIM_MINIDLE = "ERR Invalid min-idle-time argument for XCLAIM"
+XAUTOCLAIM_MINIDLE = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+XAUTOCLAIM_COUNT = "ERR COUNT must be > 0"
+XAUTOCLAIM_MAX_COUNT = ((1 << 63) - 1) // 16  # LONG_MAX / sizeof(streamID)
+XAUTOCLAIM_ATTEMPTS_FACTOR = 10
+
+
+def _group_or_nogroup(s: Session, key: bytes, gname: bytes) -> tuple[Stream, Group]:
+    st = get_stream(s, key)
+    g = st.groups.get(gname) if st is not None else None
+    if st is None or g is None:
+        raise _nogroup_key(key, gname)
+    return st, g
+
+
+def _strict_id_or_none(arg: bytes) -> StreamID | None:
+    try:
+        return parse_id(arg)
+    except CommandError:
+        return None
+
+
+class _Claim:
+    """The PEL changes of one XCLAIM/XAUTOCLAIM, applied as one xgupd op."""
+
+    __slots__ = ("consumer", "g", "gname", "now", "pel_del", "pel_set", "seen")
+
+    def __init__(self, g: Group, gname: bytes, consumer: bytes, now: int) -> None:
+        self.g = g
+        self.gname = gname
+        self.consumer = consumer
+        self.now = now
+        self.seen = False
+        self.pel_set: dict[StreamID, tuple[StreamID, int, int, bytes]] = {}
+        self.pel_del: list[StreamID] = []
+
+    def claim(self, sid: StreamID, count: int, when: int) -> None:
+        self.seen = True
+        self.pel_set[sid] = (sid, when, count, self.consumer)
+
+    def apply(self, s: Session, key: bytes, meta: tuple[StreamID, int] | None) -> None:
+        if not (self.seen or self.pel_del or meta):
+            return
+        cons = ((self.consumer, self.now),) if self.seen else ()
+        op = (XGUPD, self.gname, meta, cons, tuple(self.pel_set.values()), tuple(self.pel_del))
+        s.store.apply(s.db, key, op)
+
+
+@command("xclaim", -6, Flag.WRITE | Flag.FAST, 1, 1, 1)
+def cmd_xclaim(s: Session, argv: list[bytes]) -> Reply:
+    key, gname = argv[1], argv[2]
+    st, g = _group_or_nogroup(s, key, gname)
+    minidle = max(get_int(argv[4], XCLAIM_MINIDLE), 0)
+    ids: list[StreamID] = []
+    j = 5
+    n = len(argv)
+    while j < n:
+        sid = _strict_id_or_none(argv[j])
+        if sid is None:
+            break
+        ids.append(sid)
+        j += 1
+    now = now_ms()
+    force = justid = False
+    retrycount = -1
+    delivery = -1
+    last_id = MIN_ID
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j]
+        low = opt.lower()
+        if low == b"force":
+            force = True
+        elif low == b"justid":
+            justid = True
+        elif low == b"idle" and more:
+            j += 1
+            delivery = now - get_int(argv[j], "ERR Invalid IDLE option argument for XCLAIM")
+        elif low == b"time" and more:
+            j += 1
+            delivery = get_int(argv[j], "ERR Invalid TIME option argument for XCLAIM")
+        elif low == b"retrycount" and more:
+            j += 1
+            retrycount = get_int(argv[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
+        elif low == b"lastid" and more:
+            j += 1
+            last_id = parse_id(argv[j])
+        else:
+            raise CommandError(b"ERR Unrecognized XCLAIM option '%s'" % opt)
+        j += 1
+    meta = (last_id, g.entries_read) if last_id > g.last_id else None
+    if delivery < 0 or delivery > now:
+        delivery = now
+    c = _Claim(g, gname, argv[3], now)
+    out: list[Any] = []
+    done: dict[StreamID, Any] = {}  # an ID named twice sees its first claim
+    for sid in ids:
+        nack: Any = done.get(sid, g.pel.get(sid))
+        if sid not in st.entries:
+            if nack is not None and sid not in c.pel_del:
+                c.pel_del.append(sid)
+                c.pel_set.pop(sid, None)
+                done[sid] = None
+            continue
+        fresh = False
+        if nack is None:
+            if not force:
+                continue
+            nack, fresh = (now, 1, b""), True
+        if not fresh and minidle and now - nack[0] < minidle:
+            continue
+        count = nack[1]
+        if retrycount >= 0:
+            count = retrycount
+        elif not justid:
+            count += 1
+        c.claim(sid, count, delivery)
+        done[sid] = (delivery, count, argv[3])
+        out.append(format_id(sid) if justid else st.entries[sid])
+    c.apply(s, key, meta)
+    return out
+
+
+@command("xautoclaim", -6, Flag.WRITE | Flag.FAST, 1, 1, 1)
+def cmd_xautoclaim(s: Session, argv: list[bytes]) -> Reply:
+    minidle = max(get_int(argv[4], XAUTOCLAIM_MINIDLE), 0)
+    start, ex = parse_interval(argv[5], 0)
+    if ex:
+        nxt = incr_id(start)
+        if nxt is None:
+            raise CommandError(INVALID_START)
+        start = nxt
+    count = 100
+    justid = False
+    j = 6
+    n = len(argv)
+    while j < n:
+        low = argv[j].lower()
+        if low == b"count" and n - 1 - j:
+            count = get_int(argv[j + 1], XAUTOCLAIM_COUNT)
+            if not 1 <= count <= XAUTOCLAIM_MAX_COUNT:
+                raise CommandError(XAUTOCLAIM_COUNT)
+            j += 1
+        elif low == b"justid":
+            justid = True
+        else:
+            raise CommandError("ERR syntax error")
+        j += 1
+    key, gname = argv[1], argv[2]
+    st, g = _group_or_nogroup(s, key, gname)
+    attempts = count * XAUTOCLAIM_ATTEMPTS_FACTOR
+    now = now_ms()
+    c = _Claim(g, gname, argv[3], now)
+    claimed: list[Any] = []
+    pel = [sid for sid in g.sorted_pel() if sid >= start]
+    i = 0
+    while attempts and count and i < len(pel):
+        attempts -= 1
+        sid = pel[i]
+        i += 1
+        if sid not in st.entries:
+            c.pel_del.append(sid)
+            count -= 1
+            continue
+        t, deliveries, _ = g.pel[sid]
+        if minidle and now - t < minidle:
+            continue
+        c.claim(sid, deliveries if justid else deliveries + 1, now)
+        claimed.append(format_id(sid) if justid else st.entries[sid])
+        count -= 1
+    cursor = format_id(pel[i]) if i < len(pel) else b"0-0"
+    c.apply(s, key, None)
+    return [cursor, claimed, [format_id(x) for x in c.pel_del]]

@@ -329,3 +329,79 @@ def _group_state(r: redis.Redis) -> list[Any]:
     finally:
         raw.close()
     return [summary, ext, hist, g2]
+
+
+def test_xclaim_and_xautoclaim(diff: Differ) -> None:
+    diff.run("""
+        XCLAIM s g c 0 1-1
+        XADD s 1-1 a 1
+        XADD s 2-1 b 2
+        XADD s 3-1 c 3
+        XADD s 4-1 d 4
+        XADD s 5-1 e 5
+        XCLAIM s g c 0 1-1
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g alice STREAMS s >
+        XCLAIM s g bob 0 1-1 2-1
+        XCLAIM s g bob 100000000 3-1
+        XCLAIM s g bob -5 3-1 JUSTID
+        XCLAIM s g bob 0 4-1 RETRYCOUNT 7 JUSTID
+        XCLAIM s g bob 0 4-1 4-1 4-1 JUSTID
+        XCLAIM s g bob 0 4-1 4-1 4-1
+        XCLAIM s g bob 100000000 4-1 4-1
+        XCLAIM s g bob x 1-1
+        XCLAIM s g bob 0 1-1 FOO
+        XCLAIM s g bob 0 1-1 -
+        XCLAIM s g bob 0 1-1 IDLE x
+        XCLAIM s g bob 0 1-1 TIME x
+        XCLAIM s g bob 0 1-1 RETRYCOUNT x
+        XCLAIM s g bob 0 1-1 LASTID x
+        XCLAIM s g bob 0 1-1 IDLE
+        XCLAIM s g bob 0 FORCE
+        XCLAIM s nog bob 0 1-1
+        XCLAIM nos g bob 0 1-1
+        XCLAIM s g bob 0 9-9 FORCE
+        XDEL s 5-1
+        XCLAIM s g bob 0 5-1 5-1
+        XCLAIM s g bob 0 5-1
+        XADD s 6-1 f 6
+        XCLAIM s g carol 0 6-1 FORCE
+        XCLAIM s g carol 0 6-1 FORCE JUSTID
+        XCLAIM s g carol 0 2-1 LASTID 9-9 JUSTID
+        XCLAIM s g carol 0 2-1 LASTID 1-1 RETRYCOUNT 0 IDLE 100 TIME 5 FORCE
+        XPENDING s g
+        XREADGROUP GROUP g carol STREAMS s 0
+        XREADGROUP GROUP g alice STREAMS s >
+        XADD s 10-1 x y
+        XREADGROUP GROUP g alice STREAMS s >
+        SET str x
+        XCLAIM str g bob 0 1-1
+    """)
+    diff.check("XPENDING", "s", "g", "-", "+", "100", normalize=_no_idle)
+    diff.run("""
+        XAUTOCLAIM s g dave 0 0 COUNT 2
+        XAUTOCLAIM s g dave 0 0 COUNT 2 JUSTID
+        XAUTOCLAIM s g dave 0 (2-1 COUNT 1
+        XAUTOCLAIM s g dave 100000000 0
+        XAUTOCLAIM s g dave 0 0 JUSTID
+        XAUTOCLAIM s g dave 0 0
+        XDEL s 1-1 3-1
+        XAUTOCLAIM s g erin 0 0 COUNT 1
+        XAUTOCLAIM s g erin 0 0 COUNT 1
+        XAUTOCLAIM s g erin 0 0
+        XAUTOCLAIM s g erin 0 - COUNT 100
+        XAUTOCLAIM s g erin x 0
+        XAUTOCLAIM s g erin -1 0 COUNT 0
+        XAUTOCLAIM s g erin 0 0 COUNT x
+        XAUTOCLAIM s g erin 0 0 COUNT 576460752303423488
+        XAUTOCLAIM s g erin 0 0 COUNT 922337203685477581
+        XAUTOCLAIM s g erin 0 0 FOO
+        XAUTOCLAIM s g erin 0 x
+        XAUTOCLAIM s g erin 0 (18446744073709551615-18446744073709551615
+        XAUTOCLAIM s nog erin 0 0
+        XAUTOCLAIM nos g erin 0 0
+        XAUTOCLAIM str g erin 0 0
+        XAUTOCLAIM str g erin 0 0 COUNT 0
+        XPENDING s g
+    """)
+    diff.check("XPENDING", "s", "g", "-", "+", "100", normalize=_no_idle)
