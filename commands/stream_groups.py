@@ -36,6 +36,7 @@ from store.stream import (
     U64,
     XGSET,
     XGUPD,
+    XSETMETA,
     Entry,
     Group,
     Stream,
@@ -599,3 +600,119 @@ def cmd_xautoclaim(s: Session, argv: list[bytes]) -> Reply:
     cursor = format_id(pel[i]) if i < len(pel) else b"0-0"
     c.apply(s, key, None)
     return [cursor, claimed, [format_id(x) for x in c.pel_del]]
+
+
+# -- XINFO GROUPS|CONSUMERS|HELP, XSETID ----------------------------------------------
+
+NO_SUCH_KEY = "ERR no such key"
+XINFO_HELP = [
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+]
+
+container("xinfo", -2)
+
+
+def _xinfo_stream(s: Session, key: bytes) -> Stream:
+    st = get_stream(s, key)
+    if st is None:
+        raise CommandError(NO_SUCH_KEY)
+    return st
+
+
+def _lag(st: Stream, g: Group) -> int | None:
+    """streamReplyWithCGLag: entries added minus entries read, when it is known."""
+    if not st.entries_added:
+        return 0
+    if g.entries_read != INVALID_ENTRIES_READ and not _has_tombstones(st, g.last_id):
+        return st.entries_added - g.entries_read
+    read = _estimate_read(st, g.last_id)
+    return None if read == INVALID_ENTRIES_READ else st.entries_added - read
+
+
+@command("xinfo|groups", 3, Flag.READONLY, 2, 2, 1)
+def cmd_xinfo_groups(s: Session, argv: list[bytes]) -> Reply:
+    st = _xinfo_stream(s, argv[2])
+    out: list[Reply] = []
+    for name in sorted(st.groups):
+        g = st.groups[name]
+        read = None if g.entries_read == INVALID_ENTRIES_READ else g.entries_read
+        out.append(
+            {
+                b"name": name,
+                b"consumers": len(g.consumers),
+                b"pending": len(g.pel),
+                b"last-delivered-id": format_id(g.last_id),
+                b"entries-read": read,
+                b"lag": _lag(st, g),
+            }
+        )
+    return out
+
+
+@command("xinfo|consumers", 4, Flag.READONLY, 2, 2, 1)
+def cmd_xinfo_consumers(s: Session, argv: list[bytes]) -> Reply:
+    st = _xinfo_stream(s, argv[2])
+    g = st.groups.get(argv[3])
+    if g is None:
+        raise _nogroup(argv[3], argv[2])
+    counts: dict[bytes, int] = {}
+    for nack in g.pel.values():
+        counts[nack[2]] = counts.get(nack[2], 0) + 1
+    now = now_ms()
+    return [
+        {b"name": c, b"pending": counts.get(c, 0), b"idle": max(now - g.consumers[c], 0)}
+        for c in sorted(g.consumers)
+    ]
+
+
+@command("xinfo|help", 2, Flag.LOADING | Flag.STALE)
+def cmd_xinfo_help(s: Session, argv: list[bytes]) -> Reply:
+    return help_reply(argv[0], XINFO_HELP)
+
+
+@command("xsetid", -3, Flag.WRITE | Flag.DENYOOM | Flag.FAST, 1, 1, 1)
+def cmd_xsetid(s: Session, argv: list[bytes]) -> Reply:
+    sid = parse_id(argv[2])
+    entries_added = -1
+    max_del = MIN_ID
+    i = 3
+    n = len(argv)
+    while i < n:
+        low = argv[i].lower()
+        if low == b"entriesadded" and n - 1 - i:
+            entries_added = get_int(argv[i + 1])
+            if entries_added < 0:
+                raise CommandError("ERR entries_added must be positive")
+        elif low == b"maxdeletedid" and n - 1 - i:
+            max_del = parse_id(argv[i + 1])
+            if sid < max_del:
+                raise CommandError(
+                    "ERR The ID specified in XSETID is smaller than the provided "
+                    "max_deleted_entry_id"
+                )
+        else:
+            raise CommandError("ERR syntax error")
+        i += 2
+    st = _xinfo_stream(s, argv[1])
+    if st.entries:
+        if sid < st.last_valid_id():
+            raise CommandError(
+                "ERR The ID specified in XSETID is smaller than the target stream top item"
+            )
+        if entries_added != -1 and len(st.entries) > entries_added:
+            raise CommandError(
+                "ERR The entries_added specified in XSETID is smaller than the target stream length"
+            )
+    meta = (
+        sid,
+        st.first_id,
+        max_del if max_del != MIN_ID else st.max_deleted_id,
+        entries_added if entries_added != -1 else st.entries_added,
+    )
+    s.store.apply(s.db, argv[1], (XSETMETA, meta))
+    return OK

@@ -25,6 +25,8 @@ Ops (each apply returns the ops that undo it):
                                   ((name, seen ms | None to delete), ...), PEL entries
                                   set ((id, delivery ms, count, consumer), ...) and
                                   removed (id, ...); its undo is another xgupd
+    ("xsetmeta", meta)            set last ID, first ID, max deleted ID and entries
+                                  added (XSETID); its undo is the same op
 
 Consumer groups live in the stream value (`Stream.groups`): each `Group` has its
 last-delivered ID, entries-read counter (-1: unknown), consumers (name -> seen-time
@@ -67,6 +69,7 @@ XUNADD = "xunadd"
 XUNDEL = "xundel"
 XUNTRIM = "xuntrim"
 XGSET = "xgset"
+XSETMETA = "xsetmeta"
 XGUPD = "xgupd"
 
 INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
@@ -628,6 +631,14 @@ def _apply_xgupd(db: Database, key: bytes, op: Op) -> Undo:
     return ((XGUPD, op[1], meta, tuple(undo_cons), tuple(undo_set), tuple(undo_del)),)
 
 
+@register(XSETMETA)
+def _apply_xsetmeta(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    undo = ((XSETMETA, s.meta()),)
+    s.set_meta(op[1])
+    return undo
+
+
 TYPE_NAMES[Stream] = b"stream"
 
 __all__ = [
@@ -642,6 +653,7 @@ __all__ = [
     "XDEL",
     "XGSET",
     "XGUPD",
+    "XSETMETA",
     "XTRIM",
     "XUNADD",
     "XUNDEL",

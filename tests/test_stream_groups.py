@@ -405,3 +405,98 @@ def test_xclaim_and_xautoclaim(diff: Differ) -> None:
         XPENDING s g
     """)
     diff.check("XPENDING", "s", "g", "-", "+", "100", normalize=_no_idle)
+
+
+def _no_consumer_idle(reply: bytes) -> Any:
+    """An XINFO CONSUMERS reply with each consumer's idle time dropped."""
+    kind, items = parse(reply)
+    if kind != "*":
+        return (kind, items)
+    return [x[1][:-1] for x in items]
+
+
+def test_xinfo_groups_and_consumers(diff: Differ) -> None:
+    diff.run("""
+        XINFO GROUPS s
+        XINFO CONSUMERS s g
+        XADD s 1-1 a 1
+        XINFO GROUPS s
+        XGROUP CREATE s g2 $
+        XGROUP CREATE s g1 0
+        XGROUP CREATE s g0 0 ENTRIESREAD 0
+        XGROUP CREATE s g9 9-9
+        XINFO GROUPS s
+        XADD s 2-1 b 2
+        XADD s 3-1 c 3
+        XADD s 4-1 d 4
+        XINFO GROUPS s
+        XREADGROUP GROUP g1 alice COUNT 1 STREAMS s >
+        XREADGROUP GROUP g0 alice COUNT 2 STREAMS s >
+        XREADGROUP GROUP g2 alice NOACK STREAMS s >
+        XINFO GROUPS s
+        XDEL s 3-1
+        XINFO GROUPS s
+        XREADGROUP GROUP g1 bob STREAMS s >
+        XINFO GROUPS s
+        XGROUP SETID s g0 2-1 ENTRIESREAD 2
+        XGROUP SETID s g2 0
+        XINFO GROUPS s
+        XDEL s 1-1 2-1 4-1
+        XINFO GROUPS s
+        XINFO CONSUMERS s nog
+        XINFO CONSUMERS missing g1
+        XINFO CONSUMERS s
+        XINFO GROUPS missing
+        XINFO GROUPS s extra
+        XINFO HELP
+        XINFO HELP extra
+        XINFO FOO s
+        XINFO
+        SET str x
+        XINFO GROUPS str
+        XINFO CONSUMERS str g
+    """)
+    diff.check("XGROUP", "CREATECONSUMER", "s", "g1", "zed")
+    for g in ("g0", "g1", "g2"):
+        diff.check("XINFO", "CONSUMERS", "s", g, normalize=_no_consumer_idle)
+
+
+def test_xsetid(diff: Differ) -> None:
+    diff.run("""
+        XSETID s 1-1
+        XADD s 5-1 a 1
+        XADD s 6-1 a 1
+        XSETID s 5-9
+        XSETID s 6-1
+        XSETID s 10-0
+        XADD s 10-0 a 1
+        XSETID s 18446744073709551615-18446744073709551615
+        XADD s * a 1
+        XSETID s 17-0
+        XSETID s 20-0 ENTRIESADDED 1
+        XSETID s 20-0 ENTRIESADDED 2
+        XSETID s 20-0 ENTRIESADDED -1
+        XSETID s 20-0 ENTRIESADDED x
+        XSETID s 20-0 ENTRIESADDED
+        XSETID s 20-0 MAXDELETEDID 21-0
+        XSETID s 20-0 MAXDELETEDID 19-0 ENTRIESADDED 50
+        XGROUP CREATE s g 0
+        XINFO GROUPS s
+        XSETID s 18-0
+        XSETID s 19-0
+        XSETID s x
+        XSETID s -
+        XSETID s 30-0 FOO
+        XSETID s 30-0 MAXDELETEDID x
+        XDEL s 5-1 6-1
+        XLEN s
+        XSETID s 0-1
+        XSETID s 19-0 MAXDELETEDID 0-0
+        XADD s 5-* a 1
+        XADD s 19-* a 1
+        XINFO GROUPS s
+        XSETID missing 1-1
+        SET str x
+        XSETID str 1-1
+        XSETID str x
+    """)
