@@ -4,6 +4,8 @@ the undo of every group op, and the group state surviving kill -9 and restart.""
 from __future__ import annotations
 
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -500,3 +502,74 @@ def test_xsetid(diff: Differ) -> None:
         XSETID str 1-1
         XSETID str x
     """)
+
+
+def test_worker_pool_survives_kill9_without_losing_or_redelivering_acked(
+    tmp_path: Path,
+) -> None:
+    """Three redis-py workers read and ack through a group; the server is killed (-9)
+    mid-way and restarted; the workers resume from their own pending history, then new
+    entries. Every entry ends acknowledged and none is delivered after its ack."""
+    args = ["--storage", f"file://{tmp_path}/store", "--durability", "sync"]
+    total = 150
+    p = start_temporalstore(args)
+    r = client(p)
+    for i in range(1, total + 1):
+        r.xadd("jobs", {"n": str(i)}, id=f"{i}-0")
+    r.xgroup_create("jobs", "workers", id="0")
+    r.close()
+    acked: set[bytes] = set()
+    late: list[bytes] = []  # delivered again after an acknowledged XACK
+    lock = threading.Lock()
+
+    def work(port: int, name: str, first: str, stop: threading.Event) -> None:
+        w = redis.Redis(port=port, socket_timeout=30)
+        cursor = first
+        try:
+            while not stop.is_set():
+                got = w.xreadgroup("workers", name, {"jobs": cursor}, count=5)
+                batch = got[0][1] if got else []
+                if not batch:
+                    if cursor == ">":
+                        return
+                    cursor = ">"
+                    continue
+                for sid, _ in batch:
+                    with lock:
+                        if sid in acked:
+                            late.append(sid)
+                    if w.xack("jobs", "workers", sid) == 1:
+                        with lock:
+                            acked.add(sid)
+        except (redis.ConnectionError, redis.TimeoutError):
+            pass
+        finally:
+            w.close()
+
+    names = ["w1", "w2", "w3"]
+    stop = threading.Event()
+    threads = [threading.Thread(target=work, args=(p.port, n, ">", stop)) for n in names]
+    for t in threads:
+        t.start()
+    while len(acked) < total // 3 and any(t.is_alive() for t in threads):
+        time.sleep(0.01)
+    kill9(p)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert total // 3 <= len(acked) < total
+    q = start_temporalstore(args)
+    try:
+        resumed = threading.Event()
+        threads = [threading.Thread(target=work, args=(q.port, n, "0", resumed)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert late == []
+        assert acked == {b"%d-0" % i for i in range(1, total + 1)}
+        r = client(q)
+        assert r.xpending("jobs", "workers")["pending"] == 0
+        r.close()
+    finally:
+        q.stop()
