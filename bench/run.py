@@ -71,7 +71,7 @@ class Settings:
     sync_clients: tuple[tuple[int, int], ...] = ((1, 300), (10, 1_500), (50, 10_000))
     mem_keys: int = 1_000_000
     value_bytes: int = 100
-    version_keys: int = 50_000
+    version_keys: int = 1_000_000  # item 4: measured at the target's size, 1M x 10
     version_rounds: int = 10
     deep_versions: int = 100_000
     hash_fields: int = 1_000
@@ -409,6 +409,14 @@ def _versions(s: Settings) -> dict[str, Any]:
     ver["bytes_per_extra_version"] = (
         ver[f"round{s.version_rounds}"]["rss"] - ver["round1"]["rss"]
     ) / extra_versions
+    ver["ratio_to_redis_latest"] = (
+        ver[f"round{s.version_rounds}"]["rss"] / ver["redis_latest"]["rss"]
+    )
+    log(
+        f"versions: {s.version_keys:,} keys x {s.version_rounds}: ours "
+        f"{ver[f'round{s.version_rounds}']['rss'] / 2**20:.0f} MiB RSS, redis (latest) "
+        f"{ver['redis_latest']['rss'] / 2**20:.0f} MiB: {ver['ratio_to_redis_latest']:.2f}x"
+    )
     return ver
 
 

@@ -6,7 +6,9 @@
 - One module per family: `strings`, `hashes`, `lists`, `sets`, `zsets` (with
   `zset_ranges`), `streams`, `keys`, `pubsub`, `connection`, `client`, `acl`, `server`
   (keyspace-wide commands, SAVE, SHUTDOWN), `info`, `config`, `introspection` (COMMAND),
-  `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), and our own `temporal` (TS.*),
+  `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT,
+  FUNCTION, FCALL; Lua in `lua_engine`, `lua_convert`, `lua_library`, `lua_libs` and
+  `lua_sandbox.lua`), and our own `temporal` (TS.*),
   `branches`, `tables` (with `ts_docs`, their COMMAND DOCS).
 - Shared parsing and lookups: `parsing` and `longdouble` (numbers as Redis reads them),
   `common` (typed key lookups, SCAN options, HELP replies), `glob` (Redis' glob

@@ -105,6 +105,8 @@ def cmd_config_resetstat(s: Session, argv: list[bytes]) -> Reply:
     stats = s.server.stats
     for f in dataclasses.fields(Stats):
         setattr(stats, f.name, f.default)
+    s.server.error_stats.clear()  # INFO errorstats and commandstats too, as Redis
+    s.server.command_stats.clear()
     return OK
 
 

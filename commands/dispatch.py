@@ -97,6 +97,8 @@ class Dispatcher:
             return self.reject(s, (server.read_only or READONLY).encode(), argv, cmd)
         if cmd.is_write and server.durability is not None and server.durability.fenced:
             return self.reject(s, FENCED.encode(), argv, cmd)
+        if server.busy_script and not cmd.flags & Flag.ALLOW_BUSY:
+            return self.reject(s, server.busy_script, argv, cmd)  # a script runs (scripting)
         if s.multi is not None and not cmd.is_tx_control:
             if cmd.flags & Flag.NO_MULTI:
                 return self.reject(s, NOT_IN_MULTI.encode(), None, cmd)

@@ -9,12 +9,15 @@ from commands import client, pubsub, acl, branches, connection, strings, hashes,
 from commands import lists, sets, streams, tables, temporal, transactions, zsets
 from commands import replication, sentinel
 from commands import geo, sort, lcs
+from commands import bitops, hyperloglog
+from commands import scripting
 from commands import stream_groups
 
 # isort: on
 
 __all__ = [
     "acl",
+    "bitops",
     "branches",
     "client",
     "config",
@@ -22,6 +25,7 @@ __all__ = [
     "durability",
     "geo",
     "hashes",
+    "hyperloglog",
     "info",
     "introspection",
     "keys",
@@ -29,6 +33,7 @@ __all__ = [
     "lists",
     "pubsub",
     "replication",
+    "scripting",
     "sentinel",
     "server",
     "sets",

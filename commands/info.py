@@ -25,6 +25,7 @@ from commands.limits import rss_bytes
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
+from commands.scripting import memory as scripting_memory
 from commands.session import STARTUP_RSS, Session
 from store.secrets import redact  # credentials in a URL are never shown
 
@@ -105,19 +106,19 @@ allocator_active:{used}
 allocator_resident:{used}
 total_system_memory:{system}
 total_system_memory_human:{system_h}
-used_memory_lua:0
-used_memory_vm_eval:0
-used_memory_lua_human:0B
-used_memory_scripts_eval:0
-number_of_cached_scripts:0
-number_of_functions:0
-number_of_libraries:0
-used_memory_vm_functions:0
-used_memory_vm_total:0
-used_memory_vm_total_human:0B
-used_memory_functions:0
-used_memory_scripts:0
-used_memory_scripts_human:0B
+used_memory_lua:{lua}
+used_memory_vm_eval:{lua}
+used_memory_lua_human:{lua_h}
+used_memory_scripts_eval:{scripts_eval}
+number_of_cached_scripts:{cached_scripts}
+number_of_functions:{functions}
+number_of_libraries:{libraries}
+used_memory_vm_functions:{vm_functions}
+used_memory_vm_total:{vm_total}
+used_memory_vm_total_human:{vm_total_h}
+used_memory_functions:{functions_mem}
+used_memory_scripts:{scripts_mem}
+used_memory_scripts_human:{scripts_mem_h}
 maxmemory:{maxmemory}
 maxmemory_human:{maxmemory_h}
 maxmemory_policy:{policy}
@@ -317,7 +318,20 @@ def _info_memory(s: Session) -> str:
     dataset = max(used - overhead, 0)
     maxmemory = int(config_get_value(s.server, "maxmemory"))
     system = _system_memory()
+    lua = scripting_memory(server)
     return _MEMORY.format(
+        lua=lua.vm_eval,
+        lua_h=bytes_to_human(lua.vm_eval),
+        scripts_eval=lua.scripts_eval,
+        cached_scripts=lua.cached_scripts,
+        functions=lua.functions,
+        libraries=lua.libraries,
+        vm_functions=lua.vm_functions,
+        vm_total=lua.vm_eval + lua.vm_functions,
+        vm_total_h=bytes_to_human(lua.vm_eval + lua.vm_functions),
+        functions_mem=lua.functions_mem,
+        scripts_mem=lua.scripts_eval + lua.functions_mem,
+        scripts_mem_h=bytes_to_human(lua.scripts_eval + lua.functions_mem),
         used=used,
         used_h=bytes_to_human(used),
         peak=peak,

@@ -195,6 +195,9 @@ class ServerState:
         self.read_only = ""
         # A group's leader refuses writes from this time.monotonic() on (0: no limit).
         self.write_deadline = 0.0
+        # The -BUSY error while a script runs past busy-reply-threshold (commands.scripting),
+        # else empty: the dispatcher refuses all but allow-busy commands meanwhile.
+        self.busy_script = b""
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
         # Limits in force (from `config.params`, kept current by CONFIG SET), and whether

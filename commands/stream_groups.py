@@ -292,7 +292,7 @@ def _serve_history(
 
 @command("xreadgroup", -7, Flag.WRITE | Flag.BLOCKING)
 def cmd_xreadgroup(s: Session, argv: list[bytes]) -> Reply:
-    a = parse_read_args(argv, True)
+    a = parse_read_args(s, argv, True)
     if a.group is None:
         raise CommandError(XREADGROUP_NO_GROUP)
     gname = a.group

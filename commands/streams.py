@@ -395,7 +395,7 @@ class ReadArgs:
         self.noack = False
 
 
-def parse_read_args(argv: list[bytes], xreadgroup: bool) -> ReadArgs:
+def parse_read_args(s: Session, argv: list[bytes], xreadgroup: bool) -> ReadArgs:
     """xreadCommand's option loop, errors in Redis' order."""
     a = ReadArgs()
     n = len(argv)
@@ -404,6 +404,10 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool) -> ReadArgs:
         more = n - 1 - i
         low = argv[i].lower()
         if low == b"block" and more:
+            if s.extra.get("script"):
+                raise CommandError(
+                    b"ERR %s command is not allowed with BLOCK option from scripts" % argv[0]
+                )
             i += 1
             a.timeout = get_int(argv[i], TIMEOUT_NOT_INTEGER)
             if a.timeout < 0:
@@ -436,7 +440,7 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool) -> ReadArgs:
 
 @command("xread", -4, Flag.READONLY | Flag.BLOCKING)
 def cmd_xread(s: Session, argv: list[bytes]) -> Reply:
-    a = parse_read_args(argv, False)
+    a = parse_read_args(s, argv, False)
     count = a.count
     first = a.first
     timeout = a.timeout

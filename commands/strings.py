@@ -299,8 +299,12 @@ def cmd_append(s: Session, argv: list[bytes]) -> Reply:
 
 @command("strlen", 2, R, 1, 1, 1)
 def cmd_strlen(s: Session, argv: list[bytes]) -> Reply:
-    v = get_string(s, argv[1])
-    return 0 if v is None else len(v)
+    v = s.db.get(argv[1])
+    if v is None:
+        return 0
+    if type(v) in STRING_TYPES:  # not copied: a bitmap can be 512 MB
+        return len(v)
+    raise wrongtype()
 
 
 @command("getrange", 4, Flag.READONLY, 1, 1, 1)

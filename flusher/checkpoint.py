@@ -14,10 +14,11 @@ import asyncio
 import gc
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from flusher import paths, segment
-from flusher.codec import iter_items, pack, pack_plain
+from flusher.codec import pack, pack_plain, stream_items
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
 from store import Store
@@ -38,7 +39,12 @@ def image(store: Store) -> tuple[bytes, int]:
 
 def load_image(store: Store, raw: bytes, name: str) -> int:
     """Fill an empty store from a checkpoint body; return its LSN."""
-    it = iter_items(raw)
+    return load_image_chunks(store, [raw], len(raw), name)
+
+
+def load_image_chunks(store: Store, chunks: Iterable[bytes], raw_len: int, name: str) -> int:
+    """`load_image` of a body given in pieces (`raw_len` bytes in all)."""
+    it = stream_items(chunks, raw_len)
     head: Any = next(it)
     if head["databases"] > len(store.dbs):
         raise segment.CorruptObject(
@@ -130,7 +136,8 @@ async def read_checkpoint(objects: ObjectStore, store: Store, lsn: int) -> None:
     data = await objects.get(key)
     if data is None:
         raise segment.CorruptObject(f"{key}: named by the manifest but missing")
-    header, raw = await asyncio.to_thread(segment.decode, data, key, segment.CHECKPOINT_MAGIC)
+    header = await asyncio.to_thread(segment.verify, data, key, segment.CHECKPOINT_MAGIC)
     if header.first != lsn:
         raise segment.CorruptObject(f"{key}: holds LSN {header.first}, not {lsn}")
-    load_image(store, raw, key)
+    # Decompressed by a thread while the items already there are loaded.
+    load_image_chunks(store, segment.body_chunks(data, header, key), header.raw_len, key)

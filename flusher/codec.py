@@ -9,7 +9,7 @@ The format is documented in docs/storage-format.md.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import msgpack
@@ -147,18 +147,32 @@ def decode_record(data: bytes) -> UpdateRecord:
     return _record(unpack(data))
 
 
-def iter_items(body: bytes) -> Iterator[Any]:
-    """msgpack values packed back to back (a segment or checkpoint body)."""
-    unpacker = msgpack.Unpacker(
+def _unpacker(size: int) -> Any:
+    """An unpacker of values packed back to back, for a body of `size` bytes."""
+    return msgpack.Unpacker(
         None,
         ext_hook=_ext,
         use_list=False,
         raw=False,
         strict_map_key=False,
-        max_buffer_size=max(len(body), 1024),
+        max_buffer_size=max(size, 1024),
     )
+
+
+def iter_items(body: bytes) -> Iterator[Any]:
+    """msgpack values packed back to back (a segment or checkpoint body)."""
+    unpacker = _unpacker(len(body))
     unpacker.feed(body)
     return iter(unpacker)
+
+
+def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:
+    """`iter_items` of a body given in pieces (`size` bytes in all): each value as
+    soon as its bytes are there."""
+    unpacker = _unpacker(size)
+    for chunk in chunks:
+        unpacker.feed(chunk)
+        yield from unpacker
 
 
 def iter_records(body: bytes) -> Iterator[UpdateRecord]:

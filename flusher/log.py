@@ -70,6 +70,12 @@ class LogSegment:
             )
 
 
+def _retrieve(f: asyncio.Future[tuple[segment.Header, bytes]]) -> None:
+    """A read the walk no longer wants: its error (if any) is dropped, not logged."""
+    if not f.cancelled():
+        f.exception()
+
+
 class SegmentLog:
     def __init__(self, objects: ObjectStore) -> None:
         self.objects = objects
@@ -116,17 +122,33 @@ class SegmentLog:
         order. Each must start no later than the LSN after the previous one's last
         (`LogGap` otherwise), read once the caller is done with the previous one."""
         expected = after + 1
+        todo: list[tuple[int, SegmentRef]] = []
         for i, ref in enumerate(segments):
             nxt = segments[i + 1].first if i + 1 < len(segments) else None
             if nxt is not None and nxt - 1 <= after:
                 continue  # wholly at or below where the walk starts
             if upto is not None and ref.first > upto:
-                return
-            if ref.first > expected:
-                raise LogGap(
-                    f"{ref.key}: gap in LSNs: expected LSN {expected}, "
-                    f"segment starts at {ref.first}"
-                )
-            header, body = await self.read(ref)
-            yield LogSegment(ref, header, body, len(segments) - i)
-            expected = max(expected, header.last + 1)
+                break
+            todo.append((i, ref))
+        # The next segment is read (and verified, off the event loop's thread) while
+        # the caller works on this one; its errors still surface in order, when it
+        # is its turn.
+        ahead: asyncio.Future[tuple[segment.Header, bytes]] | None = None
+        try:
+            for j, (i, ref) in enumerate(todo):
+                if ref.first > expected:
+                    raise LogGap(
+                        f"{ref.key}: gap in LSNs: expected LSN {expected}, "
+                        f"segment starts at {ref.first}"
+                    )
+                current = ahead or asyncio.ensure_future(self.read(ref))
+                ahead = None
+                header, body = await current
+                if j + 1 < len(todo):
+                    ahead = asyncio.ensure_future(self.read(todo[j + 1][1]))
+                yield LogSegment(ref, header, body, len(segments) - i)
+                expected = max(expected, header.last + 1)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                ahead.add_done_callback(_retrieve)

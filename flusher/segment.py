@@ -15,8 +15,11 @@ Header (48 bytes, big-endian):
 
 from __future__ import annotations
 
+import queue
 import struct
+import threading
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import zstandard
@@ -64,18 +67,72 @@ def read_header(data: bytes, name: str, magic: bytes) -> Header:
     return h
 
 
-def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
-    """Verify an object and return its header and decompressed body."""
+def verify(data: bytes, name: str, magic: bytes) -> Header:
+    """Check an object's header, length and checksum; return its header."""
     h = read_header(data, name, magic)
-    body = data[HEADER_SIZE:]
-    if len(body) != h.body_len:
+    body_len = len(data) - HEADER_SIZE
+    if body_len != h.body_len:
         raise CorruptObject(
-            f"{name}: truncated body ({len(body)} of {h.body_len} bytes, LSN {h.first}-{h.last})"
+            f"{name}: truncated body ({body_len} of {h.body_len} bytes, LSN {h.first}-{h.last})"
         )
     (crc,) = struct.unpack_from(">I", data, _HEADER.size)
+    body = memoryview(data)[HEADER_SIZE:]
     if zlib.crc32(body, zlib.crc32(data[: _HEADER.size])) != crc:
         raise CorruptObject(f"{name}: checksum mismatch (LSN {h.first}-{h.last})")
-    raw = zstandard.ZstdDecompressor().decompress(body, max_output_size=h.raw_len)
+    return h
+
+
+def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
+    """Verify an object and return its header and decompressed body."""
+    h = verify(data, name, magic)
+    raw = zstandard.ZstdDecompressor().decompress(data[HEADER_SIZE:], max_output_size=h.raw_len)
     if len(raw) != h.raw_len:
         raise CorruptObject(f"{name}: body decompresses to {len(raw)} bytes, not {h.raw_len}")
     return h, raw
+
+
+CHUNK = 1 << 20
+"""Bytes of a body `body_chunks` decompresses at a time, by default."""
+
+
+def body_chunks(data: bytes, h: Header, name: str, chunk: int = CHUNK) -> Iterator[bytes]:
+    """The decompressed body of a verified object (`verify` gave `h`), in pieces,
+    decompressed by a thread while the caller works on the pieces before: loading
+    a checkpoint need not wait for the whole body first. Raises `CorruptObject`
+    (when its turn comes) if the body does not decompress to `h.raw_len` bytes."""
+    q: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+    threading.Thread(target=_decompress, args=(data, h, name, chunk, q), daemon=True).start()
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _decompress(
+    data: bytes,
+    h: Header,
+    name: str,
+    chunk_size: int,
+    q: queue.SimpleQueue[bytes | BaseException | None],
+) -> None:
+    total = 0
+    try:
+        body = memoryview(data)[HEADER_SIZE:]
+        for chunk in zstandard.ZstdDecompressor().read_to_iter(
+            body, read_size=chunk_size, write_size=chunk_size
+        ):
+            total += len(chunk)
+            if total > h.raw_len:
+                break
+            q.put(chunk)
+        if total != h.raw_len:
+            raise CorruptObject(
+                f"{name}: body decompresses to {'more than ' if total > h.raw_len else ''}"
+                f"{total} bytes, not {h.raw_len}"
+            )
+        q.put(None)
+    except Exception as e:  # handed to the reader, which raises it
+        q.put(CorruptObject(f"{name}: {e}") if isinstance(e, zstandard.ZstdError) else e)

@@ -35,6 +35,8 @@ def payload_bytes(x: Any) -> int:
     t = type(x)
     if t is bytes:
         return len(x) + 33
+    if t is bytearray:  # a string written in place (SETRANGE, APPEND, bitmaps, HLLs)
+        return len(x) + 57
     if x is None or t is int or t is float:
         return 0
     try:

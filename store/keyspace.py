@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import time
 import weakref
 from array import array
@@ -59,6 +60,10 @@ from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
 _time = time.time
+_FIRST = operator.itemgetter(0)
+BULK_RUN = 256
+"""Records replay tries to apply in bulk at a time (`Store._replay_run`): runs this
+short keep what the passes over them touch in the CPU's caches."""
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP = 64
@@ -125,6 +130,10 @@ class Store:
         self.extra_state: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self.extra_state["tables"] = (self._save_tables, self._load_tables)
         self.extra_state["branches"] = (self.branches.save, self.branches.load)
+        # FUNCTION LOAD's libraries (name -> code), server-wide; a new dict on each
+        # change (commands.scripting compiles them again when it sees a new one).
+        self.functions: dict[bytes, bytes] = {}
+        self.extra_state["functions"] = (self._save_functions, self._load_functions)
 
     # -- the transaction -----------------------------------------------------------
 
@@ -426,8 +435,102 @@ class Store:
         LSN, records applied); fewer than `limit` were taken only when `rows` ran
         out.
 
-        The common record, one SET without TTL creating a key on the main line,
-        takes a short path with the result `replay` would give; others go there."""
+        Runs of the common record, one SET without TTL creating a key on the main
+        line, are applied in bulk (`_replay_run`); the rest one by one, the common
+        record by a short path with the result `replay` would give, others there."""
+        chunk = list(itertools.islice(rows, limit))
+        applied = 0
+        for lo in range(0, len(chunk), BULK_RUN):
+            hi = min(lo + BULK_RUN, len(chunk))
+            if expected > skip_through and self._replay_run(chunk, lo, hi, expected):
+                expected += hi - lo
+                applied += hi - lo
+                continue
+            expected, n = self._replay_rows(chunk[lo:hi], typed, expected, skip_through)
+            applied += n
+        self.bound_index()
+        return expected, applied
+
+    def _replay_run(self, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
+        """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
+        SET without TTL, no metadata, creating a distinct key absent from one main
+        database, LSNs from `expected` on) as `_replay_rows` would; False (nothing
+        applied) otherwise. The checks and the updates are C-level passes over the
+        run, not Python code per record."""
+        n = hi - lo
+        rows = chunk[lo:hi]
+        count = operator.countOf
+        try:
+            # countOf: C-level counts (identity first), cheaper than building sets.
+            if count(map(len, rows), 5) != n:
+                return False
+            lsns, times, opss, cmdss, metas = zip(*rows, strict=True)
+            if metas.count(None) != n or lsns != tuple(range(expected, expected + n)):
+                return False
+            cmds = cmdss[0]
+            if count(map(type, times), int) != n or cmdss.count(cmds) != n:
+                return False
+            if type(cmds) is not tuple or len(cmds) != 1:
+                return False
+            code = _cmd_codes.get(cmds[0])
+            if code is None or count(map(len, opss), 1) != n:
+                return False
+            triples = list(map(_FIRST, opss))
+            if count(map(len, triples), 3) != n:
+                return False
+            dbis, keys, ops = zip(*triples, strict=True)
+            dbi = dbis[0]
+            if count(map(type, dbis), int) != n or dbis.count(dbi) != n:
+                return False
+            if not 0 <= dbi < len(self.dbs) or count(map(len, ops), 3) != n:
+                return False
+            names, values, ttls = zip(*ops, strict=True)
+            if names.count(SET) != n or ttls.count(None) != n:
+                return False
+            if count(map(type, values), bytes) != n or count(map(type, keys), bytes) != n:
+                return False
+            db = self.dbs[dbi]
+            chains = db.chains
+            distinct = set(keys)
+            if (
+                len(distinct) != n
+                or not db.data.keys().isdisjoint(distinct)
+                or not db.expires.keys().isdisjoint(distinct)
+                or not dict.keys(chains).isdisjoint(distinct)
+            ):
+                return False
+        except (TypeError, ValueError):
+            return False  # not the common record's shape: one by one says why
+        self.index_lsns.extend(lsns)
+        self.index_times.extend(times)
+        index_keys = self.index_keys
+        weighed = self._index_weighed == len(index_keys)
+        if dbi == 0:
+            index_keys.extend(keys)
+        else:
+            index_keys.extend([((dbi, k),) for k in keys])
+        if weighed:
+            self._index_weighed += n
+            self._index_weight += n
+        db.data.update(zip(keys, values, strict=True))
+        step = 1 << _CMD_BITS
+        packed = range(expected * step | code, (expected + n) * step, step)
+        dict.update(chains, zip(keys, packed, strict=True))
+        self.mem.main_bytes += n * PACKED_BYTES
+        self.mem.main_versions += n
+        self.lsn = expected + n - 1
+        if times[-1] > self.last_time_ms:
+            self.last_time_ms = times[-1]
+        return True
+
+    def _replay_rows(
+        self,
+        rows: Iterable[Any],
+        typed: Callable[[Any], UpdateRecord],
+        expected: int,
+        skip_through: int,
+    ) -> tuple[int, int]:
+        """`replay_records` one record at a time."""
         dbs = self.dbs
         add_lsn, add_time = self.index_lsns.append, self.index_times.append
         add_key = self.index_keys.append
@@ -435,7 +538,7 @@ class Store:
         applied = 0
         packed = 0
         last_t = self.last_time_ms
-        for row in itertools.islice(rows, limit):
+        for row in rows:
             lsn, t, ops, cmds, meta = row
             if lsn != expected:
                 raise LsnMismatch(lsn, expected)
@@ -468,7 +571,6 @@ class Store:
             last_t = self.last_time_ms
         self.mem.main_bytes += packed * PACKED_BYTES
         self.mem.main_versions += packed
-        self.bound_index()
         if applied:
             self.lsn = expected - 1
             if last_t > self.last_time_ms:
@@ -607,7 +709,11 @@ class Store:
             weight += 1 if type(e) is bytes else len(e)
         self._index_weighed = len(keys)
         if weight > 2 * windex.INDEX_KEYS:
-            n = 0
+            n = weight - windex.INDEX_KEYS
+            if set(map(type, keys[:n])) == {bytes}:  # the common entries: one key each
+                weight -= n
+            else:
+                n = 0
             while weight > windex.INDEX_KEYS:
                 e = keys[n]
                 weight -= 1 if type(e) is bytes else len(e)
@@ -641,8 +747,10 @@ class Store:
     # -- database-level changes ----------------------------------------------------
 
     def checkpoint_extra(self) -> dict[str, Any]:
-        """State of other parts (tables, branches) for checkpoints, by name."""
-        return {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        """State of other parts (tables, branches, function libraries) for checkpoints,
+        by name; a part with nothing to keep (None) is left out."""
+        extra = {name: fn() for name, (fn, _load) in self.extra_state.items()}
+        return {name: value for name, value in extra.items() if value is not None}
 
     def load_checkpoint_extra(self, extra: dict[str, Any]) -> None:
         self._pin = None  # the image brought its snapshots and branches
@@ -670,11 +778,13 @@ class Store:
         mem = HistoryMemory()
         pin = self.pin_lsn()
         for db in [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)]:
-            for key, raw in dict.items(db.chains):
-                if type(raw) is int:
-                    mem.add(db.ident, PACKED_BYTES)
-                    continue
-                chain: list[VersionEntry] = raw
+            # Most chains are packed ints: counted, and skipped, in C-level passes.
+            raws = dict.values(db.chains)
+            lists = list(map(operator.is_not, map(type, raws), itertools.repeat(int)))
+            packed = len(lists) - lists.count(True)
+            if packed:
+                mem.add(db.ident, packed * PACKED_BYTES, packed)
+            for key, chain in itertools.compress(dict.items(db.chains), lists):
                 mem.add(db.ident, chain_bytes(chain), len(chain))
                 keep = self.history
                 policy = self.policy_of(key) if self.tables else None
@@ -702,6 +812,12 @@ class Store:
                 n += sum(map(payload_bytes, db.odata.own.values()))
         return n
 
+    def _save_functions(self) -> list[list[bytes]] | None:
+        return [[name, code] for name, code in self.functions.items()] or None
+
+    def _load_functions(self, libs: list[list[bytes]]) -> None:
+        self.functions = {bytes(name): bytes(code) for name, code in libs}
+
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:
         """Changes not tied to one key (SWAPDB, snapshots); applied live and on replay."""
         name = op[0]
@@ -716,6 +832,8 @@ class Store:
             # before MAXPINNED existed, and tables without one, have no sixth field.
             _, table, durability, retain, every, *rest = op
             self.tables[table] = TablePolicy(durability, HistoryPolicy.parse(retain), every, *rest)
+        elif name == "functions":
+            self._load_functions(op[1])
         elif name == "droptable":
             self.tables.pop(op[1], None)
         elif name == "branch":

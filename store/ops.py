@@ -52,6 +52,10 @@ SADD = "sadd"  # (SADD, (member, ...))
 SREM = "srem"  # (SREM, (member, ...))
 ZADD = "zadd"  # (ZADD, ((member, score), ...))
 ZREM = "zrem"  # (ZREM, (member, ...))
+# (SETRANGE, offset, data, length): the string resized to `length` (zero padded or cut),
+# then `data` written at `offset`; a bitmap or HyperLogLog write carries only the bytes
+# it changed.
+SETRANGE = "setrange"
 
 # The undo of creating a key (shared: most keys' first version holds it).
 CREATED: Undo = ((RESTORE, None, None),)
@@ -146,6 +150,25 @@ def _emptied(db: Database, key: bytes, oldexp: int | None, undo: list[Op]) -> Un
     if oldexp is not None:
         undo.append((EXPIRE, oldexp))
     return tuple(undo)
+
+
+@register(SETRANGE)
+def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
+    _, offset, data, length = op
+    buf = db.data.get(key)
+    if type(buf) is bytearray:
+        undo: Undo = ((SETRANGE, offset, bytes(buf[offset : offset + len(data)]), len(buf)),)
+    else:  # a new key, or an immutable string: the undo restores it as it was
+        undo = (_prior(db, key),)
+        buf = bytearray(buf) if buf is not None else bytearray()
+        db.data[key] = buf
+    n = len(buf)
+    if length > n:
+        buf += bytes(length - n)
+    elif length < n:
+        del buf[length:]
+    buf[offset : offset + len(data)] = data
+    return undo
 
 
 @register(HSET)

@@ -5,6 +5,7 @@ in-process when the child cannot be started."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -198,3 +199,25 @@ def test_an_image_written_before_the_store_export_loads_and_is_written_the_same(
     assert _state(indexed) == _state(fresh)
     assert indexed.keys_written(0, 0, 7) == {b"plain", b"ttl", b"gone"}
     assert indexed.keys_written(1, 3, 7) == {b"h", b"l"}
+
+
+def test_a_body_in_pieces_loads_as_in_one_and_its_length_is_checked() -> None:
+    """Restart loads a checkpoint while a thread decompresses the rest of it: pieces
+    much smaller than an item give the same store, and a body that does not
+    decompress to the length its header gives is refused, not loaded short."""
+    store = _store()
+    for i in range(3000):
+        store.dbs[1].data[b"k%d" % i] = b"v" * 50
+    lsn, data = asyncio.run(checkpoint_object(store))
+    header = segment.verify(data, "test", segment.CHECKPOINT_MAGIC)
+    pieces = list(segment.body_chunks(data, header, "test", 64))
+    assert len(pieces) > 100
+    assert b"".join(pieces) == segment.decode(data, "test", segment.CHECKPOINT_MAGIC)[1]
+    fresh = Store(databases=4)
+    chunks = segment.body_chunks(data, header, "test", 64)
+    assert checkpoint.load_image_chunks(fresh, chunks, header.raw_len, "test") == lsn
+    assert _state(fresh) == _state(_loaded(data, lsn))
+    for wrong in (header.raw_len - 1, header.raw_len + 1):
+        bad = dataclasses.replace(header, raw_len=wrong)
+        with pytest.raises(segment.CorruptObject, match="decompresses to"):
+            list(segment.body_chunks(data, bad, "test", 64))

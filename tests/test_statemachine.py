@@ -170,6 +170,43 @@ GROUP_CMDS = [
     cmd("XINFO", "GROUPS", STREAM_KEYS),
     cmd("XSETID", STREAM_KEYS, STREAM_IDS),
 ]
+BIT_OFFSETS = st.sampled_from(["0", "1", "7", "13", "64", "-1", "#2", "x"])
+BIT_TYPES = st.sampled_from(["u1", "u8", "i5", "i64", "u63", "u64", "x8"])
+BIT_CMDS = [
+    cmd("SETBIT", STR_KEYS, BIT_OFFSETS, st.sampled_from(["0", "1", "2"])),
+    cmd("GETBIT", ANY_KEY, BIT_OFFSETS),
+    cmd("BITCOUNT", ANY_KEY),
+    cmd("BITCOUNT", STR_KEYS, INTS, INTS, st.sampled_from(["BIT", "BYTE"])),
+    cmd("BITPOS", STR_KEYS, st.sampled_from(["0", "1"]), INTS),
+    cmd(
+        "BITPOS", ANY_KEY, st.sampled_from(["0", "1"]), INTS, INTS, st.sampled_from(["BIT", "BYTE"])
+    ),
+    cmd("BITOP", st.sampled_from(["AND", "OR", "XOR"]), STR_KEYS, ANY_KEY, STR_KEYS),
+    cmd("BITOP", "NOT", STR_KEYS, ANY_KEY),
+    cmd(
+        "BITFIELD", STR_KEYS, "INCRBY", BIT_TYPES, BIT_OFFSETS, INTS, "GET", BIT_TYPES, BIT_OFFSETS
+    ),
+    cmd(
+        "BITFIELD",
+        STR_KEYS,
+        "OVERFLOW",
+        st.sampled_from(["WRAP", "SAT", "FAIL"]),
+        "SET",
+        BIT_TYPES,
+        BIT_OFFSETS,
+        VALUES,
+    ),
+    cmd("BITFIELD_RO", ANY_KEY, "GET", BIT_TYPES, BIT_OFFSETS),
+]
+HLL_KEYS = st.sampled_from(["p1", "p2", "s1"])
+HLL_CMDS = [
+    cmd("PFADD", HLL_KEYS, MEMBERS, MEMBERS),
+    cmd("PFADD", HLL_KEYS),
+    cmd("PFCOUNT", HLL_KEYS),
+    cmd("PFCOUNT", HLL_KEYS, ANY_KEY),
+    cmd("PFMERGE", HLL_KEYS, HLL_KEYS, ANY_KEY),
+    cmd("GET", HLL_KEYS),
+]
 LONS = st.sampled_from(["0", "13.361389", "-179.99", "180", "181", "x"])
 LATS = st.sampled_from(["0", "38.115556", "-85.05112878", "85.06", "x"])
 UNITS = st.sampled_from(["m", "km", "mi", "ft", "parsec"])
@@ -208,6 +245,8 @@ ORDERED = st.one_of(
     *ZSET_CMDS,
     *STREAM_CMDS,
     *GROUP_CMDS,
+    *BIT_CMDS,
+    *HLL_CMDS,
     *GEO_CMDS,
     *SORT_CMDS,
     *TX_CMDS,

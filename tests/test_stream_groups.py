@@ -217,6 +217,19 @@ def test_xreadgroup_blocks_until_xadd(diff: Differ) -> None:
     _blocked_then(diff, "SET s x")
 
 
+def test_block_refused_in_scripts(diff: Differ) -> None:
+    diff.run("""
+        XGROUP CREATE s g $ MKSTREAM
+        EVAL "return redis.pcall('xreadgroup','GROUP','g','c','BLOCK','0','STREAMS','s','>')" 0
+        EVAL "return redis.pcall('XREAD','BLOCK','0','STREAMS','s','0')" 0
+        EVAL "return redis.pcall('XREADGROUP','GROUP','g','c','STREAMS','s','>')" 0
+        XADD s 1-1 a 1
+        EVAL "return redis.pcall('XREADGROUP','GROUP','g','c','STREAMS','s','>')" 0
+        EVAL "return redis.pcall('XPENDING','s','g')" 0
+        EVAL "return redis.pcall('XACK','s','g','1-1')" 0
+    """)
+
+
 def _blocked_then(diff: Differ, write: str) -> None:
     """A client blocks in XREADGROUP `>` on s (group g) on each server; `write` wakes it."""
     blocked = [RawClient(c.sock.getpeername()[1]) for c in (diff.ref, diff.ours)]
