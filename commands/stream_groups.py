@@ -716,3 +716,106 @@ def cmd_xsetid(s: Session, argv: list[bytes]) -> Reply:
     )
     s.store.apply(s.db, argv[1], (XSETMETA, meta))
     return OK
+
+
+# -- XINFO STREAM ---------------------------------------------------------------------
+
+
+def rax_nodes(masters: list[StreamID]) -> int:
+    """The node count of the radix tree Redis keys a stream's listpacks by (16-byte
+    big-endian master IDs): the maximally compressed trie rax keeps, leaves included."""
+    if not masters:
+        return 1
+    keys = [ms.to_bytes(8, "big") + seq.to_bytes(8, "big") for ms, seq in masters]
+
+    def count(lo: int, hi: int, d: int) -> int:
+        if d == 16:
+            return 1
+        if hi - lo == 1:
+            return 2
+        a, b = keys[lo], keys[hi - 1]
+        p = d
+        while a[p] == b[p]:
+            p += 1
+        n = 2 if p > d else 1
+        i = lo
+        while i < hi:
+            c = keys[i][p]
+            j = i + 1
+            while j < hi and keys[j][p] == c:
+                j += 1
+            n += count(i, j, p + 1)
+            i = j
+        return n
+
+    return count(0, len(keys), 0)
+
+
+@command("xinfo|stream", -3, Flag.READONLY, 2, 2, 1)
+def cmd_xinfo_stream(s: Session, argv: list[bytes]) -> Reply:
+    n = len(argv)
+    full = n > 3
+    count = 10
+    if full:
+        if argv[3].lower() != b"full" or n not in (4, 6):
+            raise _subcommand_syntax(argv)
+        if n == 6:
+            if argv[4].lower() != b"count":
+                raise _subcommand_syntax(argv)
+            count = get_int(argv[5])
+            if count < 0:
+                count = 10
+    st = _xinfo_stream(s, argv[2])
+    out: dict[bytes, Reply] = {
+        b"length": len(st.entries),
+        b"radix-tree-keys": len(st.nodes),
+        b"radix-tree-nodes": rax_nodes([node.master for node in st.nodes]),
+        b"last-generated-id": format_id(st.last_id),
+        b"max-deleted-entry-id": format_id(st.max_deleted_id),
+        b"entries-added": st.entries_added,
+        b"recorded-first-entry-id": format_id(st.first_id),
+    }
+    if not full:
+        out[b"groups"] = len(st.groups)
+        first = st.range(MIN_ID, MAX_ID, 1)
+        last = st.range(MIN_ID, MAX_ID, 1, True)
+        out[b"first-entry"] = first[0] if first else None
+        out[b"last-entry"] = last[0] if last else None
+        return out
+    out[b"entries"] = st.range(MIN_ID, MAX_ID, count)
+    groups: list[Reply] = []
+    for name in sorted(st.groups):
+        g = st.groups[name]
+        pel = g.sorted_pel()
+        shown = pel[:count] if count else pel
+        cons: list[Reply] = []
+        for c in sorted(g.consumers):
+            mine = [sid for sid in pel if g.pel[sid][2] == c]
+            cons.append(
+                {
+                    b"name": c,
+                    b"seen-time": g.consumers[c],
+                    b"pel-count": len(mine),
+                    b"pending": [
+                        [format_id(sid), g.pel[sid][0], g.pel[sid][1]]
+                        for sid in (mine[:count] if count else mine)
+                    ],
+                }
+            )
+        groups.append(
+            {
+                b"name": name,
+                b"last-delivered-id": format_id(g.last_id),
+                b"entries-read": None if g.entries_read == INVALID_ENTRIES_READ else g.entries_read,
+                b"lag": _lag(st, g),
+                b"pel-count": len(pel),
+                b"pending": [[format_id(x), *_nack_reply(g.pel[x])] for x in shown],
+                b"consumers": cons,
+            }
+        )
+    out[b"groups"] = groups
+    return out
+
+
+def _nack_reply(nack: tuple[int, int, bytes]) -> list[Reply]:
+    return [nack[2], nack[0], nack[1]]

@@ -593,3 +593,55 @@ def test_worker_pool_survives_kill9_without_losing_or_redelivering_acked(
         r.close()
     finally:
         q.stop()
+
+
+def _no_times(reply: bytes) -> Any:
+    """A typed reply tree with every integer of 13 digits or more (ms times) zeroed."""
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, tuple) and len(x) == 2 and x[0] == ":" and len(x[1]) >= 13:
+            return (":", b"0")
+        if isinstance(x, tuple | list):
+            return type(x)(walk(y) for y in x)
+        return x
+
+    return walk(parse(reply))
+
+
+def test_xinfo_stream(diff: Differ) -> None:
+    diff.run("""
+        XINFO STREAM s
+        XGROUP CREATE s g $ MKSTREAM
+        XINFO STREAM s
+        XINFO STREAM s FULL
+        XADD s 1-1 a 1
+        XINFO STREAM s
+        XINFO STREAM s FULL COUNT
+        XINFO STREAM s FOO
+        XINFO STREAM s FULL FOO 1
+        XINFO STREAM s FULL COUNT x
+        XINFO STREAM s FULL COUNT 1 extra
+        SET str x
+        XINFO STREAM str
+    """)
+    rnd = random.Random(7)
+    ms = 1
+    for step in range(400):
+        k = rnd.random()
+        if k < 0.8:
+            ms += rnd.choice((0, 1, 1, 255, 256, 70000, 1 << 33))
+            value = "x" * rnd.choice((1, 100, 1500))
+            diff.check("XADD", "s", f"{ms}-{step}", "f", value)
+        elif k < 0.9:
+            diff.check("XDEL", "s", f"{ms}-{step - 1}", f"{ms}-{step - 3}")
+        elif k < 0.95:
+            diff.check("XTRIM", "s", "MAXLEN", "~", str(rnd.randint(0, 300)))
+        else:
+            diff.check("XREADGROUP", "GROUP", "g", "c", "COUNT", "3", "STREAMS", "s", ">")
+        if step % 20 == 0:
+            diff.check("XINFO", "STREAM", "s")
+    diff.check("XINFO", "STREAM", "s")
+    diff.check("XINFO", "STREAM", "s", "FULL", normalize=_no_times)
+    diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "0", normalize=_no_times)
+    diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "2", normalize=_no_times)
+    diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "-1", normalize=_no_times)
