@@ -15,6 +15,7 @@ from store.keyspace import Database
 from store.ops import apply_op
 from store.stream import Stream
 from tests.conftest import Differ, start_temporalstore
+from tests.helpers import make_session, run
 from tests.resp_client import RawClient, encode_command, parse
 from tests.test_durability import client, kill9
 
@@ -295,6 +296,26 @@ def test_group_ops_undo_exactly() -> None:
             apply_op(db, key, o)
         assert db.data[key] == after, op
     assert any(isinstance(v, Stream) and v.groups for v in db.data.values())
+
+
+def test_group_state_is_versioned() -> None:
+    """TS.REVERT of the stream to a version brings back its group state of then."""
+    s, _ = make_session()
+    run(s, "XGROUP", "CREATE", "s", "g", "0", "MKSTREAM")
+    for i in range(1, 5):
+        run(s, "XADD", "s", f"{i}-0", "f", "v")
+    run(s, "XREADGROUP", "GROUP", "g", "a", "COUNT", "2", "STREAMS", "s", ">")
+    v1 = run(s, "TS.VERSION")
+    then = run(s, "XPENDING", "s", "g")
+    run(s, "XREADGROUP", "GROUP", "g", "b", "STREAMS", "s", ">")
+    run(s, "XACK", "s", "g", "1-0", "3-0")
+    run(s, "XGROUP", "CREATE", "s", "g2", "$")
+    assert run(s, "XPENDING", "s", "g") != then
+    assert run(s, "TS.REVERT", "s", "VERSION", str(v1)) == 1
+    assert run(s, "XPENDING", "s", "g") == then == [2, b"1-0", b"2-0", [[b"a", b"2"]]]
+    assert [x[b"name"] for x in run(s, "XINFO", "GROUPS", "s")] == [b"g"]
+    got = run(s, "XREADGROUP", "GROUP", "g", "b", "STREAMS", "s", ">")
+    assert [e[0] for e in got[0][1]] == [b"3-0", b"4-0"]
 
 
 def test_pel_and_last_delivered_id_survive_kill9(tmp_path: Path) -> None:
