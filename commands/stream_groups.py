@@ -18,13 +18,12 @@ from commands.registry import Flag, command, container
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
 from commands.streams import (
-    INVALID_END,
-    INVALID_START,
     XREAD_BLOCKED_DEFAULT_COUNT,
     get_stream,
+    parse_end,
     parse_id,
-    parse_interval,
     parse_read_args,
+    parse_start,
     streams_reply,
 )
 from store import now_ms
@@ -33,7 +32,6 @@ from store.stream import (
     INVALID_ENTRIES_READ,
     MAX_ID,
     MIN_ID,
-    U64,
     XGSET,
     XGUPD,
     XSETMETA,
@@ -41,7 +39,6 @@ from store.stream import (
     Group,
     Stream,
     StreamID,
-    decr_id,
     format_id,
     incr_id,
 )
@@ -376,18 +373,8 @@ def cmd_xpending(s: Session, argv: list[bytes]) -> Reply:
                 raise CommandError("ERR syntax error")
             i = 5
         count = max(get_int(argv[i + 2]), 0)
-        start, ex = parse_interval(argv[i], 0)
-        if ex:
-            nxt = incr_id(start)
-            if nxt is None:
-                raise CommandError(INVALID_START)
-            start = nxt
-        end, ex = parse_interval(argv[i + 1], U64)
-        if ex:
-            prv = decr_id(end)
-            if prv is None:
-                raise CommandError(INVALID_END)
-            end = prv
+        start = parse_start(argv[i])
+        end = parse_end(argv[i + 1])
         if i + 3 < n:
             consumer = argv[i + 3]
     key, gname = argv[1], argv[2]
@@ -553,12 +540,7 @@ def cmd_xclaim(s: Session, argv: list[bytes]) -> Reply:
 @command("xautoclaim", -6, Flag.WRITE | Flag.FAST, 1, 1, 1)
 def cmd_xautoclaim(s: Session, argv: list[bytes]) -> Reply:
     minidle = max(get_int(argv[4], XAUTOCLAIM_MINIDLE), 0)
-    start, ex = parse_interval(argv[5], 0)
-    if ex:
-        nxt = incr_id(start)
-        if nxt is None:
-            raise CommandError(INVALID_START)
-        start = nxt
+    start = parse_start(argv[5])
     count = 100
     justid = False
     j = 6

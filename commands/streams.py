@@ -134,6 +134,28 @@ def parse_interval(arg: bytes, missing_seq: int) -> tuple[StreamID, bool]:
     return parse_id(arg, missing_seq, False), False
 
 
+def parse_start(arg: bytes) -> StreamID:
+    """An interval's start: `(id` is the next ID (exclusive)."""
+    start, ex = parse_interval(arg, 0)
+    if not ex:
+        return start
+    nxt = incr_id(start)
+    if nxt is None:
+        raise CommandError(INVALID_START)
+    return nxt
+
+
+def parse_end(arg: bytes) -> StreamID:
+    """An interval's end: `(id` is the previous ID (exclusive)."""
+    end, ex = parse_interval(arg, U64)
+    if not ex:
+        return end
+    prv = decr_id(end)
+    if prv is None:
+        raise CommandError(INVALID_END)
+    return prv
+
+
 def get_stream(s: Session, key: bytes) -> Stream | None:
     v: Stream | None = get_typed(s, key, Stream)
     return v
@@ -285,18 +307,8 @@ def cmd_xadd(s: Session, argv: list[bytes]) -> Reply:
 
 def _range(s: Session, argv: list[bytes], rev: bool) -> Reply:
     start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])
-    start, ex = parse_interval(start_arg, 0)
-    if ex:
-        nxt = incr_id(start)
-        if nxt is None:
-            raise CommandError(INVALID_START)
-        start = nxt
-    end, ex = parse_interval(end_arg, U64)
-    if ex:
-        prv = decr_id(end)
-        if prv is None:
-            raise CommandError(INVALID_END)
-        end = prv
+    start = parse_start(start_arg)
+    end = parse_end(end_arg)
     count = -1
     j = 4
     n = len(argv)
