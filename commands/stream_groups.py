@@ -56,6 +56,7 @@ XREADGROUP_DOLLAR = (
     "messages. The $ ID would just return an empty result set."
 )
 KEY_GONE = "UNBLOCKED the stream key no longer exists"
+_BLOCK_STATE = "xreadgroup"  # Session.extra key
 GROUP_GONE = "NOGROUP the consumer group this client was blocked on no longer exists"
 
 XGROUP_HELP = [
@@ -312,9 +313,12 @@ def cmd_xreadgroup(s: Session, argv: list[bytes]) -> Reply:
         sid = MAX_ID if arg == b">" else parse_id(arg)
         ids.append(None if sid == MAX_ID else sid)  # Redis marks ">" as the max ID
     pairs: list[tuple[bytes, list[Any]]] = []
+    # Redis wakes a blocked reader on XADD (or the key or group gone), not on other
+    # writes such as XGROUP SETID: each stream's entries-added counter when it blocked.
+    added: dict[bytes, int] = s.extra.pop(_BLOCK_STATE, {}) if s.blocked else {}
     for key, gt in zip(keys, ids, strict=True):
         st = get_stream(s, key)
-        if st is None:
+        if st is None or added.get(key) == st.entries_added:
             continue
         g = st.groups[gname]
         if gt is not None:
@@ -329,6 +333,12 @@ def cmd_xreadgroup(s: Session, argv: list[bytes]) -> Reply:
         return streams_reply(s, pairs)
     if a.timeout < 0 or s.in_exec:
         return NULL_ARRAY
+    state: dict[bytes, int] = {}
+    for key in keys:
+        st = get_stream(s, key)
+        if st is not None:
+            state[key] = st.entries_added
+    s.extra[_BLOCK_STATE] = state
     return Blocked(
         keys=[(s.dbi, k) for k in keys],
         timeout=0 if s.blocked else a.timeout / 1000,

@@ -18,6 +18,7 @@ from tests.conftest import Differ, start_temporalstore
 from tests.helpers import make_session, run
 from tests.resp_client import RawClient, encode_command, parse
 from tests.test_durability import client, kill9
+from tests.test_lists import _wait_blocked
 
 
 def _no_idle(reply: bytes) -> Any:
@@ -211,6 +212,8 @@ def test_xreadgroup_blocks_until_xadd(diff: Differ) -> None:
         XPENDING s g
         XREADGROUP GROUP g c STREAMS s 0
     """)
+    diff.run("XGROUP SETID s g $")
+    _blocked_then(diff, "XGROUP SETID s g 1-0", "XADD s 3-1 c 3")
     _blocked_then(diff, "XGROUP DESTROY s g")
     diff.run("XGROUP CREATE s g $")
     _blocked_then(diff, "DEL s")
@@ -231,18 +234,20 @@ def test_block_refused_in_scripts(diff: Differ) -> None:
     """)
 
 
-def _blocked_then(diff: Differ, write: str) -> None:
-    """A client blocks in XREADGROUP `>` on s (group g) on each server; `write` wakes it."""
+def _blocked_then(diff: Differ, *writes: str) -> None:
+    """A client blocks in XREADGROUP `>` on s (group g) on each server; the last of
+    `writes` wakes it (the ones before must not)."""
     blocked = [RawClient(c.sock.getpeername()[1]) for c in (diff.ref, diff.ours)]
     for c in blocked:
         if diff.resp == 3:
             c.call("HELLO", "3")
         c.send(encode_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"))
-    for c in (diff.ref, diff.ours):  # the blocked clients are registered once these answer
-        c.call("PING")
-    diff.run(write)
+    for c in (diff.ref, diff.ours):
+        _wait_blocked(c)
+    for write in writes:
+        diff.run(write)
     replies = [c.read_reply() for c in blocked]
-    assert replies[0] == replies[1], (write, replies)
+    assert replies[0] == replies[1], (writes, replies)
     diff.record(1, True)
     for c in blocked:
         c.close()
