@@ -39,6 +39,7 @@ from bench.proc import (
     SERVER_CPU,
     Proc,
     create_bucket,
+    pin,
     pin_self,
     restart,
     start_moto,
@@ -68,7 +69,9 @@ class Settings:
     redis_pipelined_factor: int = 10
     store_requests: int = 50_000  # item 2: async SET runs and every GET run
     sync_requests: int = 10_000  # item 2: sync-mode SET runs, 50 clients
-    sync_clients: tuple[tuple[int, int], ...] = ((1, 300), (10, 1_500), (50, 10_000))
+    # Item 2, S3: SET at -P 1 by (clients, requests) in both modes, beside the 50-client
+    # runs. One client in sync mode is set against one raw PUT (bench/putlat.py).
+    sync_clients: tuple[tuple[int, int], ...] = ((1, 500), (500, 50_000))
     mem_keys: int = 1_000_000
     value_bytes: int = 100
     version_keys: int = 1_000_000  # item 4: measured at the target's size, 1M x 10
@@ -108,7 +111,7 @@ class Settings:
             other_requests=10_000,
             store_requests=10_000,
             sync_requests=2_000,
-            sync_clients=((1, 100), (10, 500), (50, 2_000)),
+            sync_clients=((1, 100), (500, 10_000)),
             mem_keys=100_000,
             version_keys=10_000,
             deep_versions=10_000,
@@ -290,12 +293,29 @@ def _persistence(port: int) -> dict[str, str]:
         return c.info("persistence")
 
 
+PAIRED_ROUNDS = 5
+"""Item 2: rounds of 1-client sync SETs, each followed by as many raw PUTs."""
+
+
+def _raw_puts(storage: str, endpoint: str, size: int, count: int) -> tuple[str, dict[str, Any]]:
+    """(command, {"p50_ms", "p99_ms", "count"}) of `count` PUTs of `size` bytes, one at a
+    time, through the server's object store client, pinned to the server's CPU."""
+    a = pin(SERVER_CPU, [sys.executable, "-m", "bench.putlat", "--storage", storage])
+    a += ["--endpoint", endpoint, "--size", str(size), "--count", str(count)]
+    out = subprocess.run(a, capture_output=True, text=True, check=True, timeout=600, cwd=REPO)
+    root = str(REPO) + "/"
+    shown = [x.replace(endpoint, "http://127.0.0.1:$MOTO_PORT").replace(root, "") for x in a]
+    shown[shown.index("--storage") + 1] = f"s3://{BUCKET}/$PREFIX"
+    return shlex.join(shown), json.loads(out.stdout)
+
+
 def item_durability(s: Settings) -> dict[str, Any]:
     moto = start_moto()
     create_bucket(moto, BUCKET)
     endpoint = f"http://127.0.0.1:{moto.port}"
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in STORE_CONFIGS}
     lag: dict[str, list[float]] = {c: [] for c in STORE_CONFIGS if c.endswith("async")}
+    puts: list[dict[str, Any]] = []
     commands: dict[str, str] = {}
     try:
         for rep in range(s.runs):
@@ -313,28 +333,49 @@ def item_durability(s: Settings) -> dict[str, Any]:
                 commands[f"server_{cfg}"] = show_server(srv)
                 for p in PIPELINES:
                     sweep = [(50, s.sync_requests if mode == "sync" else s.store_requests)]
-                    if cfg == "s3-sync" and p == 1:
-                        sweep = list(s.sync_clients)
+                    if medium == "s3" and p == 1:
+                        sweep += list(s.sync_clients)
                     for clients, n in sweep:
-                        a = rb.argv(srv.port, clients=clients, requests=n, pipeline=p, tests="set")
+                        # One client in sync mode alternates with raw PUTs, in rounds, so
+                        # that both see the machine alike (it is shared and noisy).
+                        paired = cfg == "s3-sync" and clients == 1
+                        rounds = PAIRED_ROUNDS if paired else 1
+                        a = rb.argv(
+                            srv.port, clients=clients, requests=n // rounds, pipeline=p, tests="set"
+                        )
                         commands[f"set_c{clients}_P{p}_{mode}"] = rb.show(a)
-                        before = _persistence(srv.port)
-                        sampler = None
-                        if mode == "async":
-                            sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
-                            sampler.start()
-                        try:
-                            (row,) = rb.run(a)
-                        finally:
-                            if sampler is not None:
-                                lag[cfg] += sampler.stop()
-                        if mode == "async":
-                            wait_flushed(srv.port)
-                        after = _persistence(srv.port)
-                        writes = int(after["last_lsn"]) - int(before["last_lsn"])
-                        puts = int(after["object_puts"]) - int(before["object_puts"])
-                        d = row.as_dict() | {"writes": writes, "puts": puts}
-                        runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
+                        for rnd in range(rounds):
+                            before = _persistence(srv.port)
+                            sampler = None
+                            if mode == "async":
+                                sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
+                                sampler.start()
+                            try:
+                                (row,) = rb.run(a)
+                            finally:
+                                if sampler is not None:
+                                    lag[cfg] += sampler.stop()
+                            if mode == "async":
+                                wait_flushed(srv.port)
+                            after = _persistence(srv.port)
+                            writes = int(after["last_lsn"]) - int(before["last_lsn"])
+                            put_n = int(after["object_puts"]) - int(before["object_puts"])
+                            d = row.as_dict() | {"writes": writes, "puts": put_n}
+                            runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
+                            if paired:
+                                # Raw PUTs of the size of the segments this round wrote.
+                                segs = int(after["segments_written"]) - int(
+                                    before["segments_written"]
+                                )
+                                size = (
+                                    int(after["bytes_written_compressed"])
+                                    - int(before["bytes_written_compressed"])
+                                ) // max(1, segs)
+                                show, got = _raw_puts(
+                                    f"s3://{BUCKET}/putlat-{rep}-{rnd}", endpoint, size, n // rounds
+                                )
+                                commands["raw_put"] = show
+                                puts.append(got | {"bytes": size, "sync_p50_ms": row.p50_ms})
                     a = rb.argv(srv.port, requests=s.store_requests, pipeline=p, tests="get")
                     commands[f"get_P{p}"] = rb.show(a)
                     (row,) = rb.run(a)
@@ -364,6 +405,14 @@ def item_durability(s: Settings) -> dict[str, Any]:
         "runs": runs,
         "summary": summary,
         "flush_lag": flush_lag,
+        "raw_put": {
+            "runs": puts,
+            "p50_ms": med([r["p50_ms"] for r in puts]),
+            "p99_ms": med([r["p99_ms"] for r in puts]),
+            "bytes": med([r["bytes"] for r in puts]),
+            # Each round's sync p50 over its own raw-PUT p50, then the median.
+            "sync_over_put": med([r["sync_p50_ms"] / r["p50_ms"] for r in puts]),
+        },
         "commands": commands,
         "moto": show_server(moto),
     }

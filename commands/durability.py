@@ -7,9 +7,10 @@ WAITAOF numlocal numreplicas timeout-ms
 TS.WAITDURABLE timeout-ms
     Waits until everything this connection wrote is durable (or the timeout
     passes; 0 waits forever) and replies the durable LSN.
-TS.FAULT OUTAGE ON|OFF | LATENCY ms | ERROR-RATE p | FAIL-AFTER-PUT n | RESET
+TS.FAULT OUTAGE ON|OFF | LATENCY ms | JITTER ms | ERROR-RATE p | FAIL-AFTER-PUT n | RESET
     Fault injection into object storage, for tests and drills. Only on a server
-    started with --fault-injection yes; otherwise an error.
+    started with --fault-injection yes; otherwise an error. JITTER adds a random
+    delay of up to ms to each call (so PUTs in flight land out of order).
 """
 
 from __future__ import annotations
@@ -117,12 +118,15 @@ def cmd_ts_fault(s: Session, argv: list[bytes]) -> Reply:
     if what == b"reset" and len(argv) == 2:
         faults.outage = False
         faults.latency = 0.0
+        faults.jitter = 0.0
         faults.error_rate = 0.0
         faults.fail_after_put = 0
     elif what == b"outage" and len(argv) == 3 and argv[2].lower() in (b"on", b"off"):
         faults.outage = argv[2].lower() == b"on"
     elif what == b"latency" and len(argv) == 3:
         faults.latency = get_range_long(argv[2], 0, 3_600_000) / 1000
+    elif what == b"jitter" and len(argv) == 3:
+        faults.jitter = get_range_long(argv[2], 0, 3_600_000) / 1000
     elif what == b"error-rate" and len(argv) == 3:
         rate = get_float(argv[2])
         if not 0.0 <= rate <= 1.0:

@@ -156,10 +156,24 @@ def unique_commands() -> list[Command]:
     return sorted(seen.values(), key=lambda c: c.name)
 
 
+# The dispatcher times one call of a command in 2**SAMPLE_BITS (the first included).
+SAMPLE_BITS = 4
+SAMPLE_MASK = (1 << SAMPLE_BITS) - 1
+
+
 @dataclass
 class CommandStats:
     calls: int = 0
-    usec: int = 0
     rejected: int = 0
     failed: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    sampled: int = 0  # calls timed
+    sampled_ns: int = 0  # their total time
+
+    @property
+    def usec(self) -> int:
+        """Time spent in all calls (INFO commandstats' usec): the timed calls'
+        mean times the calls."""
+        if not self.sampled:
+            return 0
+        return self.sampled_ns * self.calls // (self.sampled * 1000)

@@ -133,6 +133,7 @@ class Faults(Protocol):
 
     outage: bool
     latency: float
+    jitter: float
     error_rate: float
     fail_after_put: int
 

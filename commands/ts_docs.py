@@ -93,6 +93,7 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
                         ],
                     ),
                     arg("milliseconds", "integer", token="LATENCY"),
+                    arg("max-milliseconds", "integer", token="JITTER"),
                     arg("probability", "double", token="ERROR-RATE"),
                     arg("count", "integer", token="FAIL-AFTER-PUT"),
                     arg("reset", "pure-token", token="RESET"),

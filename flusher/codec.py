@@ -138,6 +138,29 @@ def encode_record(r: UpdateRecord) -> bytes:
     return data
 
 
+def encode_records(records: list[UpdateRecord]) -> bytes:
+    """`records` encoded back to back: the bytes of `encode_record` on each, in one
+    call to the packer when all are plain (an array of them, less its header)."""
+    for r in records:
+        for _dbi, _key, op in r.ops:
+            if not _plain(op):
+                return b"".join([encode_record(r) for r in records])
+    n = len(records)
+    data: bytes = _PLAIN_PACKER.pack(records)
+    return data[1 if n < 16 else 3 if n < 0x10000 else 5 :]
+
+
+def record_offsets(body: bytes, n: int) -> list[int]:
+    """Where each of the `n` records encoded back to back in `body` ends."""
+    unpacker = msgpack.Unpacker(max_buffer_size=max(len(body), 1024))
+    unpacker.feed(body)
+    ends = []
+    for _ in range(n):
+        unpacker.skip()
+        ends.append(unpacker.tell())
+    return ends
+
+
 def _record(t: Any) -> UpdateRecord:
     lsn, time_ms, ops, cmds, meta = t
     return UpdateRecord(lsn, time_ms, ops, cmds, None if meta is None else WriteMeta(*meta))

@@ -85,6 +85,7 @@ class DurableStore:
             segment_max_bytes=config.segment_max_bytes,
             max_unflushed_bytes=config.max_unflushed_bytes,
             clock=clock,
+            epoch=manifest.epoch,
         )
         self.raft: RaftAppender | None = None  # set by a node of a group on etcd
         self.checkpoint_lsn = manifest.checkpoint_lsn or 0

@@ -1,11 +1,21 @@
 """The durable stream: update records batched into segments in object storage.
 
 `Flusher` is the store's record sink. `append` (called at the commit point) only
-queues the record; a background task cuts a segment every flush interval or when
-the batch reaches the segment size, writes it with put-if-absent (so a fenced
-writer can never interleave with the new one), and advances the durable LSN.
-Writers waiting for durability (sync mode, WAITAOF) wake the task at once, so all
-writes waiting together share one PUT (group commit).
+queues the record: the records of one pass of the event loop are encoded together
+(one msgpack call for the whole batch) at the end of that pass. A background task
+cuts a segment every flush interval, when the batch reaches the segment size, or
+at once when a writer waits for durability (sync mode, WAITAOF): all writes
+waiting together share one PUT (group commit). Segments are written with
+put-if-absent (so a fenced writer can never interleave with the new one).
+
+Up to `max_in_flight` PUTs run at once, each a segment of the records cut after
+the previous one's. They may finish in any order; the durable LSN advances only
+over the oldest PUTs that have all finished, so a later PUT finishing first
+releases nobody. A segment cut while an earlier one is still in flight carries
+`segment.FLAG_AHEAD`: after a crash, storage may hold it without the earlier one,
+and recovery (`flusher.log.SegmentLog.walk`) reads such a hole followed only by
+flagged segments as the end of the log (none of their records was ever
+acknowledged as durable), while a hole before an unflagged segment stays an error.
 
 A PUT that fails is retried with exponential backoff and jitter. A retried PUT
 that finds its object already there compares bytes: the same bytes mean an
@@ -15,6 +25,7 @@ earlier attempt landed; other bytes mean another writer took over (fenced).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import heapq
 import logging
@@ -25,12 +36,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flusher import paths, segment
-from flusher.codec import encode_record
+from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
+
+# The least an encoded record takes (its array header, LSN, commit time, ops, command
+# names and metadata): how records not yet encoded count against the backlog cap.
+MIN_RECORD_BYTES = 16
 
 
 class FencedError(Exception):
@@ -58,21 +73,47 @@ async def put_segment(objects: ObjectStore, key: str, data: bytes) -> bool:
     return existing == data
 
 
-def segment_object(encoded: list[bytes], first: int) -> bytes:
+def segment_object(encoded: list[bytes], first: int, flags: int = 0) -> bytes:
     """The segment object holding `encoded` records, LSNs `first` onwards."""
-    return records_segment(b"".join(encoded), first, first + len(encoded) - 1)
+    return records_segment(b"".join(encoded), first, first + len(encoded) - 1, flags)
 
 
-def records_segment(body: bytes, first: int, last: int) -> bytes:
+def records_segment(body: bytes, first: int, last: int, flags: int = 0) -> bytes:
     """The segment object holding records `first`..`last`, encoded back to back."""
-    return segment.encode(segment.SEGMENT_MAGIC, first, last, last - first + 1, body)
+    return segment.encode(segment.SEGMENT_MAGIC, first, last, last - first + 1, body, flags)
 
 
-async def put_record(objects: ObjectStore, record: UpdateRecord) -> bool:
-    """Write a segment holding `record` alone, at its place in the log (a takeover
-    claims the next place this way); as `put_segment`."""
-    data = segment_object([encode_record(record)], record.lsn)
+async def put_record(objects: ObjectStore, record: UpdateRecord, epoch: int = 0) -> bool:
+    """Write a segment holding `record` alone, at its place in the log (the writer
+    of `epoch` claims the next place this way, flagged `segment.FLAG_CLAIM`); as
+    `put_segment`."""
+    flags = segment.FLAG_CLAIM | segment.epoch_mark(epoch)
+    data = segment_object([encode_record(record)], record.lsn, flags)
     return await put_segment(objects, paths.segment(record.lsn), data)
+
+
+MAX_IN_FLIGHT = 4
+"""PUTs of segments running at once (`Flusher.max_in_flight`)."""
+
+INLINE_COMPRESS_BYTES = 64 * 1024
+"""Batches smaller than this are compressed on the event loop: a thread hop costs
+more than zstd on a few records."""
+
+
+class _Put:
+    """One segment on its way to storage: records `first`..`last`."""
+
+    __slots__ = ("done", "first", "last", "raw", "records", "size", "task", "time_ms")
+
+    def __init__(self, first: int, last: int, time_ms: int, raw: int, records: int) -> None:
+        self.first = first
+        self.last = last
+        self.time_ms = time_ms  # the oldest record's commit time
+        self.raw = raw  # encoded bytes of its records
+        self.records = records
+        self.size = 0  # bytes stored
+        self.done = False
+        self.task: asyncio.Task[None] | None = None
 
 
 class Flusher:
@@ -86,6 +127,8 @@ class Flusher:
         retry_base_s: float = 0.05,
         retry_max_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        epoch: int = 0,
     ) -> None:
         self.objects = objects
         self.durable_lsn = durable_lsn
@@ -96,12 +139,20 @@ class Flusher:
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
-        # (lsn, commit time, encoded record): encoded as it arrives, so the backlog is
-        # counted exactly and holds no objects for the garbage collector to walk.
-        self.pending: deque[tuple[int, int, bytes]] = deque()
+        self.max_in_flight = max(1, max_in_flight)
+        self.mark = segment.epoch_mark(epoch)  # in every segment's flags
+        # Records committed in this pass of the event loop, not yet encoded: encoded
+        # together at its end (`encode_pending`), one C call for the batch.
+        self.raw: list[UpdateRecord] = []
+        # (first LSN, last LSN, commit time of the first, the records encoded back to
+        # back): chunks of consecutive records, so the backlog is counted exactly and
+        # holds no objects for the garbage collector to walk.
+        self.pending: deque[tuple[int, int, int, bytes]] = deque()
+        # Bytes of every record not yet durable: queued or in a PUT.
         self.pending_bytes = 0
-        # Told of every record as encoded (the replication backlog), when set.
-        self.tap: Callable[[int, bytes], None] | None = None
+        # Told of every batch of records as encoded (first LSN, last LSN, the records
+        # back to back): the replication backlog, when set.
+        self.tap: Callable[[int, int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
         self.closed = False
@@ -110,18 +161,35 @@ class Flusher:
         self._capacity: list[asyncio.Future[None]] = []
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
-        self._flush_lock = asyncio.Lock()
+        self._in_flight: deque[_Put] = deque()  # oldest first
+        self._cut_lsn = durable_lsn  # the last LSN handed to a PUT
+        self._wanted = durable_lsn  # the highest LSN a writer waits for
         self._rng = random.Random()
 
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        data = encode_record(record)
-        lsn = self.last_lsn = record.lsn
-        self.pending.append((lsn, record.time_ms, data))
+        self.last_lsn = record.lsn
+        raw = self.raw
+        raw.append(record)
+        if len(raw) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.encode_pending)
+            except RuntimeError:  # no event loop (tools, tests): at once
+                self.encode_pending()
+
+    def encode_pending(self) -> None:
+        """Encode the records appended since the last call, as one chunk."""
+        raw = self.raw
+        if not raw:
+            return
+        self.raw = []
+        first, last = raw[0].lsn, raw[-1].lsn
+        data = encode_records(raw)
+        self.pending.append((first, last, raw[0].time_ms, data))
         self.pending_bytes += len(data)
         if self.tap is not None:
-            self.tap(lsn, data)
+            self.tap(first, last, data)
         if self.pending_bytes >= self.segment_max_bytes:
             self._wake.set()
 
@@ -129,16 +197,29 @@ class Flusher:
 
     @property
     def unflushed_bytes(self) -> int:
+        self.encode_pending()
         return self.pending_bytes
+
+    @property
+    def in_flight(self) -> int:
+        """PUTs of segments running now."""
+        return len(self._in_flight)
 
     def flush_lag_ms(self) -> int:
         """Age of the oldest write not yet durable."""
-        if not self.pending:
+        if self._in_flight:
+            oldest = self._in_flight[0].time_ms
+        elif self.pending:
+            oldest = self.pending[0][2]
+        elif self.raw:
+            oldest = self.raw[0].time_ms
+        else:
             return 0
-        return max(0, int(time.time() * 1000) - self.pending[0][1])
+        return max(0, int(time.time() * 1000) - oldest)
 
     def over_capacity(self) -> bool:
-        return self.pending_bytes > self.max_unflushed_bytes
+        # Records not yet encoded count as their least possible size.
+        return self.pending_bytes + MIN_RECORD_BYTES * len(self.raw) > self.max_unflushed_bytes
 
     # -- waiting -------------------------------------------------------------------
 
@@ -152,7 +233,18 @@ class Flusher:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._seq += 1
         heapq.heappush(self._waiters, (lsn, self._seq, fut))
-        self._wake.set()
+        if lsn > self._wanted:
+            self._wanted = lsn
+        if lsn > self._cut_lsn:
+            self.encode_pending()
+            # Its record is in no PUT yet: start one now. With nothing in flight,
+            # here (one loop turn sooner); else the task does, after this turn's
+            # other writes have queued (bigger groups under load).
+            if not self._in_flight and self.pending and self._task is not None:
+                if not self.closed and self.fenced is None:
+                    self._start_put()
+            else:
+                self._wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
@@ -213,47 +305,131 @@ class Flusher:
                     await asyncio.wait_for(self._wake.wait(), delay)
             self._wake.clear()
             now = self.clock()
-            if now >= next_due:
+            due = now >= next_due
+            if due:
                 # Only a scheduled flush moves the schedule: early ones (a full batch,
                 # a sync write waiting) must not push the next one further away.
                 next_due = now + self.interval
-            if self.pending and self.fenced is None:
-                with contextlib.suppress(FencedError):
-                    await self.flush_once()
+            self.encode_pending()
+            while (
+                self.pending
+                and self.fenced is None
+                and len(self._in_flight) < self.max_in_flight
+                and (
+                    due
+                    or self._wanted > self._cut_lsn
+                    or self.pending_bytes >= self.segment_max_bytes
+                    or self._capacity
+                )
+            ):
+                self._start_put()
+                due = False  # one scheduled segment; more only if still wanted or full
 
-    async def flush_once(self) -> None:
-        """Write one segment with the oldest pending records (up to the size cap).
-        One at a time: a drain may run beside the background task."""
-        async with self._flush_lock:
-            if self.pending:
-                await self._flush_batch()
-
-    async def _flush_batch(self) -> None:
+    def _start_put(self) -> _Put:
+        """Cut a segment of the oldest queued records (up to the size cap) and start
+        its PUT; the durable LSN moves when it and every earlier one have landed."""
+        pending = self.pending
+        if len(pending[0][3]) > self.segment_max_bytes and pending[0][0] < pending[0][1]:
+            self._split_first()
         batch: list[bytes] = []
         size = 0
-        for _lsn, _t, encoded in self.pending:
+        first, time_ms = pending[0][0], pending[0][2]
+        last = first
+        while pending:
+            encoded = pending[0][3]
             if batch and size + len(encoded) > self.segment_max_bytes:
                 break
             batch.append(encoded)
             size += len(encoded)
-        first, last = self.pending[0][0], self.pending[len(batch) - 1][0]
-        data = await asyncio.to_thread(segment_object, batch, first)
-        await self._put(paths.segment(first), data, f"segment LSN {first}-{last}")
-        for _ in batch:
-            self.pending.popleft()
-        self.pending_bytes -= size
-        self.durable_lsn = last
+            last = pending[0][1]
+            pending.popleft()
+        self._cut_lsn = last
+        flags = self.mark | (segment.FLAG_AHEAD if self._in_flight else 0)
+        p = _Put(first, last, time_ms, size, last - first + 1)
+        self._in_flight.append(p)
+        p.task = asyncio.get_running_loop().create_task(self._write(p, batch, flags))
+        p.task.add_done_callback(self._put_done)
+        return p
+
+    async def _write(self, p: _Put, batch: list[bytes], flags: int) -> None:
+        body = b"".join(batch)
+        if p.raw < INLINE_COMPRESS_BYTES:
+            data = records_segment(body, p.first, p.last, flags)
+        else:
+            data = await asyncio.to_thread(records_segment, body, p.first, p.last, flags)
+        await self._put(paths.segment(p.first), data, f"segment LSN {p.first}-{p.last}")
+        p.size = len(data)
+        p.done = True
+        self._advance()
+
+    def _advance(self) -> None:
+        """Move the durable LSN over the oldest PUTs that have all landed, in order,
+        and release the writers waiting for it."""
+        in_flight = self._in_flight
+        if not in_flight or not in_flight[0].done or self.fenced is not None:
+            return
         st = self.stats
-        st.segments_written += 1
-        st.records_written += len(batch)
-        st.bytes_written_raw += size
-        st.bytes_written_compressed += len(data)
+        while in_flight and in_flight[0].done:
+            p = in_flight.popleft()
+            self.pending_bytes -= p.raw
+            self.durable_lsn = p.last
+            st.segments_written += 1
+            st.records_written += p.records
+            st.bytes_written_raw += p.raw
+            st.bytes_written_compressed += p.size
         st.last_flush_status = "ok"
         self._notify()
+        if self.pending and (self._wanted > self._cut_lsn or self._capacity):
+            self._wake.set()  # a slot is free for records still waited for
+
+    def _put_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled():
+            task.exception()  # seen by whoever awaits it; never "not retrieved"
+        if self.pending or self._wanted > self._cut_lsn:
+            self._wake.set()
+
+    async def flush_once(self) -> None:
+        """Write one segment with the oldest pending records (up to the size cap) and
+        wait until it is durable (with every earlier one): for a drain and tests,
+        beside the background task or after `stop`."""
+        self.encode_pending()
+        if self.pending and self.fenced is None:
+            while len(self._in_flight) >= self.max_in_flight:
+                await self._wait_oldest()
+            if not self.pending:
+                return
+            p = self._start_put()
+        elif self._in_flight:
+            p = self._in_flight[-1]
+        else:
+            return
+        while not p.done or self.durable_lsn < p.last:
+            if self.fenced is not None:
+                raise FencedError(self.fenced)
+            await self._wait_oldest()
+
+    async def _wait_oldest(self) -> None:
+        """Until the oldest PUT in flight ends; its error (if any) is raised."""
+        oldest = self._in_flight[0] if self._in_flight else None
+        if oldest is None or oldest.task is None:
+            return
+        await asyncio.shield(oldest.task)
+
+    def _split_first(self) -> None:
+        """Cut the oldest chunk (past the segment cap) at the cap: a segment holds
+        as many of its records as fit, and at least one."""
+        first, last, time_ms, data = self.pending.popleft()
+        ends = record_offsets(data, last - first + 1)
+        n = max(1, bisect.bisect_right(ends, self.segment_max_bytes))
+        cut = ends[n - 1]
+        self.pending.appendleft((first + n, last, time_ms, data[cut:]))
+        self.pending.appendleft((first, first + n - 1, time_ms, data[:cut]))
 
     async def _put(self, key: str, data: bytes, what: str) -> None:
         attempt = 0
         while True:
+            if self.fenced is not None:
+                raise FencedError(self.fenced)
             self.stats.puts += 1
             try:
                 if await put_segment(self.objects, key, data):
@@ -284,15 +460,18 @@ class Flusher:
         """Flush everything pending (graceful shutdown), beside the background task
         or after `stop`. True if all is durable."""
         deadline = self.clock() + timeout
-        while self.pending and self.fenced is None and self.clock() < deadline:
+        while (self.pending or self.raw or self._in_flight) and self.fenced is None:
+            if self.clock() >= deadline:
+                break
             try:
                 await asyncio.wait_for(self.flush_once(), max(0.1, deadline - self.clock()))
             except (TimeoutError, Unavailable, FencedError):
                 break
-        return not self.pending
+        return not self.pending and not self.raw and not self._in_flight
 
     async def stop(self) -> None:
-        """Stop the background task (pending records stay; `drain` writes them)."""
+        """Stop the background task (pending records stay; `drain` writes them; PUTs
+        in flight go on)."""
         self.closed = True
         self._wake.set()
         if self._task is not None:

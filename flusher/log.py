@@ -4,6 +4,22 @@ walks it (recovery, as-of reads from storage, `temporalstore inspect`).
 `SegmentLog` lists segments and checkpoints, reads and verifies one object, and
 walks the segments that hold the LSNs after a point in LSN order, checking that
 they follow each other without a gap. Its errors name the object and the LSN.
+
+One hole is not an error: the writer runs several PUTs at once, and a segment cut
+while an earlier one was still in flight is flagged `segment.FLAG_AHEAD`. Storage
+may hold it without the earlier one (the writer crashed, or is still writing);
+its records were never acknowledged as durable, since the durable LSN only moves
+over segments that have all landed. So a hole followed only by flagged segments
+is where the log ends for now (`SegmentLog.unfinished` names those segments), and
+so is a flagged segment right after a new writer's claim (`segment.FLAG_CLAIM`:
+a writer's first segment after its claim is never flagged, so that one was left
+by the writer before). A hole followed by any unflagged segment is a `LogGap`.
+
+A writer fenced with PUTs in flight may have one land after the new writer's claim
+(it was on the wire): a stray. Segments carry their writer's epoch mark
+(`segment.epoch_mark`), and only a claim changes the writer, so a flagged segment
+with another mark than the last claim's is skipped (`SegmentLog.strays`); an
+unflagged one is an error.
 """
 
 from __future__ import annotations
@@ -79,6 +95,11 @@ def _retrieve(f: asyncio.Future[tuple[segment.Header, bytes]]) -> None:
 class SegmentLog:
     def __init__(self, objects: ObjectStore) -> None:
         self.objects = objects
+        # Set by `walk`: segments past where the log ends for now, all cut while an
+        # earlier segment was still in flight (see the module's docstring).
+        self.unfinished: list[SegmentRef] = []
+        # Set by `walk`: segments a fenced writer left after a newer one's claim.
+        self.strays: list[SegmentRef] = []
 
     async def segments(self) -> list[SegmentRef]:
         """Every segment, in LSN order."""
@@ -120,8 +141,13 @@ class SegmentLog:
     ) -> AsyncGenerator[LogSegment, None]:
         """The segments that hold LSNs after `after` (up to `upto`), verified, in
         order. Each must start no later than the LSN after the previous one's last
-        (`LogGap` otherwise), read once the caller is done with the previous one."""
+        (`LogGap` otherwise, unless only flagged segments follow: see the module's
+        docstring), read once the caller is done with the previous one."""
+        self.unfinished = []
+        self.strays = []
         expected = after + 1
+        claimed = False  # the previous segment was a claim
+        owner = 0  # the epoch mark of the last claim walked (0: unknown)
         todo: list[tuple[int, SegmentRef]] = []
         for i, ref in enumerate(segments):
             nxt = segments[i + 1].first if i + 1 < len(segments) else None
@@ -137,6 +163,9 @@ class SegmentLog:
         try:
             for j, (i, ref) in enumerate(todo):
                 if ref.first > expected:
+                    if await self._all_ahead(segments[i:]):
+                        self.unfinished = segments[i:]
+                        return
                     raise LogGap(
                         f"{ref.key}: gap in LSNs: expected LSN {expected}, "
                         f"segment starts at {ref.first}"
@@ -146,9 +175,44 @@ class SegmentLog:
                 header, body = await current
                 if j + 1 < len(todo):
                     ahead = asyncio.ensure_future(self.read(todo[j + 1][1]))
+                mark = segment.mark_of(header.flags)
+                if owner and mark and mark != owner and not header.flags & segment.FLAG_CLAIM:
+                    if not header.flags & segment.FLAG_AHEAD:
+                        raise LogError(
+                            f"{ref.key}: LSN {ref.first} was written by another writer than "
+                            "the one whose claim precedes it"
+                        )
+                    self.strays.append(ref)
+                    continue
+                if claimed and header.flags & segment.FLAG_AHEAD:
+                    if await self._all_ahead(segments[i + 1 :]):
+                        self.unfinished = segments[i:]
+                        return
+                    raise LogGap(
+                        f"{ref.key}: LSN {ref.first} was cut behind a segment in flight, "
+                        "yet follows a new writer's claim"
+                    )
                 yield LogSegment(ref, header, body, len(segments) - i)
                 expected = max(expected, header.last + 1)
+                claimed = bool(header.flags & segment.FLAG_CLAIM)
+                if claimed:
+                    owner = mark
         finally:
             if ahead is not None:
                 ahead.cancel()
                 ahead.add_done_callback(_retrieve)
+
+    async def _all_ahead(self, refs: list[SegmentRef]) -> bool:
+        """Whether every segment of `refs` was cut while an earlier segment was in
+        flight (one gone since the listing holds nothing to object to)."""
+        for ref in refs:
+            data = await self.objects.get(ref.key)
+            if data is None:
+                continue
+            try:
+                flags = segment.read_header(data, ref.key, segment.SEGMENT_MAGIC).flags
+            except segment.CorruptObject:
+                return False
+            if not flags & segment.FLAG_AHEAD:
+                return False
+        return True

@@ -348,6 +348,8 @@ class FaultyObjectStore(ObjectStore):
 
     Settable at any time:
     - `latency`: seconds slept before each call;
+    - `jitter`: up to this many seconds more, drawn per call (so calls running at
+      once end out of order);
     - `error_rate`: probability (0..1) that a call raises `Unavailable` before reaching
       `inner` (drawn from `random.Random(seed)`, so runs are reproducible);
     - `outage`: every call raises `Unavailable` without reaching `inner`;
@@ -366,6 +368,7 @@ class FaultyObjectStore(ObjectStore):
         inner: ObjectStore,
         *,
         latency: float = 0.0,
+        jitter: float = 0.0,
         error_rate: float = 0.0,
         outage: bool = False,
         fail_after_put: int = 0,
@@ -375,6 +378,7 @@ class FaultyObjectStore(ObjectStore):
         self.inner = inner
         self.url = inner.url
         self.latency = latency
+        self.jitter = jitter
         self.error_rate = error_rate
         self.outage = outage
         self.fail_after_put = fail_after_put
@@ -391,8 +395,9 @@ class FaultyObjectStore(ObjectStore):
         self.calls[op] += 1
         if not self._applies(op):
             return
-        if self.latency > 0:
-            await asyncio.sleep(self.latency)
+        delay = self.latency + (self.random.random() * self.jitter if self.jitter > 0 else 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
         if self.outage:
             self.faults[op] += 1
             raise Unavailable(f"{self.url}: {op} {key!r} failed: injected outage")

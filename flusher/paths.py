@@ -7,6 +7,9 @@ Numbers are zero-padded to 20 digits so that listing order is numeric order.
   the log collide on one name, and put-if-absent lets exactly one of them win.
 - `checkpoints/<lsn>/store.ckpt`: a full image of the store at that LSN.
 - `manifest/<epoch>-<seq>.json`: the newest names the checkpoint and the writer.
+- `orphaned/<epoch>/<first-lsn>.seg`: a segment a crashed writer left past a hole
+  in the log (never durable), set aside by the writer of that epoch when it took
+  over; kept for inspection, read by nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 SEGMENTS = "segments/"
 CHECKPOINTS = "checkpoints/"
 MANIFESTS = "manifest/"
+ORPHANED = "orphaned/"
 
 _SEGMENT = re.compile(r"segments/(\d{20})\.seg")
 _CHECKPOINT = re.compile(r"checkpoints/(\d{20})/store\.ckpt")
@@ -24,6 +28,10 @@ _MANIFEST = re.compile(r"manifest/(\d{20})-(\d{20})\.json")
 
 def segment(first_lsn: int) -> str:
     return f"{SEGMENTS}{first_lsn:020d}.seg"
+
+
+def orphaned(epoch: int, first_lsn: int) -> str:
+    return f"{ORPHANED}{epoch:020d}/{first_lsn:020d}.seg"
 
 
 def checkpoint(lsn: int) -> str:

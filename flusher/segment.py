@@ -4,7 +4,10 @@ zstd-compressed body.
 Header (48 bytes, big-endian):
     magic      4s   b"TSSG" (segment) or b"TSCK" (checkpoint)
     version    H    format version (1)
-    flags      H    1 = body is zstd-compressed
+    flags      H    1 = body is zstd-compressed; segments only: 2 = cut while an
+                    earlier segment was still being written (`FLAG_AHEAD`), 4 = a
+                    new writer's claim on its place in the log (`FLAG_CLAIM`);
+                    the high byte: the writer's epoch mark (`epoch_mark`), 0 unknown
     first      Q    first LSN (segment) / the image's LSN (checkpoint)
     last       Q    last LSN (segment) / same as first (checkpoint)
     count      I    records (segment) / items (checkpoint)
@@ -28,6 +31,20 @@ SEGMENT_MAGIC = b"TSSG"
 CHECKPOINT_MAGIC = b"TSCK"
 VERSION = 1
 FLAG_ZSTD = 1
+FLAG_AHEAD = 2
+FLAG_CLAIM = 4
+
+
+def epoch_mark(epoch: int) -> int:
+    """The flags bits that tell one writer epoch's segments from its neighbours'
+    (1-255 in the high byte; 0, as in older segments, is unknown)."""
+    return (epoch % 255 + 1) << 8 if epoch > 0 else 0
+
+
+def mark_of(flags: int) -> int:
+    return flags & 0xFF00
+
+
 _HEADER = struct.Struct(">4sHHQQIQQ")
 HEADER_SIZE = _HEADER.size + 4
 _LEVEL = 3
@@ -49,9 +66,9 @@ class Header:
     body_len: int
 
 
-def encode(magic: bytes, first: int, last: int, count: int, raw: bytes) -> bytes:
+def encode(magic: bytes, first: int, last: int, count: int, raw: bytes, flags: int = 0) -> bytes:
     body = zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
-    head = _HEADER.pack(magic, VERSION, FLAG_ZSTD, first, last, count, len(raw), len(body))
+    head = _HEADER.pack(magic, VERSION, FLAG_ZSTD | flags, first, last, count, len(raw), len(body))
     crc = zlib.crc32(body, zlib.crc32(head))
     return head + struct.pack(">I", crc) + body
 

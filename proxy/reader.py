@@ -23,17 +23,41 @@ if TYPE_CHECKING:
 CHECK_SMALL = 65536
 # A multibulk header (at the start of the input or of a line) with a count of a
 # million or more: read by the exact parser, never by hiredis (see `feed`).
-_BIG_COUNT = re.compile(rb"(?:\A|\n)\*[0-9]{7}")
+# Searched after a newline (a pattern that starts with a literal is found by a fast
+# scan for it; an alternation with \A would try every byte); `_big_count` checks
+# the start of the input itself.
+_BIG_COUNT = re.compile(rb"\n\*[0-9]{7}")
 # `since` keeps the input of the request in progress (up to the query buffer limit,
 # as hiredis does), so the exact parser can always take over from its start; past
 # this size the check for non-canonical encodings no longer re-reads it per chunk.
 DIAGNOSE_LIMIT = 1024 * 1024
+_ONLY_BYTES = {bytes}  # the types of a request's arguments (a set: no Python loop)
 # Past client-query-buffer-limit Redis closes the connection without a reply.
 QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
 
 
+# The headers of small counts and lengths, made once: formatting them per request
+# cost more than the rest of reading it.
+_COUNT_HEADERS = [b"*%d\r\n" % n for n in range(64)]
+_LENGTH_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
+
+
 def _encode_frame(frame: list[bytes]) -> bytes:
-    return b"*%d\r\n" % len(frame) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in frame)
+    n = len(frame)
+    parts = [_COUNT_HEADERS[n] if n < 64 else b"*%d\r\n" % n]
+    for a in frame:
+        m = len(a)
+        parts.append(_LENGTH_HEADERS[m] if m < 1024 else b"$%d\r\n" % m)
+        parts.append(a)
+        parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _big_count(data: bytes) -> bool:
+    head = data[1:8]
+    return (len(head) == 7 and head.isdigit() and data[:1] == b"*") or _BIG_COUNT.search(
+        data
+    ) is not None
 
 
 class RequestReader:
@@ -92,7 +116,7 @@ class RequestReader:
         else:
             self.since.append(data)
             self.since_len += len(data)
-        if _BIG_COUNT.search(data) is not None:
+        if _big_count(data):
             # hiredis allocates an array for its whole count as soon as it reads the
             # header (and freeing it walks every slot): a count of millions, at the
             # top or nested, would cost gigabytes and seconds. The exact parser reads
@@ -110,7 +134,7 @@ class RequestReader:
                     break
                 if not req:  # *0 and *-1 are empty requests, skipped as Redis does
                     continue
-                if type(req) is not list or not all(type(a) is bytes for a in req):
+                if type(req) is not list or set(map(type, req)) != _ONLY_BYTES:
                     raise hiredis.ProtocolError("not an array of bulk strings")
                 out.append(req)
         except hiredis.ProtocolError:

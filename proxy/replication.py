@@ -354,7 +354,8 @@ class Node:
         )
         durable = DurableStore(store, self.objects, self.durability, manifest, self.recovery)
         backlog = Backlog(store.lsn + 1, lambda: durable.durable_lsn)
-        durable.flusher.tap = backlog.append
+        durable.flusher.tap = backlog.append_chunk
+        backlog.fill = durable.flusher.encode_pending
         store.follower = False
         durable.start()
         self.durable, self.backlog = durable, backlog

@@ -23,7 +23,7 @@ from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
 from commands.registry import Command
-from commands.replies import Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
+from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
@@ -35,6 +35,7 @@ log = logging.getLogger("temporalstore")
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
 HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
+OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
 # Graceful shutdown waits this long for object storage to take every pending write.
 SHUTDOWN_DRAIN_S = 30.0
 # ... and then this long for the replies that became durable to be handed to sockets.
@@ -229,6 +230,7 @@ class Connection(asyncio.Protocol):
         s.last_interaction = time.time()  # CLIENT LIST idle=
         it = iter(requests) if not isinstance(requests, deque) else None
         n = 0
+        server = s.server
         while True:
             if it is not None:
                 argv = next(it, None)
@@ -237,7 +239,7 @@ class Connection(asyncio.Protocol):
             if argv is None:
                 break
             s.last_cmd = argv[0]
-            dur = s.server.durability
+            dur = server.durability
             if dur is not None and dur.over_capacity() and _is_write(argv):
                 # Object storage is behind: hold this write (and what follows) until
                 # the backlog drains, or answer TRYAGAIN (reads are not held).
@@ -249,7 +251,13 @@ class Connection(asyncio.Protocol):
                 return
             reply = execute(s, argv)
             t = type(reply)
-            if t is Blocked or t is Deferred or t is CloseAfterReply:
+            # The commonest replies first, encoded here (no call); then the ones that
+            # stop this batch; then the codec.
+            if t is bytes:
+                out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
+            elif reply is OK:
+                out.append(OK_ENCODED)
+            elif t is Blocked or t is Deferred or t is CloseAfterReply:
                 if t is CloseAfterReply:
                     assert isinstance(reply, CloseAfterReply)
                     encode(reply.reply, s.resp, out)
@@ -267,7 +275,8 @@ class Connection(asyncio.Protocol):
                     assert isinstance(reply, Deferred)
                     self._defer(reply)
                 return
-            encode(reply, s.resp, out)
+            else:
+                encode(reply, s.resp, out)
             if s.killed:
                 break
             n += 1

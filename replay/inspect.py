@@ -55,24 +55,48 @@ async def inspect(objects: ObjectStore, out: list[str]) -> int:
             out.append(f"  CORRUPT {e}")
         bar.update(1)
     out.append(f"segments: {len(segments)}")
+    headers: list[tuple[str, segment.Header | None, int]] = []
     for key in segments:
         try:
             h, _raw, size = await log.verify(key, segment.SEGMENT_MAGIC)
+            headers.append((key, h, size))
         except segment.CorruptObject as e:
             problems += 1
             out.append(f"  CORRUPT {e}")
-            bar.update(1)
+            headers.append((key, None, 0))
+        bar.update(1)
+    owner = 0  # the epoch mark of the last claim (see flusher.log)
+    claimed = False
+    for i, (key, maybe, size) in enumerate(headers):
+        if maybe is None:
             continue
-        if expected is not None and h.first != expected:
+        h = maybe
+        ahead = bool(h.flags & segment.FLAG_AHEAD)
+        mark = segment.mark_of(h.flags)
+        if ahead and owner and mark and mark != owner and not h.flags & segment.FLAG_CLAIM:
+            out.append(f"  STRAY {key}: a fenced writer's PUT that landed late (skipped)")
+            continue
+        hole = expected is not None and h.first != expected
+        if (hole or (claimed and ahead)) and all(
+            g is not None and g.flags & segment.FLAG_AHEAD for _k, g, _s in headers[i:]
+        ):
+            out.append(
+                f"  UNFINISHED from {key}: {len(headers) - i} segment(s) cut behind PUTs in "
+                "flight, past a hole (never durable; set aside at the next takeover)"
+            )
+            break
+        if hole:
             problems += 1
             out.append(f"  GAP before {key}: expected LSN {expected}, found {h.first}")
+        claimed = bool(h.flags & segment.FLAG_CLAIM)
+        if claimed:
+            owner = mark
         expected = h.last + 1
         first_lsn = h.first if first_lsn is None else first_lsn
         last_lsn = h.last
         records += h.count
         raw_bytes += h.raw_len
         stored += size
-        bar.update(1)
     bar.close()
     lsn_range = "none" if first_lsn is None else f"{first_lsn}-{last_lsn}"
     ratio = f"{raw_bytes / stored:.2f}x" if stored else "-"

@@ -5,7 +5,10 @@ verified.
 Replay never starts silently empty over data it could not read: an unreadable
 manifest, a checkpoint or segment whose checksum fails, or a gap in the LSNs
 raises `ReplayError` naming the object and the LSN. A prefix with no manifest and
-no segments is a new, empty store.
+no segments is a new, empty store. The one hole that is not an error is a writer's
+unfinished tail (segments cut while an earlier one was still in flight, after a
+hole: `flusher.log`): replay stops before it and names it in
+`Recovery.unfinished`; a new writer sets it aside (`replay.startup`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from flusher import segment
 from flusher.checkpoint import read_checkpoint
 from flusher.codec import decode_records
-from flusher.log import LogError, SegmentLog
+from flusher.log import LogError, SegmentLog, SegmentRef
 from flusher.manifest import Manifest, newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from store import Store
@@ -45,6 +48,10 @@ class Recovery:
     segments: int = 0
     seconds: float = 0.0
     segment_firsts: list[int] = field(default_factory=list)  # every segment seen
+    # Segments past a hole, never durable: the log ends before them (for now).
+    unfinished: list[SegmentRef] = field(default_factory=list)
+    # Segments a fenced writer's PUTs left after a newer writer's claim: skipped.
+    strays: list[SegmentRef] = field(default_factory=list)
 
 
 async def recover(
@@ -95,6 +102,8 @@ async def recover(
                 seg.check_count(expected)
                 rec.stored = expected - 1
                 rec.segments += 1
+        rec.unfinished = log.unfinished
+        rec.strays = log.strays
         if progress is not None:
             progress(rec.records, 0)
     except (segment.CorruptObject, LogError) as e:

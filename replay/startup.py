@@ -6,6 +6,14 @@ the next place in the log with a takeover record written put-if-absent. A
 previous writer still running finds that name taken at its next flush and is
 fenced: it can never interleave segments with us. The CLI then starts the durable
 layer (`flusher.durable.DurableStore`) on the store and the manifest.
+
+A writer that crashed with several PUTs in flight may have left segments past a
+hole (`Recovery.unfinished`: none of their records was acknowledged as durable).
+Once the claim holds the hole's place (so the previous writer, were it still
+running, can never fill it), they are copied to `orphaned/<epoch>/` and deleted,
+with a warning naming their LSNs: the new writer's segments take their places.
+Strays (`Recovery.strays`: a fenced writer's PUTs that landed after a newer
+writer's claim, never durable) are set aside the same way, before the claim.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from __future__ import annotations
 import gc
 import logging
 
+from flusher import paths
 from flusher.flusher import put_record
+from flusher.log import SegmentRef
 from flusher.manifest import Manifest, new_manifest, newest_manifest
 from flusher.objectstore import ObjectStore
 from replay.replay import Progress, Recovery, ReplayError, recover
@@ -46,12 +56,14 @@ async def take_over(
     if not await objects.put_if_absent(manifest.key, manifest.encode()):
         raise ReplayError(f"{manifest.key}: another server is taking over this storage prefix")
     for _attempt in range(CLAIM_ATTEMPTS):
+        await set_aside(objects, epoch, rec.strays)
         lsn = store.lsn + 1
         record = UpdateRecord(
             lsn, now_ms(), (), (), WriteMeta(0, b"temporalstore", b"epoch %d" % epoch)
         )
-        if await put_record(objects, record):
+        if await put_record(objects, record, epoch):
             store.replay(record)
+            await set_aside(objects, epoch, rec.unfinished)
             break
         # The previous writer flushed more since we read: catch up and retry.
         rec = await recover(store, objects, progress, after=rec)
@@ -66,3 +78,24 @@ async def take_over(
         rec.seconds,
     )
     return manifest, rec
+
+
+async def set_aside(objects: ObjectStore, epoch: int, unfinished: list[SegmentRef]) -> None:
+    """Move segments a crashed writer left past a hole out of the log (to
+    `orphaned/<epoch>/`), newest first: a crash halfway leaves the rest still past
+    the hole, for the next takeover."""
+    for ref in reversed(unfinished):
+        data = await objects.get(ref.key)
+        if data is None:
+            continue
+        await objects.put(paths.orphaned(epoch, ref.first), data)
+        await objects.delete(ref.key)
+    if unfinished:
+        log.warning(
+            "storage %s: set aside %d segment(s) from LSN %d that a writer stopped or "
+            "fenced with PUTs in flight left out of the log (never durable): %s",
+            objects.url,
+            len(unfinished),
+            unfinished[0].first,
+            ", ".join(paths.orphaned(epoch, r.first) for r in unfinished),
+        )

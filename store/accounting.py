@@ -24,6 +24,8 @@ from typing import Any
 from store.chains import VersionEntry, _entry_lsn
 
 ENTRY_BYTES = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
+# ... whose undo restores a string (its bytes are counted besides).
+REPLACED_STRING_BYTES = ENTRY_BYTES + 33
 PACKED_BYTES = 40  # a key's packed creating version: one int in the chains dict
 ITEM_BYTES = 64  # one field, member or item of a collection in an undo or a copy
 BUCKET_BITS = 6
@@ -51,7 +53,7 @@ def entry_bytes(e: VersionEntry) -> int:
     if len(undo) == 1 and e.snap is None:
         u = undo[0]
         if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
-            return ENTRY_BYTES + len(u[1]) + 33  # the common one: a replaced string
+            return REPLACED_STRING_BYTES + len(u[1])  # the common one: a replaced string
     n = ENTRY_BYTES
     for u in undo:
         for x in u[1:]:

@@ -28,6 +28,7 @@ from typing import Any
 from store import image, windex
 from store.accounting import (
     PACKED_BYTES,
+    REPLACED_STRING_BYTES,
     HistoryMemory,
     chain_bytes,
     entry_bytes,
@@ -46,7 +47,7 @@ from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
 from store.database import Database as Database
 from store.database import now_ms as now_ms
-from store.ops import CREATED, DEL, SET, Op, Undo, apply_op
+from store.ops import APPLY, CREATED, DEL, SET, Op, Undo, apply_op
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
@@ -64,6 +65,7 @@ _FIRST = operator.itemgetter(0)
 BULK_RUN = 256
 """Records replay tries to apply in bulk at a time (`Store._replay_run`): runs this
 short keep what the passes over them touch in the CPU's caches."""
+_new_tuple = tuple.__new__
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP = 64
@@ -150,7 +152,7 @@ class Store:
         """Apply one op now (later reads see it); it is committed by `commit`."""
         if db.overlay:
             db.own(key)
-        undo = apply_op(db, key, op)
+        undo = APPLY[op[0]](db, key, op)  # apply_op, without its call
         self.pending.append((db.ident, key, op, undo, self.cmd))
 
     def db_op(self, dbi: int, op: Op) -> int:
@@ -216,7 +218,8 @@ class Store:
             # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
             self._index_many = 0
             self.bound_index()
-        self.sink.append(UpdateRecord(lsn, t, ops, cmds, meta))
+        # tuple.__new__: the record without the named tuple's Python-level __new__.
+        self.sink.append(_new_tuple(UpdateRecord, (lsn, t, ops, cmds, meta)))
         if writer is not None:
             writer.last_write_lsn = lsn
             if not self.tables:
@@ -290,13 +293,24 @@ class Store:
                     and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
                 ):
                     snap = (copy_value(v), db.expires.get(key))
-            entry = VersionEntry(lsn, t, cmd, undo, meta, snap)
+            entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
             chain.append(entry)
+            # entry_bytes' common case (a replaced string) inline: no call per write.
+            u = undo[0] if len(undo) == 1 and snap is None else None
+            if (
+                u is not None
+                and len(u) == 3
+                and type(u[1]) is bytes
+                and (u[2] is None or type(u[2]) is int)
+            ):
+                size = REPLACED_STRING_BYTES + len(u[1])
+            else:
+                size = entry_bytes(entry)
             if type(dbi) is int:
-                mem.main_bytes += entry_bytes(entry)
+                mem.main_bytes += size
                 mem.main_versions += 1
             else:
-                mem.add(dbi, entry_bytes(entry))
+                mem.add(dbi, size)
             if keep.kind == "versions":
                 n = len(chain)
                 if n > 2 * keep.limit:
@@ -703,10 +717,13 @@ class Store:
         that, the oldest entries go and `index_from` moves up (a diff reaching
         before it compares every key instead). O(1) amortized per commit."""
         keys = self.index_keys
-        weight = self._index_weight
-        for i in range(self._index_weighed, len(keys)):
-            e = keys[i]
-            weight += 1 if type(e) is bytes else len(e)
+        # The new entries only (islice would walk the whole list to its start): one
+        # per key for the common entry, a key, plus the length of the others.
+        new = keys[self._index_weighed :]
+        weight = self._index_weight + len(new)
+        for e in new:
+            if type(e) is not bytes:
+                weight += len(e) - 1
         self._index_weighed = len(keys)
         if weight > 2 * windex.INDEX_KEYS:
             n = weight - windex.INDEX_KEYS

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flusher import paths, segment
-from flusher.codec import encode_record, iter_records
+from flusher.codec import encode_record, encode_records, iter_records, record_offsets
 from flusher.durable import DurabilityConfig, DurableStore
 from flusher.flusher import FencedError, Flusher, segment_object
 from flusher.log import LogError, LogGap, MissingSegment, SegmentLog, SegmentRef
@@ -21,6 +21,7 @@ from flusher.memory import MemoryObjectStore
 from replay.replay import recover
 from replay.startup import take_over
 from store import Store, UpdateRecord, WriteMeta
+from store.values import HashTable
 
 T = TypeVar("T")
 LSN = st.integers(min_value=0, max_value=10**20 - 1)  # what a name holds
@@ -101,6 +102,25 @@ def test_a_segment_of_records_decodes_to_the_records(rows: list, first: int) -> 
     assert back == records
     assert all(type(r) is UpdateRecord for r in back)
     assert [r.meta for r in back] == [r.meta for r in records]
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 65_535, 65_536])
+def test_records_encoded_together_are_the_bytes_of_each_encoded_alone(n: int) -> None:
+    """The flusher encodes a batch in one call (an array of records less its header,
+    whose size depends on the count): the same bytes as record by record."""
+    meta = WriteMeta(7, b"me", None)
+    records = [set_record(lsn, b"k%d" % lsn) for lsn in range(1, n + 1)]
+    records[0] = records[0]._replace(meta=meta)
+    each = [encode_record(r) for r in records]
+    assert encode_records(records) == b"".join(each)
+    ends = record_offsets(b"".join(each), n)
+    assert ends[0] == len(each[0]) and ends[-1] == sum(map(len, each))
+    # A value that needs its extension type (a hash table) is never packed as a map.
+    typed = UpdateRecord(
+        n + 1, 1, ((0, b"h", ("restore", HashTable({b"f": b"v"}), None)),), ("x",), None
+    )
+    assert encode_records([*records[:3], typed]) == b"".join([*each[:3], encode_record(typed)])
+    assert type(next(iter_records(encode_records([typed]))).ops[0][2][1]) is HashTable
 
 
 # -- the flusher -------------------------------------------------------------------------
