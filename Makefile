@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server etcd node-deps install clean bench soak cluster
+.PHONY: run test lint typecheck layers pytest compat redis-server etcd node-deps install clean bench soak cluster redis-suite
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,15 @@ test: lint typecheck layers pytest
 # Prints "differential: N of M command cases identical to redis-server".
 compat: $(STAMP) redis-server node-deps
 	$(BIN)/pytest -q tests
+
+# The Redis 7.0 project's own test suite (fetched from Debian's pool into .cache/, never
+# kept here) in external mode, unit by unit, against redis-server and ours: writes the
+# table of docs/compatibility.md (see tools/redis_suite.py). Not part of `make test`.
+redis-suite: $(STAMP) redis-server
+	@command -v tclsh >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq tcl; }
+	$(BIN)/python tools/redis_suite.py run --report
 
 # Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
 # bench-results.json (see bench/run.py).

@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from commands.limits import config_changed, memtoull, merge_output_limits
+from commands.notify import set_flags
 from commands.parsing import string2ll
 from commands.redis_table import command_data
 from commands.session import Config, ServerState
@@ -112,6 +113,8 @@ _SET_AT_START = {
 def shown_config_value(server: ServerState, name: str) -> str:
     """What CONFIG GET shows: the value, unless it is a secret."""
     value = config_get_value(server, name)
+    if name == "notify-keyspace-events" and value.startswith("An"):
+        value = "A" + value[2:]
     return REDACTED if value and name in SECRET_PARAMS else value
 
 
@@ -206,7 +209,10 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
         text = (
             "A" if classes >= _NOTIFY_ALL else "".join(c for c in _NOTIFY_CLASSES if c in classes)
         )
-        return text + "".join(c for c in "KEm" if c in classes)
+        # Redis prints A without n, but n stays in force: kept here, hidden by
+        # shown_config_value.
+        hidden = "n" if text == "A" and "n" in classes else ""
+        return text + hidden + "".join(c for c in "KEm" if c in classes)
     if name == "client-output-buffer-limit":
         return merge_output_limits(
             config_get_value(server, name), value.split(" ") if value else []
@@ -261,4 +267,6 @@ def config_store(server: ServerState, name: str, value: str) -> None:
         server.users.set_default_password(cfg.requirepass)  # as Redis: the default user's
     elif name not in ("port", "bind", "databases", "dir"):
         config_values(server)[name] = value
+    if name == "notify-keyspace-events":
+        set_flags(server, value)
     config_changed(server, name, value)

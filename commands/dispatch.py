@@ -23,6 +23,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.limits import OOM, oom_rejects
+from commands.notify import notify_after
 from commands.registry import COMMANDS, SAMPLE_MASK, Command, CommandStats, Flag
 from commands.replies import QUEUED, ErrorReply, Reply
 from commands.session import Session
@@ -176,6 +177,8 @@ class Dispatcher:
             reply = ErrorReply(b"ERR internal error while running '%s'" % cmd.name.encode())
             count_error(s, reply)
             st.failed += 1
+        if server.notify_flags:  # keyspace notifications (commands.notify)
+            notify_after(s, cmd, argv, savepoint)
         st.calls += 1
         if t0:
             st.sampled_ns += perf_counter_ns() - t0

@@ -35,6 +35,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.glob import Matcher, glob_matcher, match_filter
+from commands.notify import GENERIC, notify
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
@@ -420,6 +421,8 @@ def _expire(s: Session, argv: list[bytes], name: str, relative: bool, seconds: b
         s.store.apply(db, key, (DEL,))
     elif db.expires.get(key) != when:
         s.store.apply(db, key, (EXPIRE, when))
+    elif s.server.notify_flags:
+        notify(s.server, GENERIC, b"expire", key, db.ident)  # no change, still an event
     return 1
 
 

@@ -221,6 +221,9 @@ class ServerState:
         self.config_defaults_loaded = False
         # SCAN's hash-ordered keys per database, kept while a scan is under way, and
         # SSCAN's member order of a few large sets (commands.keys, commands.sets).
+        # Keyspace notification classes in force (commands.notify); 0: none, and the
+        # dispatcher's one test per command skips the rest.
+        self.notify_flags = 0
         self.scan_snapshots: dict[Database, ScanSnapshot] = {}
         self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
 

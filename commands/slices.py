@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from commands.durability import deferred
 from commands.errors import CommandError
+from commands.notify import notify_command
 from commands.replies import ErrorReply, Reply
 from commands.session import Session
 
@@ -67,7 +68,7 @@ async def write_in_slices(
     it: Iterator[T] = iter(writes)
     done = False
     while not done:
-        store.begin(cmd, s)
+        savepoint = store.begin(cmd, s)
         try:
             for n, w in enumerate(it, 1):
                 changed += apply(w)
@@ -78,6 +79,8 @@ async def write_in_slices(
         except BaseException:
             store.rollback_to(0)
             raise
+        if s.server.notify_flags and len(store.pending) > savepoint:
+            notify_command(s, cmd, [], store.pending[savepoint:])
         store.commit()
         if not done:
             await budget.pause()

@@ -86,6 +86,9 @@ class Store:
         for db in self.dbs:
             db.chains.time_of = self.time_of
         self.expired_keys = 0
+        # Told of each key expiry (lazy or active) while keyspace notifications want
+        # `expired` events (commands.notify); None otherwise.
+        self.on_expired: Callable[[Any, bytes], None] | None = None
         # A replica's store: it changes only by its primary's records, so expiry hides
         # keys whose time has come instead of deleting them.
         self.follower = False
@@ -670,6 +673,8 @@ class Store:
         self.apply(db, key, (DEL,))
         self.cmd = saved
         self.expired_keys += 1
+        if self.on_expired is not None:
+            self.on_expired(db.ident, key)
 
     def active_expire(self) -> int:
         """Remove keys whose time has come (Redis' active expiry); commits them."""
