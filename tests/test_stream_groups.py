@@ -19,6 +19,9 @@ from tests.helpers import make_session, run
 from tests.resp_client import RawClient, encode_command, parse
 from tests.test_durability import client, kill9
 from tests.test_lists import _wait_blocked
+from tests.test_notifications import events
+from tests.test_notifications import sub as sub  # the subscriber fixture
+from tests.test_pubsub import Pair
 
 
 def _no_idle(reply: bytes) -> Any:
@@ -671,3 +674,35 @@ def test_xinfo_stream(diff: Differ) -> None:
     diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "0", normalize=_no_times)
     diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "2", normalize=_no_times)
     diff.check("XINFO", "STREAM", "s", "FULL", "COUNT", "-1", normalize=_no_times)
+
+
+def test_notifications(diff: Differ, sub: Pair) -> None:
+    n = events(
+        diff,
+        sub,
+        """
+        XGROUP CREATE s g $ MKSTREAM
+        XGROUP CREATE s g $ MKSTREAM
+        XADD s 1-1 a 1
+        XADD s 2-1 a 1
+        XGROUP CREATE s g2 0
+        XGROUP SETID s g 0
+        XGROUP CREATECONSUMER s g c1
+        XGROUP CREATECONSUMER s g c1
+        XREADGROUP GROUP g c1 COUNT 1 STREAMS s >
+        XREADGROUP GROUP g c2 STREAMS s >
+        XREADGROUP GROUP g2 c3 STREAMS s 0
+        XACK s g 1-1
+        XCLAIM s g c4 0 2-1
+        XAUTOCLAIM s g c5 0 0
+        XAUTOCLAIM s g c5 0 0
+        XGROUP DELCONSUMER s g c1
+        XGROUP DELCONSUMER s g nobody
+        XGROUP DESTROY s g2
+        XGROUP DESTROY s g2
+        XSETID s 5-0
+        XSETID s 1-0
+        """,
+        "KEA",
+    )
+    assert n >= 20
