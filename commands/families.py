@@ -11,6 +11,7 @@ from commands import replication, sentinel
 from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
+from commands import stream_groups
 
 # isort: on
 
@@ -37,6 +38,7 @@ __all__ = [
     "server",
     "sets",
     "sort",
+    "stream_groups",
     "streams",
     "strings",
     "tables",

@@ -450,4 +450,37 @@ def _stream(server: ServerState, s: Session, argv: list[bytes], applied: list[An
 
 for _name in ("xadd", "xdel", "xtrim"):
     SPECIAL[_name] = _stream
+
+# Consumer groups: the command's event for each op it applied, after `new` (XGROUP
+# CREATE MKSTREAM); a consumer an op created (XREADGROUP, XCLAIM, XAUTOCLAIM,
+# CREATECONSUMER) is `xgroup-createconsumer`.
+_GROUP_EVENTS = {
+    "xgroup|create": b"xgroup-create",
+    "xgroup|setid": b"xgroup-setid",
+    "xgroup|destroy": b"xgroup-destroy",
+    "xgroup|delconsumer": b"xgroup-delconsumer",
+    "xsetid": b"xsetid",
+}
+
+
+def _group_special(name: str) -> Special:
+    event = _GROUP_EVENTS.get(name)
+
+    def special(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+        for dbi, key, op, undo, _cmd in applied:
+            if undo == CREATED:
+                notify(server, NEW, b"new", key, dbi)
+            if event is not None:
+                notify(server, STREAM, event, key, dbi)
+            elif op[0] == "xgupd":
+                before = dict(undo[0][3])  # consumer -> seen time before (None: absent)
+                for c, seen in op[3]:
+                    if seen is not None and before[c] is None:
+                        notify(server, STREAM, b"xgroup-createconsumer", key, dbi)
+
+    return special
+
+
+for _name in (*_GROUP_EVENTS, "xgroup|createconsumer", "xreadgroup", "xclaim", "xautoclaim"):
+    SPECIAL[_name] = _group_special(_name)
 SPECIAL["smove"] = _smove

@@ -127,11 +127,33 @@ def _parse_id(arg: bytes, missing_seq: int, strict: bool, star: bool) -> tuple[S
     return (ms, seq), True
 
 
-def _parse_interval(arg: bytes, missing_seq: int) -> tuple[StreamID, bool]:
+def parse_interval(arg: bytes, missing_seq: int) -> tuple[StreamID, bool]:
     """A range bound: `(id` is exclusive (and strict)."""
     if len(arg) > 1 and arg[0] == 0x28:  # "("
         return parse_id(arg[1:], missing_seq, True), True
     return parse_id(arg, missing_seq, False), False
+
+
+def parse_start(arg: bytes) -> StreamID:
+    """An interval's start: `(id` is the next ID (exclusive)."""
+    start, ex = parse_interval(arg, 0)
+    if not ex:
+        return start
+    nxt = incr_id(start)
+    if nxt is None:
+        raise CommandError(INVALID_START)
+    return nxt
+
+
+def parse_end(arg: bytes) -> StreamID:
+    """An interval's end: `(id` is the previous ID (exclusive)."""
+    end, ex = parse_interval(arg, U64)
+    if not ex:
+        return end
+    prv = decr_id(end)
+    if prv is None:
+        raise CommandError(INVALID_END)
+    return prv
 
 
 def get_stream(s: Session, key: bytes) -> Stream | None:
@@ -285,18 +307,8 @@ def cmd_xadd(s: Session, argv: list[bytes]) -> Reply:
 
 def _range(s: Session, argv: list[bytes], rev: bool) -> Reply:
     start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])
-    start, ex = _parse_interval(start_arg, 0)
-    if ex:
-        nxt = incr_id(start)
-        if nxt is None:
-            raise CommandError(INVALID_START)
-        start = nxt
-    end, ex = _parse_interval(end_arg, U64)
-    if ex:
-        prv = decr_id(end)
-        if prv is None:
-            raise CommandError(INVALID_END)
-        end = prv
+    start = parse_start(start_arg)
+    end = parse_end(end_arg)
     count = -1
     j = 4
     n = len(argv)
@@ -373,7 +385,7 @@ class _Pairs(dict[bytes, Any]):
         return self.pairs
 
 
-def _streams_reply(s: Session, pairs: list[tuple[bytes, list[Entry]]]) -> Reply:
+def streams_reply(s: Session, pairs: list[tuple[bytes, list[Entry]]]) -> Reply:
     if s.resp == 2:
         return pairs
     if len({k for k, _ in pairs}) == len(pairs):
@@ -381,38 +393,70 @@ def _streams_reply(s: Session, pairs: list[tuple[bytes, list[Entry]]]) -> Reply:
     return _Pairs(list(pairs))
 
 
-@command("xread", -4, Flag.READONLY | Flag.BLOCKING)
-def cmd_xread(s: Session, argv: list[bytes]) -> Reply:
-    timeout = -1
-    count = 0
-    first = 0
+class ReadArgs:
+    """XREAD's and XREADGROUP's options: where STREAMS' keys start, and the rest."""
+
+    __slots__ = ("consumer", "count", "first", "group", "noack", "timeout")
+
+    def __init__(self) -> None:
+        self.timeout = -1
+        self.count = 0
+        self.first = 0
+        self.group: bytes | None = None
+        self.consumer = b""
+        self.noack = False
+
+
+def parse_read_args(s: Session, argv: list[bytes], xreadgroup: bool) -> ReadArgs:
+    """xreadCommand's option loop, errors in Redis' order."""
+    a = ReadArgs()
     n = len(argv)
     i = 1
     while i < n:
         more = n - 1 - i
         low = argv[i].lower()
         if low == b"block" and more:
+            if s.extra.get("script"):
+                raise CommandError(
+                    b"ERR %s command is not allowed with BLOCK option from scripts" % argv[0]
+                )
             i += 1
-            timeout = get_int(argv[i], TIMEOUT_NOT_INTEGER)
-            if timeout < 0:
+            a.timeout = get_int(argv[i], TIMEOUT_NOT_INTEGER)
+            if a.timeout < 0:
                 raise CommandError(TIMEOUT_NEGATIVE)
         elif low == b"count" and more:
             i += 1
-            count = max(get_int(argv[i], NOT_INTEGER), 0)
+            a.count = max(get_int(argv[i], NOT_INTEGER), 0)
         elif low == b"streams" and more:
-            first = i + 1
-            if (n - first) & 1:
+            a.first = i + 1
+            if (n - a.first) & 1:
                 raise CommandError(XREAD_UNBALANCED)
             break
         elif low == b"group" and more >= 2:
-            raise CommandError(XREAD_GROUP)
+            if not xreadgroup:
+                raise CommandError(XREAD_GROUP)
+            a.group = argv[i + 1]
+            a.consumer = argv[i + 2]
+            i += 2
         elif low == b"noack":
-            raise CommandError(XREAD_NOACK)
+            if not xreadgroup:
+                raise CommandError(XREAD_NOACK)
+            a.noack = True
         else:
             raise CommandError(SYNTAX)
         i += 1
-    if not first:
+    if not a.first:
         raise CommandError(SYNTAX)
+    return a
+
+
+@command("xread", -4, Flag.READONLY | Flag.BLOCKING)
+def cmd_xread(s: Session, argv: list[bytes]) -> Reply:
+    a = parse_read_args(s, argv, False)
+    count = a.count
+    first = a.first
+    timeout = a.timeout
+    n = len(argv)
     nkeys = (n - first) >> 1
     keys = argv[first : first + nkeys]
     if s.blocked:
@@ -434,7 +478,7 @@ def cmd_xread(s: Session, argv: list[bytes]) -> Reply:
             start = incr_id(gt) or MIN_ID
             pairs.append((key, st.range(start, MAX_ID, count)))
     if pairs:
-        return _streams_reply(s, pairs)
+        return streams_reply(s, pairs)
     if timeout < 0 or s.in_exec:
         return NULL_ARRAY
     retry = argv[: first + nkeys] + [format_id(gt) for gt in gts]
@@ -468,5 +512,5 @@ def _xread_woken(s: Session, argv: list[bytes], keys: list[bytes], count: int) -
         start = incr_id(gt) or MIN_ID
         entries = st.range(start, MAX_ID, count or XREAD_BLOCKED_DEFAULT_COUNT)
         s.extra.pop(_BLOCK_STATE, None)
-        return _streams_reply(s, [(key, entries)])
+        return streams_reply(s, [(key, entries)])
     return Blocked(keys=[(s.dbi, k) for k in keys], timeout=0, on_timeout=NULL_ARRAY)

@@ -45,6 +45,8 @@ def _default(obj: Any) -> Any:
         return msgpack.ExtType(EXT_ZSET, _pack_nested([obj.big, list(obj.scores.items())]))
     if t is Stream:
         state = [list(obj.entries.items()), [n.state() for n in obj.nodes], obj.meta()]
+        if obj.groups:
+            state.append(obj.groups_state())
         return msgpack.ExtType(EXT_STREAM, _pack_nested(state))
     raise TypeError(f"cannot serialize {t.__name__}")
 
@@ -68,8 +70,10 @@ def _ext(code: int, data: bytes) -> Any:
         z.big = inner[0]
         return z
     if code == EXT_STREAM:
-        entries, nodes, meta = inner
+        entries, nodes, meta = inner[:3]
         s = Stream()
+        if len(inner) > 3:  # consumer groups (older data has none)
+            s.set_groups_state(inner[3])
         s.entries = dict(entries)
         s.nodes = [Node.from_state(n) for n in nodes]
         s.set_meta(meta)

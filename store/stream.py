@@ -18,6 +18,20 @@ Ops (each apply returns the ops that undo it):
     ("xundel", meta, steps)       undo of xdel
     ("xuntrim", meta, nodes, head, entries)  undo of xtrim: the dropped nodes, the
                                   head's counters before, the entries removed
+    ("xgset", group, state)       create, replace or (state None) destroy a consumer
+                                  group; its undo is the same op with the prior state
+    ("xgupd", group, meta, consumers, pel_set, pel_del)  change a group in place:
+                                  meta (last ID, entries read) or None, consumers
+                                  ((name, seen ms | None to delete), ...), PEL entries
+                                  set ((id, delivery ms, count, consumer), ...) and
+                                  removed (id, ...); its undo is another xgupd
+    ("xsetmeta", meta)            set last ID, first ID, max deleted ID and entries
+                                  added (XSETID); its undo is the same op
+
+Consumer groups live in the stream value (`Stream.groups`): each `Group` has its
+last-delivered ID, entries-read counter (-1: unknown), consumers (name -> seen-time
+ms) and PEL (ID -> (delivery ms, delivery count, consumer)). Times are recorded in
+the ops, so replay never reads the clock.
 """
 
 from __future__ import annotations
@@ -54,6 +68,14 @@ XTRIM = "xtrim"
 XUNADD = "xunadd"
 XUNDEL = "xundel"
 XUNTRIM = "xuntrim"
+XGSET = "xgset"
+XSETMETA = "xsetmeta"
+XGUPD = "xgupd"
+
+INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
+
+Nack = tuple[int, int, bytes]  # delivery time ms, delivery count, consumer
+GroupState = tuple[StreamID, int, tuple[tuple[bytes, int], ...], tuple[tuple[StreamID, Nack], ...]]
 
 
 def format_id(sid: StreamID) -> bytes:
@@ -201,6 +223,49 @@ class Node:
         self.deleted = deleted + n
 
 
+class Group:
+    """A consumer group: last-delivered ID, entries read, consumers and the PEL."""
+
+    __slots__ = ("consumers", "entries_read", "last_id", "pel")
+
+    def __init__(self, last_id: StreamID, entries_read: int) -> None:
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.consumers: dict[bytes, int] = {}  # name -> seen time ms
+        self.pel: dict[StreamID, Nack] = {}
+
+    def state(self) -> GroupState:
+        return (
+            self.last_id,
+            self.entries_read,
+            tuple(self.consumers.items()),
+            tuple(self.pel.items()),
+        )
+
+    @classmethod
+    def from_state(cls, st: GroupState) -> Group:
+        g = cls(st[0], st[1])
+        g.consumers = dict(st[2])
+        g.pel = dict(st[3])
+        return g
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Group)
+            and (other.last_id, other.entries_read) == (self.last_id, self.entries_read)
+            and other.consumers == self.consumers
+            and other.pel == self.pel
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def sorted_pel(self) -> list[StreamID]:
+        return sorted(self.pel)
+
+    def pending_of(self, consumer: bytes) -> int:
+        return sum(1 for n in self.pel.values() if n[2] == consumer)
+
+
 def _master(n: Node) -> StreamID:
     return n.master
 
@@ -208,9 +273,18 @@ def _master(n: Node) -> StreamID:
 class Stream:
     """A Redis stream: entries by ID plus the node layout and the metadata."""
 
-    __slots__ = ("entries", "entries_added", "first_id", "last_id", "max_deleted_id", "nodes")
+    __slots__ = (
+        "entries",
+        "entries_added",
+        "first_id",
+        "groups",
+        "last_id",
+        "max_deleted_id",
+        "nodes",
+    )
 
     def __init__(self) -> None:
+        self.groups: dict[bytes, Group] = {}
         self.entries: dict[StreamID, Entry] = {}
         self.nodes: list[Node] = []
         self.last_id: StreamID = MIN_ID
@@ -226,7 +300,14 @@ class Stream:
         s.entries = dict(self.entries)
         s.nodes = [n.copy() for n in self.nodes]
         s.set_meta(self.meta())
+        s.groups = {k: Group.from_state(g.state()) for k, g in self.groups.items()}
         return s
+
+    def groups_state(self) -> tuple[tuple[bytes, GroupState], ...]:
+        return tuple((k, g.state()) for k, g in self.groups.items())
+
+    def set_groups_state(self, st: tuple[tuple[bytes, GroupState], ...]) -> None:
+        self.groups = {k: Group.from_state(g) for k, g in st}
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -234,6 +315,7 @@ class Stream:
             and other.entries == self.entries
             and other.meta() == self.meta()
             and [n.state() for n in other.nodes] == [n.state() for n in self.nodes]
+            and other.groups == self.groups
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -508,9 +590,59 @@ def _apply_xuntrim(db: Database, key: bytes, op: Op) -> Undo:
     return ((XTRIM, len(op[2]), marked),)
 
 
+@register(XGSET)
+def _apply_xgset(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    name: bytes = op[1]
+    old = s.groups.pop(name, None)
+    if op[2] is not None:
+        s.groups[name] = Group.from_state(op[2])
+    return ((XGSET, name, None if old is None else old.state()),)
+
+
+@register(XGUPD)
+def _apply_xgupd(db: Database, key: bytes, op: Op) -> Undo:
+    g = _stream(db, key).groups[op[1]]
+    meta = None
+    if op[2] is not None:
+        meta = (g.last_id, g.entries_read)
+        g.last_id, g.entries_read = op[2]
+    consumers = g.consumers
+    undo_cons = []
+    for name, seen in op[3]:
+        undo_cons.append((name, consumers.get(name)))
+        if seen is None:
+            del consumers[name]
+        else:
+            consumers[name] = seen
+    pel = g.pel
+    undo_set = []
+    undo_del = []
+    for sid, t, cnt, cons in op[4]:
+        old = pel.get(sid)
+        if old is None:
+            undo_del.append(sid)
+        else:
+            undo_set.append((sid, *old))
+        pel[sid] = (t, cnt, cons)
+    for sid in op[5]:
+        undo_set.append((sid, *pel.pop(sid)))
+    undo_cons.reverse()
+    return ((XGUPD, op[1], meta, tuple(undo_cons), tuple(undo_set), tuple(undo_del)),)
+
+
+@register(XSETMETA)
+def _apply_xsetmeta(db: Database, key: bytes, op: Op) -> Undo:
+    s = _stream(db, key)
+    undo = ((XSETMETA, s.meta()),)
+    s.set_meta(op[1])
+    return undo
+
+
 TYPE_NAMES[Stream] = b"stream"
 
 __all__ = [
+    "INVALID_ENTRIES_READ",
     "LISTPACK_MAX_SIZE",
     "MAX_ID",
     "MIN_ID",
@@ -519,13 +651,19 @@ __all__ = [
     "U64",
     "XADD",
     "XDEL",
+    "XGSET",
+    "XGUPD",
+    "XSETMETA",
     "XTRIM",
     "XUNADD",
     "XUNDEL",
     "XUNTRIM",
     "Entry",
     "Fields",
+    "Group",
+    "GroupState",
     "Meta",
+    "Nack",
     "Node",
     "NodeState",
     "Stream",

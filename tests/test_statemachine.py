@@ -148,6 +148,28 @@ STREAM_CMDS = [
     cmd("XDEL", STREAM_KEYS, STREAM_IDS),
     cmd("XTRIM", STREAM_KEYS, "MAXLEN", st.sampled_from(["0", "1", "3"])),
 ]
+# Consumer groups: only draws whose replies do not depend on the clock (no idle times).
+GROUPS = st.sampled_from(["g1", "g2"])
+CONSUMERS = st.sampled_from(["c1", "c2"])
+GROUP_IDS = st.sampled_from(["0", "$", "1-1", "2-0"])
+GROUP_CMDS = [
+    cmd("XGROUP", "CREATE", STREAM_KEYS, GROUPS, GROUP_IDS, st.sampled_from(["MKSTREAM", "0"])),
+    cmd("XGROUP", "SETID", STREAM_KEYS, GROUPS, GROUP_IDS),
+    cmd(
+        "XGROUP", st.sampled_from(["CREATECONSUMER", "DELCONSUMER"]), STREAM_KEYS, GROUPS, CONSUMERS
+    ),
+    cmd("XGROUP", "DESTROY", STREAM_KEYS, GROUPS),
+    cmd("XREADGROUP", "GROUP", GROUPS, CONSUMERS, "COUNT", INTS, "STREAMS", STREAM_KEYS, ">"),
+    cmd("XREADGROUP", "GROUP", GROUPS, CONSUMERS, "NOACK", "STREAMS", STREAM_KEYS, ">"),
+    cmd("XREADGROUP", "GROUP", GROUPS, CONSUMERS, "STREAMS", STREAM_KEYS, STREAM_IDS),
+    cmd("XACK", STREAM_KEYS, GROUPS, STREAM_IDS, STREAM_IDS),
+    cmd("XPENDING", STREAM_KEYS, GROUPS),
+    cmd("XCLAIM", STREAM_KEYS, GROUPS, CONSUMERS, "0", STREAM_IDS, "JUSTID"),
+    cmd("XCLAIM", STREAM_KEYS, GROUPS, CONSUMERS, "0", STREAM_IDS, "FORCE", "RETRYCOUNT", "3"),
+    cmd("XAUTOCLAIM", STREAM_KEYS, GROUPS, CONSUMERS, "0", "0", "COUNT", "2"),
+    cmd("XINFO", "GROUPS", STREAM_KEYS),
+    cmd("XSETID", STREAM_KEYS, STREAM_IDS),
+]
 BIT_OFFSETS = st.sampled_from(["0", "1", "7", "13", "64", "-1", "#2", "x"])
 BIT_TYPES = st.sampled_from(["u1", "u8", "i5", "i64", "u63", "u64", "x8"])
 BIT_CMDS = [
@@ -222,6 +244,7 @@ ORDERED = st.one_of(
     *SET_CMDS,
     *ZSET_CMDS,
     *STREAM_CMDS,
+    *GROUP_CMDS,
     *BIT_CMDS,
     *HLL_CMDS,
     *GEO_CMDS,
