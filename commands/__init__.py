@@ -4,7 +4,8 @@
   positions; lookups), `dispatch` and `transactions` (running a request, MULTI/EXEC),
   `families` (imports every family, in registration order).
 - One module per family: `strings`, `hashes`, `lists`, `sets`, `zsets` (with
-  `zset_ranges`), `streams`, `keys`, `pubsub`, `connection`, `client`, `acl`, `server`
+  `zset_ranges`), `streams` (consumer groups in `stream_groups`, XINFO and XSETID
+  in `stream_info`), `keys`, `pubsub`, `connection`, `client`, `acl`, `server`
   (keyspace-wide commands, SAVE, SHUTDOWN), `info`, `config`, `introspection` (COMMAND),
   `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT,
   FUNCTION, FCALL; Lua in `lua_engine`, `lua_convert`, `lua_library`, `lua_libs` and

@@ -11,7 +11,7 @@ from commands import replication, sentinel
 from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
-from commands import stream_groups
+from commands import stream_groups, stream_info
 
 # isort: on
 
@@ -39,6 +39,7 @@ __all__ = [
     "sets",
     "sort",
     "stream_groups",
+    "stream_info",
     "streams",
     "strings",
     "tables",

@@ -6,7 +6,8 @@ key's version chain (`chains`), what history is kept (`policy`), reads in the pa
 (`asof`), branches (`branches`), the update records a commit produces and the
 sink that receives them (`records`), and the `Store` (`keyspace`): the
 transaction (begin, apply, commit or roll back) at the single commit point that
-assigns LSNs and hands records to the sink, and replay of persisted records."""
+assigns LSNs and hands records to the sink, and replay of persisted records (in
+bulk where it can: `bulkreplay`)."""
 
 import store.stream  # noqa: F401  (registers the stream type and its ops)
 from store.asof import PrunedError

@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from store import image, windex
+from store import bulkreplay, image, windex
 from store.accounting import (
     PACKED_BYTES,
     REPLACED_STRING_BYTES,
@@ -38,16 +38,16 @@ from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
-from store.chains import _CMD_BITS, _cmd_codes, _dict_get, _entry_time
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
+from store.chains import _dict_get, _entry_time
 from store.chains import _entry_lsn as _entry_lsn
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
 from store.database import Database as Database
 from store.database import now_ms as now_ms
-from store.ops import APPLY, CREATED, DEL, SET, Op, Undo, apply_op
+from store.ops import APPLY, CREATED, DEL, Op, Undo, apply_op
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
@@ -61,10 +61,6 @@ from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
 _time = time.time
-_FIRST = operator.itemgetter(0)
-BULK_RUN = 256
-"""Records replay tries to apply in bulk at a time (`Store._replay_run`): runs this
-short keep what the passes over them touch in the CPU's caches."""
 _new_tuple = tuple.__new__
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
@@ -445,154 +441,8 @@ class Store:
         skip_through: int,
         limit: int,
     ) -> tuple[int, int]:
-        """Replay up to `limit` records from `rows` as the codec decoded them (the
-        fields of `UpdateRecord` in order; `typed(row)` is its `UpdateRecord`): they
-        must carry consecutive LSNs from `expected` (else `LsnMismatch`); those at
-        or below `skip_through` are counted, not applied. Returns (the next expected
-        LSN, records applied); fewer than `limit` were taken only when `rows` ran
-        out.
-
-        Runs of the common record, one SET without TTL creating a key on the main
-        line, are applied in bulk (`_replay_run`); the rest one by one, the common
-        record by a short path with the result `replay` would give, others there."""
-        chunk = list(itertools.islice(rows, limit))
-        applied = 0
-        for lo in range(0, len(chunk), BULK_RUN):
-            hi = min(lo + BULK_RUN, len(chunk))
-            if expected > skip_through and self._replay_run(chunk, lo, hi, expected):
-                expected += hi - lo
-                applied += hi - lo
-                continue
-            expected, n = self._replay_rows(chunk[lo:hi], typed, expected, skip_through)
-            applied += n
-        self.bound_index()
-        return expected, applied
-
-    def _replay_run(self, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
-        """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
-        SET without TTL, no metadata, creating a distinct key absent from one main
-        database, LSNs from `expected` on) as `_replay_rows` would; False (nothing
-        applied) otherwise. The checks and the updates are C-level passes over the
-        run, not Python code per record."""
-        n = hi - lo
-        rows = chunk[lo:hi]
-        count = operator.countOf
-        try:
-            # countOf: C-level counts (identity first), cheaper than building sets.
-            if count(map(len, rows), 5) != n:
-                return False
-            lsns, times, opss, cmdss, metas = zip(*rows, strict=True)
-            if metas.count(None) != n or lsns != tuple(range(expected, expected + n)):
-                return False
-            cmds = cmdss[0]
-            if count(map(type, times), int) != n or cmdss.count(cmds) != n:
-                return False
-            if type(cmds) is not tuple or len(cmds) != 1:
-                return False
-            code = _cmd_codes.get(cmds[0])
-            if code is None or count(map(len, opss), 1) != n:
-                return False
-            triples = list(map(_FIRST, opss))
-            if count(map(len, triples), 3) != n:
-                return False
-            dbis, keys, ops = zip(*triples, strict=True)
-            dbi = dbis[0]
-            if count(map(type, dbis), int) != n or dbis.count(dbi) != n:
-                return False
-            if not 0 <= dbi < len(self.dbs) or count(map(len, ops), 3) != n:
-                return False
-            names, values, ttls = zip(*ops, strict=True)
-            if names.count(SET) != n or ttls.count(None) != n:
-                return False
-            if count(map(type, values), bytes) != n or count(map(type, keys), bytes) != n:
-                return False
-            db = self.dbs[dbi]
-            chains = db.chains
-            distinct = set(keys)
-            if (
-                len(distinct) != n
-                or not db.data.keys().isdisjoint(distinct)
-                or not db.expires.keys().isdisjoint(distinct)
-                or not dict.keys(chains).isdisjoint(distinct)
-            ):
-                return False
-        except (TypeError, ValueError):
-            return False  # not the common record's shape: one by one says why
-        self.index_lsns.extend(lsns)
-        self.index_times.extend(times)
-        index_keys = self.index_keys
-        weighed = self._index_weighed == len(index_keys)
-        if dbi == 0:
-            index_keys.extend(keys)
-        else:
-            index_keys.extend([((dbi, k),) for k in keys])
-        if weighed:
-            self._index_weighed += n
-            self._index_weight += n
-        db.data.update(zip(keys, values, strict=True))
-        step = 1 << _CMD_BITS
-        packed = range(expected * step | code, (expected + n) * step, step)
-        dict.update(chains, zip(keys, packed, strict=True))
-        self.mem.main_bytes += n * PACKED_BYTES
-        self.mem.main_versions += n
-        self.lsn = expected + n - 1
-        if times[-1] > self.last_time_ms:
-            self.last_time_ms = times[-1]
-        return True
-
-    def _replay_rows(
-        self,
-        rows: Iterable[Any],
-        typed: Callable[[Any], UpdateRecord],
-        expected: int,
-        skip_through: int,
-    ) -> tuple[int, int]:
-        """`replay_records` one record at a time."""
-        dbs = self.dbs
-        add_lsn, add_time = self.index_lsns.append, self.index_times.append
-        add_key = self.index_keys.append
-        codes = _cmd_codes
-        applied = 0
-        packed = 0
-        last_t = self.last_time_ms
-        for row in rows:
-            lsn, t, ops, cmds, meta = row
-            if lsn != expected:
-                raise LsnMismatch(lsn, expected)
-            expected += 1
-            if lsn <= skip_through:
-                continue
-            applied += 1
-            if meta is None and len(ops) == 1:
-                dbi, key, op = ops[0]
-                if type(dbi) is int and op[0] == SET and op[2] is None and type(op[1]) is bytes:
-                    db = dbs[dbi]
-                    data = db.data
-                    chains = db.chains
-                    code = codes.get(cmds[0])
-                    if (
-                        code is not None
-                        and key not in data
-                        and key not in db.expires
-                        and key not in chains
-                    ):
-                        data[key] = op[1]
-                        chains[key] = lsn << _CMD_BITS | code
-                        add_lsn(lsn)
-                        add_time(t)
-                        add_key(key if dbi == 0 else ((dbi, key),))
-                        last_t = t
-                        packed += 1
-                        continue
-            self.replay(typed(row))
-            last_t = self.last_time_ms
-        self.mem.main_bytes += packed * PACKED_BYTES
-        self.mem.main_versions += packed
-        if applied:
-            self.lsn = expected - 1
-            if last_t > self.last_time_ms:
-                self.last_time_ms = last_t
-        return expected, applied
+        """`store.bulkreplay.replay_records` into this store."""
+        return bulkreplay.replay_records(self, rows, typed, expected, skip_through, limit)
 
     def replay(self, record: UpdateRecord) -> None:
         """Apply a persisted record exactly as it was committed (same LSN, time and

@@ -608,19 +608,19 @@ def test_script_writes_are_one_version(client: redis.Redis) -> None:
     client.eval(
         "for i = 1, 3 do redis.call('incr', KEYS[1]) end redis.call('set', KEYS[2], 'x')",
         2,
-        "counter",
-        "other",
+        "one-version:counter",
+        "one-version:other",
     )
     after = int(client.execute_command("TS.VERSION"))
     assert after == before + 1
-    history = client.execute_command("TS.HISTORY", "counter")
+    history = client.execute_command("TS.HISTORY", "one-version:counter")
     assert len(history) == 1  # one version: the script's commit, holding 3
-    assert client.get("counter") == b"3"
+    assert client.get("one-version:counter") == b"3"
     # A read-only script commits nothing.
-    client.eval("return redis.call('get', KEYS[1])", 1, "counter")
+    client.eval("return redis.call('get', KEYS[1])", 1, "one-version:counter")
     assert int(client.execute_command("TS.VERSION")) == after
     # Reading history from a script works; rewriting it does not.
-    assert client.eval("return #redis.call('ts.history', KEYS[1])", 1, "counter") == 1
+    assert client.eval("return #redis.call('ts.history', KEYS[1])", 1, "one-version:counter") == 1
     with pytest.raises(redis.ResponseError, match="not allowed from script"):
         client.eval("return redis.call('ts.seal', 'snap')", 0)
 

@@ -20,6 +20,7 @@ from store import (
     Snapshot,
     Store,
     VersionEntry,
+    bulkreplay,
     database,
     keyspace,
 )
@@ -245,7 +246,7 @@ def test_replay_in_bulk_matches_replay_one_by_one() -> None:
     broken by any other record (an overwrite, a TTL, another database, a key with
     history, metadata) is replayed one by one. Both give the store the live one is."""
     store, s, sink = make()
-    n = 3 * keyspace.BULK_RUN
+    n = 3 * bulkreplay.BULK_RUN
     run(s, "SET", "gone", "v")
     run(s, "DEL", "gone")  # no value, but history: a later SET of it is no creation
     for i in range(n):

@@ -1,0 +1,183 @@
+"""Replay of persisted records in bulk (`Store.replay_records`): runs of the common
+record (one SET without TTL creating a key on the main line) applied with C-level
+passes, the rest one by one with the result `Store.replay` gives."""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from store.accounting import PACKED_BYTES
+from store.chains import _CMD_BITS, _cmd_codes
+from store.ops import SET
+from store.records import LsnMismatch, UpdateRecord
+
+if TYPE_CHECKING:
+    from store.keyspace import Store
+
+_FIRST = operator.itemgetter(0)
+BULK_RUN = 256
+"""Records replay tries to apply in bulk at a time (`_replay_run`): runs this
+short keep what the passes over them touch in the CPU's caches."""
+
+
+def replay_records(
+    store: Store,
+    rows: Iterator[Any],
+    typed: Callable[[Any], UpdateRecord],
+    expected: int,
+    skip_through: int,
+    limit: int,
+) -> tuple[int, int]:
+    """Replay up to `limit` records from `rows` as the codec decoded them (the
+    fields of `UpdateRecord` in order; `typed(row)` is its `UpdateRecord`): they
+    must carry consecutive LSNs from `expected` (else `LsnMismatch`); those at
+    or below `skip_through` are counted, not applied. Returns (the next expected
+    LSN, records applied); fewer than `limit` were taken only when `rows` ran
+    out.
+
+    Runs of the common record, one SET without TTL creating a key on the main
+    line, are applied in bulk (`_replay_run`); the rest one by one, the common
+    record by a short path with the result `replay` would give, others there."""
+    chunk = list(itertools.islice(rows, limit))
+    applied = 0
+    for lo in range(0, len(chunk), BULK_RUN):
+        hi = min(lo + BULK_RUN, len(chunk))
+        if expected > skip_through and _replay_run(store, chunk, lo, hi, expected):
+            expected += hi - lo
+            applied += hi - lo
+            continue
+        expected, n = _replay_rows(store, chunk[lo:hi], typed, expected, skip_through)
+        applied += n
+    store.bound_index()
+    return expected, applied
+
+
+def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
+    """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
+    SET without TTL, no metadata, creating a distinct key absent from one main
+    database, LSNs from `expected` on) as `_replay_rows` would; False (nothing
+    applied) otherwise. The checks and the updates are C-level passes over the
+    run, not Python code per record."""
+    n = hi - lo
+    rows = chunk[lo:hi]
+    count = operator.countOf
+    try:
+        # countOf: C-level counts (identity first), cheaper than building sets.
+        if count(map(len, rows), 5) != n:
+            return False
+        lsns, times, opss, cmdss, metas = zip(*rows, strict=True)
+        if metas.count(None) != n or lsns != tuple(range(expected, expected + n)):
+            return False
+        cmds = cmdss[0]
+        if count(map(type, times), int) != n or cmdss.count(cmds) != n:
+            return False
+        if type(cmds) is not tuple or len(cmds) != 1:
+            return False
+        code = _cmd_codes.get(cmds[0])
+        if code is None or count(map(len, opss), 1) != n:
+            return False
+        triples = list(map(_FIRST, opss))
+        if count(map(len, triples), 3) != n:
+            return False
+        dbis, keys, ops = zip(*triples, strict=True)
+        dbi = dbis[0]
+        if count(map(type, dbis), int) != n or dbis.count(dbi) != n:
+            return False
+        if not 0 <= dbi < len(store.dbs) or count(map(len, ops), 3) != n:
+            return False
+        names, values, ttls = zip(*ops, strict=True)
+        if names.count(SET) != n or ttls.count(None) != n:
+            return False
+        if count(map(type, values), bytes) != n or count(map(type, keys), bytes) != n:
+            return False
+        db = store.dbs[dbi]
+        chains = db.chains
+        distinct = set(keys)
+        if (
+            len(distinct) != n
+            or not db.data.keys().isdisjoint(distinct)
+            or not db.expires.keys().isdisjoint(distinct)
+            or not dict.keys(chains).isdisjoint(distinct)
+        ):
+            return False
+    except (TypeError, ValueError):
+        return False  # not the common record's shape: one by one says why
+    store.index_lsns.extend(lsns)
+    store.index_times.extend(times)
+    index_keys = store.index_keys
+    weighed = store._index_weighed == len(index_keys)
+    if dbi == 0:
+        index_keys.extend(keys)
+    else:
+        index_keys.extend([((dbi, k),) for k in keys])
+    if weighed:
+        store._index_weighed += n
+        store._index_weight += n
+    db.data.update(zip(keys, values, strict=True))
+    step = 1 << _CMD_BITS
+    packed = range(expected * step | code, (expected + n) * step, step)
+    dict.update(chains, zip(keys, packed, strict=True))
+    store.mem.main_bytes += n * PACKED_BYTES
+    store.mem.main_versions += n
+    store.lsn = expected + n - 1
+    if times[-1] > store.last_time_ms:
+        store.last_time_ms = times[-1]
+    return True
+
+
+def _replay_rows(
+    store: Store,
+    rows: Iterable[Any],
+    typed: Callable[[Any], UpdateRecord],
+    expected: int,
+    skip_through: int,
+) -> tuple[int, int]:
+    """`replay_records` one record at a time."""
+    dbs = store.dbs
+    add_lsn, add_time = store.index_lsns.append, store.index_times.append
+    add_key = store.index_keys.append
+    codes = _cmd_codes
+    applied = 0
+    packed = 0
+    last_t = store.last_time_ms
+    for row in rows:
+        lsn, t, ops, cmds, meta = row
+        if lsn != expected:
+            raise LsnMismatch(lsn, expected)
+        expected += 1
+        if lsn <= skip_through:
+            continue
+        applied += 1
+        if meta is None and len(ops) == 1:
+            dbi, key, op = ops[0]
+            if type(dbi) is int and op[0] == SET and op[2] is None and type(op[1]) is bytes:
+                db = dbs[dbi]
+                data = db.data
+                chains = db.chains
+                code = codes.get(cmds[0])
+                if (
+                    code is not None
+                    and key not in data
+                    and key not in db.expires
+                    and key not in chains
+                ):
+                    data[key] = op[1]
+                    chains[key] = lsn << _CMD_BITS | code
+                    add_lsn(lsn)
+                    add_time(t)
+                    add_key(key if dbi == 0 else ((dbi, key),))
+                    last_t = t
+                    packed += 1
+                    continue
+        store.replay(typed(row))
+        last_t = store.last_time_ms
+    store.mem.main_bytes += packed * PACKED_BYTES
+    store.mem.main_versions += packed
+    if applied:
+        store.lsn = expected - 1
+        if last_t > store.last_time_ms:
+            store.last_time_ms = last_t
+    return expected, applied
