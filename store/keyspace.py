@@ -365,20 +365,27 @@ class Store:
             due, db.trim_next = db.trim_next, {}
             for key in due:
                 chain = dict.get(db.chains, key)
-                if type(chain) is not list or not chain:
+                if type(chain) is not list:
                     continue
-                keep = self.history
-                policy = self.policy_of(key) if self.tables else None
-                if policy is not None:
-                    keep = policy.retain
-                if keep.kind == "versions":
-                    if len(chain) > 2 * keep.limit:
-                        self._trim(db, key, chain, len(chain) - keep.limit)
-                elif chain[0].time_ms < chain[-1].time_ms - keep.limit:
-                    t = chain[-1].time_ms - keep.limit
-                    self._trim(
-                        db, key, chain, bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
-                    )
+                cut = self._retention_cut(key, chain)
+                if cut:
+                    self._trim(db, key, chain, cut)
+
+    def _retention_cut(self, key: bytes, chain: list[VersionEntry]) -> int:
+        """How many of `chain`'s oldest entries the key's retention drops, as of its
+        newest version (0: none; a chain under `versions:N` is cut once it reaches
+        2N, as on the write path)."""
+        keep = self.history
+        if self.tables:
+            policy = self.policy_of(key)
+            if policy is not None:
+                keep = policy.retain
+        if keep.kind == "versions":
+            return len(chain) - keep.limit if len(chain) > 2 * keep.limit else 0
+        if keep.kind == "ms" and chain:
+            t = chain[-1].time_ms - keep.limit
+            return bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
+        return 0
 
     def db_of(self, ident: Any) -> Database:
         """The database a record names: a number, or (branch, number)."""
@@ -658,16 +665,8 @@ class Store:
                 mem.add(db.ident, packed * PACKED_BYTES, packed)
             for key, chain in itertools.compress(dict.items(db.chains), lists):
                 mem.add(db.ident, chain_bytes(chain), len(chain))
-                keep = self.history
-                policy = self.policy_of(key) if self.tables else None
-                if policy is not None:
-                    keep = policy.retain
-                if keep.kind == "versions" and len(chain) > 2 * keep.limit:
-                    cut = len(chain) - keep.limit
-                elif keep.kind == "ms" and chain:
-                    t = chain[-1].time_ms - keep.limit
-                    cut = bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
-                else:
+                cut = self._retention_cut(key, chain)
+                if not cut:
                     continue
                 pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
                 if pinned < cut:
