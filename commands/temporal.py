@@ -10,8 +10,8 @@ TS.VERSION                         the current LSN
 TS.ASOF key <at>                   the key's value then, in its type's read shape
 TS.HISTORY key [FROM <at>] [TO <at>] [COUNT n] [REV] [AUTHOR name] [WITHVALUES]
 TS.META AUTHOR name [MESSAGE text] | TS.META RESET
-TS.SEAL name [TRIGGER text]        seal a snapshot (O(1)); replies its LSN
-TS.SNAPSHOTS                       name, version, time, trigger of each snapshot
+TS.SEAL name [TRIGGER text] [META field value ...]   seal a snapshot (O(1)); replies its LSN
+TS.SNAPSHOTS                       name, version, time, trigger, meta of each snapshot
 TS.UNSEAL name                     drop a snapshot (1, or 0 if there was none)
 TS.CHECKOUT AT <at> | HEAD         this connection's reads answer as of <at>
 TS.DIFF <at> <at> [MATCH pattern] [COUNT n] [AFTER key]   keys in order; AFTER pages on
@@ -314,16 +314,20 @@ def _check_pinned_caps(s: Session) -> None:
 # Denied past maxmemory, like writes: a seal pins history from then on.
 @command("ts.seal", -2, Flag.WRITE | Flag.DENYOOM)
 def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
-    name = argv[1]
-    trigger = b""
-    if len(argv) == 4 and argv[2].lower() == b"trigger":
-        trigger = argv[3]
-    elif len(argv) != 2:
-        raise CommandError(SYNTAX)
+    name, trigger, meta = argv[1], b"", ()
+    rest = argv[2:]
+    if len(rest) >= 2 and rest[0].lower() == b"trigger":
+        trigger, rest = rest[1], rest[2:]
+    if rest:
+        # META field value [field value ...]: everything after META, in pairs.
+        if rest[0].lower() != b"meta" or len(rest) < 3 or len(rest) % 2 == 0:
+            raise CommandError(SYNTAX)
+        meta = tuple(rest[1:])
     if name in s.store.snapshots:
         raise CommandError(SNAPSHOT_EXISTS.format(name.decode("utf-8", "replace")))
     _check_pinned_caps(s)
-    return s.store.db_op(s.dbi, ("seal", name, trigger))
+    op = ("seal", name, trigger, meta) if meta else ("seal", name, trigger)
+    return s.store.db_op(s.dbi, op)
 
 
 @command("ts.unseal", 2, Flag.WRITE | Flag.ADMIN)
@@ -352,6 +356,7 @@ def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
                 b"trigger": snap.trigger,
                 b"pinned_bytes": nbytes,
                 b"pinned_versions": versions,
+                b"meta": dict(zip(snap.meta[::2], snap.meta[1::2], strict=True)),
             }
         )
     return out

@@ -151,8 +151,8 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
             db.floors[key] = floor
             db.floor_mark = max(db.floor_mark, floor)
     store.snapshots = {
-        name: keyspace.Snapshot(name, lsn, t, trigger)
-        for name, lsn, t, trigger in head["snapshots"]
+        name: keyspace.Snapshot(name, lsn, t, trigger, *rest)
+        for name, lsn, t, trigger, *rest in head["snapshots"]
     }
     store.load_checkpoint_extra(head["extra"])
     store.lsn = int(head["lsn"])

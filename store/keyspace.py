@@ -695,7 +695,8 @@ class Store:
         if name == "swapdb":
             self.apply_swap(dbi, op[1])
         elif name == "seal":
-            self.snapshots[op[1]] = Snapshot(op[1], lsn, time_ms, op[2])
+            # ("seal", name, trigger[, meta]): seals without META have no fourth field.
+            self.snapshots[op[1]] = Snapshot(op[1], lsn, time_ms, op[2], *op[3:])
         elif name == "unseal":
             self.snapshots.pop(op[1], None)
         elif name == "table":

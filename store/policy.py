@@ -12,6 +12,8 @@ class Snapshot(NamedTuple):
     lsn: int
     time_ms: int
     trigger: bytes
+    # TS.SEAL ... META field value ...: flat field, value pairs, in the order given.
+    meta: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)

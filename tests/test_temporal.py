@@ -608,6 +608,20 @@ def test_seal_snapshots_unseal(c: Conn) -> None:
     assert abs(mine[b"time"] - time.time() * 1000) < 10_000
     assert snaps[(name + "-plain").encode()][b"trigger"] == b""
     assert snaps[(name + "-plain").encode()][b"version"] == plain
+    assert as_map(mine[b"meta"]) == {} == as_map(snaps[(name + "-plain").encode()][b"meta"])
+    # META: field, value pairs kept with the snapshot, after an optional TRIGGER.
+    assert c("TS.SEAL", name + "-m", "META", "episode", "12", "agent", "\xff") == c.version()
+    assert c("TS.SEAL", name + "-tm", "TRIGGER", "t", "META", "k", "v") == c.version()
+    snaps = {as_map(x)[b"name"]: as_map(x) for x in c("TS.SNAPSHOTS")}
+    assert as_map(snaps[(name + "-m").encode()][b"meta"]) == {
+        b"episode": b"12",
+        b"agent": "\xff".encode(),
+    }
+    assert as_map(snaps[(name + "-tm").encode()][b"meta"]) == {b"k": b"v"}
+    assert snaps[(name + "-tm").encode()][b"trigger"] == b"t"
+    for bad in (["META"], ["META", "k"], ["META", "k", "v", "w"], ["TRIGGER", "t", "x"]):
+        assert c.err("TS.SEAL", name + "-bad", *bad) == ERR_SYNTAX
+    assert c("TS.UNSEAL", name + "-m") == 1 and c("TS.UNSEAL", name + "-tm") == 1
     tagged = parse(c.raw("TS.SNAPSHOTS"))
     assert tagged[0] == "*"
     assert all(x[0] == ("%" if c.resp == 3 else "*") for x in tagged[1])
@@ -1088,7 +1102,7 @@ def test_restart_keeps_history_snapshots_and_meta(
         c("TS.META", "AUTHOR", "agent", "MESSAGE", "first")
         c("SET", "p:s", "1")
         c("HSET", "p:h", "f", "1")
-        c("TS.SEAL", "before", "TRIGGER", "test")
+        c("TS.SEAL", "before", "TRIGGER", "test", "META", "episode", "7", "agent", "planner")
         c("TS.SEAL", "dropped")
         c("TS.META", "AUTHOR", "agent-2")
         c("SET", "p:s", "2")
