@@ -314,7 +314,8 @@ def _check_pinned_caps(s: Session) -> None:
 # Denied past maxmemory, like writes: a seal pins history from then on.
 @command("ts.seal", -2, Flag.WRITE | Flag.DENYOOM)
 def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
-    name, trigger, meta = argv[1], b"", ()
+    name, trigger = argv[1], b""
+    meta: tuple[bytes, ...] = ()
     rest = argv[2:]
     if len(rest) >= 2 and rest[0].lower() == b"trigger":
         trigger, rest = rest[1], rest[2:]
