@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("proxy", "commands", "store", "flusher", "replay")
+PACKAGES = ("proxy", "commands", "store", "flusher", "replay", "temporalstore")
 MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).glob("*.py"))
 MAX_LINES = 800
 # Imports deferred on purpose, not to dodge a cycle: the S3 client (aiobotocore) takes
