@@ -40,6 +40,8 @@ OWN_CATEGORIES: dict[str, tuple[str, ...]] = {
     "ts.diff": ("keyspace",),
     "ts.revert": ("keyspace",),
     "ts.restore": ("keyspace", "dangerous"),
+    "ts.export": ("keyspace",),
+    "ts.import": ("keyspace",),
     "ts.merge": ("keyspace",),
     "ts.branch|create": ("keyspace",),
     "ts.branch|drop": ("keyspace", "dangerous"),

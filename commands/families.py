@@ -12,6 +12,7 @@ from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
+from commands import snapshot_io
 
 # isort: on
 
@@ -37,6 +38,7 @@ __all__ = [
     "sentinel",
     "server",
     "sets",
+    "snapshot_io",
     "sort",
     "stream_groups",
     "stream_info",

@@ -374,7 +374,8 @@ def _temporal(server: ServerState, s: Session, argv: list[bytes], applied: list[
         notify(server, GENERIC, name.encode(), key, dbi)
 
 
-SPECIAL["ts.revert"] = SPECIAL["ts.restore"] = SPECIAL["ts.merge"] = _temporal
+for _name in ("ts.revert", "ts.restore", "ts.merge", "ts.import"):
+    SPECIAL[_name] = _temporal
 
 
 for _name in ("expire", "pexpire", "expireat", "pexpireat", "persist", "getex"):

@@ -184,6 +184,25 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
         "O(keys)",
         [at(), arg("pattern", "pattern", token="MATCH", optional=True)],
     ),
+    "ts.export": (
+        "One page of a point of history as JSON Lines (docs/export-format.md)",
+        "O(keys) for the first page, then O(log N + COUNT)",
+        [
+            at(),
+            arg("pattern", "pattern", token="MATCH", optional=True),
+            arg("count", "integer", token="COUNT", optional=True),
+            arg("cursor", "string", token="CURSOR", optional=True),
+        ],
+    ),
+    "ts.import": (
+        "Write exported key lines as one new version",
+        "O(N) for the N lines",
+        [
+            arg("check", "pure-token", token="CHECK", optional=True),
+            arg("replace", "pure-token", token="REPLACE", optional=True),
+            arg("line", "string", multiple=True),
+        ],
+    ),
     "ts.branch": ("Create, drop and list branches", "Depends on subcommand.", []),
     "ts.branch|create": (
         "Create a branch of the main line (O(1): nothing is copied)",

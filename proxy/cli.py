@@ -34,6 +34,7 @@ from replay.replay import ReplayError
 from store import HistoryPolicy, Store
 from store.secrets import redact
 from store.settings import DEFAULTS
+from temporalstore.cli import add_export_flags, add_import_flags, export_main, import_main
 
 log = logging.getLogger("temporalstore")
 
@@ -148,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         inspect.add_argument(
             f"--{name}", default=_env(name, dict((n, d) for n, d, _ in SERVE_FLAGS)[name])
         )
+    export = sub.add_parser("export", help="write a point of history to a file (JSON Lines)")
+    add_export_flags(export)
+    imp = sub.add_parser("import", help="load an export file as new versions")
+    imp.add_argument("file", help="an export file (docs/export-format.md)")
+    add_import_flags(imp)
     return p
 
 
@@ -329,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "inspect":
         return inspect_main(ns.storage, ns.s3_endpoint_url)
+    if ns.command == "export":
+        return export_main(ns)
+    if ns.command == "import":
+        return import_main(ns)
     config = config_from_args(ns)
     level = getattr(logging, config.log_level.upper(), None)
     if not isinstance(level, int):

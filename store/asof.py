@@ -47,7 +47,10 @@ def undo_versions(
 def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
     """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
     start from the nearest newer full copy (or the latest value) and undo at most
-    SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it."""
+    SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it.
+    LSN 0 is the empty state before the first write, whatever retention dropped."""
+    if lsn <= 0:
+        return None, None
     db = store.db_of(dbi)
     if db.overlay:
         return db.as_of(key, lsn)  # type: ignore[attr-defined, no-any-return]

@@ -133,6 +133,8 @@ class _BaseAt:
         return self.count
 
     def live_keys(self) -> Iterator[bytes]:
+        if self.fork_lsn == 0:
+            return  # a branch of the empty state (FROM VERSION 0) has no base keys
         main = self.store.dbs[self.dbi]
         for key in dict.fromkeys([*main.data, *main.chains]):
             if self.state(key)[0] is not None:

@@ -436,7 +436,8 @@ class Store:
         pin = self._pin
         if pin is None:
             pins = [snap.lsn for snap in self.snapshots.values()]
-            pins.extend(b.fork_lsn for b in self.branches.values())
+            # A fork at LSN 0 (the empty state) needs no history of the main line.
+            pins.extend(b.fork_lsn for b in self.branches.values() if b.fork_lsn)
             pin = self._pin = min(pins) if pins else 1 << 62
         return pin
 

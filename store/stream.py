@@ -303,6 +303,23 @@ class Stream:
         s.groups = {k: Group.from_state(g.state()) for k, g in self.groups.items()}
         return s
 
+    @classmethod
+    def rebuilt(
+        cls,
+        entries: list[tuple[StreamID, Fields]],
+        meta: Meta,
+        groups: tuple[tuple[bytes, GroupState], ...],
+    ) -> Stream:
+        """A stream holding `entries` (in ID order) with the given metadata and consumer
+        groups, laid out in nodes as appending them would (an import: deleted entries
+        leave no tombstones)."""
+        s = cls()
+        for sid, fv in entries:
+            s._append(sid, fv)
+        s.set_meta(meta)
+        s.set_groups_state(groups)
+        return s
+
     def groups_state(self) -> tuple[tuple[bytes, GroupState], ...]:
         return tuple((k, g.state()) for k, g in self.groups.items())
 

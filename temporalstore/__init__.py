@@ -22,6 +22,7 @@ from temporalstore.errors import (
     SnapshotNotFoundError,
     TemporalError,
 )
+from temporalstore.transfer import ExportFileError, Imported
 from temporalstore.types import BranchInfo, HistoryEntry, Point, SnapshotInfo, TableInfo
 
 __all__ = [
@@ -29,7 +30,9 @@ __all__ = [
     "AsyncTemporal",
     "BranchInfo",
     "BranchNotFoundError",
+    "ExportFileError",
     "HistoryEntry",
+    "Imported",
     "MergeConflictError",
     "Point",
     "PrunedError",

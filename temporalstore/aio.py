@@ -4,16 +4,17 @@ what each does."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 from typing_extensions import Unpack
 
-from temporalstore import ops
+from temporalstore import ops, transfer
 from temporalstore import types as t
 from temporalstore.errors import translate
 
@@ -88,12 +89,13 @@ class AsyncTemporal:
     def from_url(cls, url: str, **kwargs: Any) -> AsyncTemporal:
         return cls(aredis.Redis.from_url(url, **kwargs))
 
-    async def _drive(self, op: ops.Op) -> Any:
+    async def _drive(self, op: ops.Op, conn: aredis.Redis | None = None) -> Any:
+        conn = self.r if conn is None else conn
         try:
             cmd = next(op)
             while True:
                 try:
-                    reply = await self.r.execute_command(*cmd)  # type: ignore[no-untyped-call]
+                    reply = await conn.execute_command(*cmd)  # type: ignore[no-untyped-call]
                 except RedisError as e:
                     raise translate(e) from e
                 cmd = op.send(reply)
@@ -188,3 +190,35 @@ class AsyncTemporal:
 
     async def drop_table(self, name: str) -> None:
         await self._drive(ops.drop_table(name))
+
+    async def export_snapshot(
+        self,
+        out: str | os.PathLike[str] | IO[bytes],
+        **options: Unpack[t.ExportOptions],
+    ) -> int:
+        """`Temporal.export_snapshot` (the file is written with blocking writes)."""
+        sess = await AsyncSession.open(self.r, transfer.select(options.get("db")))
+        async with sess:
+            if isinstance(out, str | os.PathLike):
+                with open(out, "wb") as f:
+                    return int(await self._drive(transfer.export_op(f, **options), sess.client))
+            return int(await self._drive(transfer.export_op(out, **options), sess.client))
+
+    async def import_snapshot(
+        self,
+        path: str | os.PathLike[str],
+        **options: Unpack[t.ImportOptions],
+    ) -> transfer.Imported:
+        """`Temporal.import_snapshot`."""
+        checked = transfer.check_file(path)
+        plan = transfer.target(checked, os.path.basename(path), **options)
+        if plan.branch is not None:
+            await self.branch(plan.branch, t.Point(version=0))
+        try:
+            async with await AsyncSession.open(self.r, plan.setup) as sess:
+                n = int(await self._drive(transfer.import_op(path, plan.replace), sess.client))
+        except BaseException:
+            if plan.branch is not None:
+                await self.drop_branch(plan.branch)
+            raise
+        return transfer.Imported(plan.branch, plan.db, n)

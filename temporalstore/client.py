@@ -8,16 +8,17 @@ connect, so it is never a shared pool connection and survives a reconnect.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import redis
 from redis.exceptions import RedisError
 from typing_extensions import Unpack
 
-from temporalstore import ops
+from temporalstore import ops, transfer
 from temporalstore import types as t
 from temporalstore.errors import translate
 
@@ -99,12 +100,13 @@ class Temporal:
     def from_url(cls, url: str, **kwargs: Any) -> Temporal:
         return cls(redis.Redis.from_url(url, **kwargs))
 
-    def _drive(self, op: ops.Op) -> Any:
+    def _drive(self, op: ops.Op, conn: redis.Redis | None = None) -> Any:
+        conn = self.r if conn is None else conn
         try:
             cmd = next(op)
             while True:
                 try:
-                    reply = self.r.execute_command(*cmd)  # type: ignore[no-untyped-call]
+                    reply = conn.execute_command(*cmd)  # type: ignore[no-untyped-call]
                 except RedisError as e:
                     raise translate(e) from e
                 cmd = op.send(reply)
@@ -229,3 +231,40 @@ class Temporal:
 
     def drop_table(self, name: str) -> None:
         self._drive(ops.drop_table(name))
+
+    # -- export and import -----------------------------------------------------------
+
+    def export_snapshot(
+        self,
+        out: str | os.PathLike[str] | IO[bytes],
+        **options: Unpack[t.ExportOptions],
+    ) -> int:
+        """Write the state at `at` (now by default) of the client's database (or `db`)
+        to a file or binary stream in the export format (docs/export-format.md), page by
+        page; returns the number of keys."""
+        with Session(self.r, transfer.select(options.get("db"))) as sess:
+            if isinstance(out, str | os.PathLike):
+                with open(out, "wb") as f:
+                    return int(self._drive(transfer.export_op(f, **options), sess.client))
+            return int(self._drive(transfer.export_op(out, **options), sess.client))
+
+    def import_snapshot(
+        self,
+        path: str | os.PathLike[str],
+        **options: Unpack[t.ImportOptions],
+    ) -> transfer.Imported:
+        """Load an export file as new versions, into a new branch forked from the empty
+        state by default (`ImportOptions` says where else). The whole file is checked
+        first (ExportFileError: nothing written), then every batch by the server."""
+        checked = transfer.check_file(path)
+        plan = transfer.target(checked, os.path.basename(path), **options)
+        if plan.branch is not None:
+            self.branch(plan.branch, t.Point(version=0))
+        try:
+            with Session(self.r, plan.setup) as sess:
+                n = int(self._drive(transfer.import_op(path, plan.replace), sess.client))
+        except BaseException:
+            if plan.branch is not None:
+                self.drop_branch(plan.branch)
+            raise
+        return transfer.Imported(plan.branch, plan.db, n)

@@ -96,6 +96,27 @@ class HistoryOptions(TypedDict, total=False):
     reverse: bool
 
 
+class ExportOptions(TypedDict, total=False):
+    """What `export_snapshot` writes: the state `at` a Point (now by default) of the keys
+    matching `match` in database `db` (the client's own by default)."""
+
+    at: Point | None
+    match: str | None
+    db: int | None
+
+
+class ImportOptions(TypedDict, total=False):
+    """Where `import_snapshot` writes: a new `branch` (the default target, named after
+    the snapshot unless given), or with `main_line` the main line's database `db` (the
+    exported one unless given) where no imported key may exist, or with `replace` over
+    the main line's keys."""
+
+    branch: str | None
+    db: int | None
+    replace: bool
+    main_line: bool
+
+
 @dataclass(frozen=True)
 class HistoryEntry:
     """One version of a key (`TS.HISTORY`)."""

@@ -47,3 +47,18 @@ async def _settle(reply: Deferred) -> Any:
     done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     reply.start(done.set_result)
     return await done
+
+
+def read_value(r: Any, key: bytes, kind: bytes) -> Any:
+    """A key's whole value through redis-py by its type (a stream's entries only)."""
+    if kind == b"string":
+        return r.get(key)
+    if kind == b"hash":
+        return r.hgetall(key)
+    if kind == b"list":
+        return r.lrange(key, 0, -1)
+    if kind == b"set":
+        return sorted(r.smembers(key))
+    if kind == b"zset":
+        return r.zrange(key, 0, -1, withscores=True)
+    return r.xrange(key)

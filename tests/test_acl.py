@@ -749,6 +749,8 @@ TS_CATEGORIES = {
     "ts.unseal": {"@write", "@admin", "@slow", "@dangerous"},
     "ts.revert": {"@keyspace", "@write", "@slow"},
     "ts.restore": {"@keyspace", "@write", "@slow", "@dangerous"},
+    "ts.export": {"@keyspace", "@read", "@slow"},
+    "ts.import": {"@keyspace", "@write", "@slow"},
     "ts.merge": {"@keyspace", "@write", "@slow"},
     "ts.branch|create": {"@keyspace", "@write", "@slow"},
     "ts.branch|drop": {"@keyspace", "@write", "@slow", "@dangerous"},

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from tests.conftest import ROOT, ServerProcess, make_bucket, start_temporalstore, until
+from tests.helpers import read_value
 
 
 @pytest.fixture(params=["file", "s3"])
@@ -41,18 +42,7 @@ def snapshot(r: redis.Redis) -> dict[bytes, Any]:
     out: dict[bytes, Any] = {}
     for key in sorted(r.keys("*")):
         t = r.type(key)
-        if t == b"string":
-            v: Any = r.get(key)
-        elif t == b"hash":
-            v = r.hgetall(key)
-        elif t == b"list":
-            v = r.lrange(key, 0, -1)
-        elif t == b"set":
-            v = sorted(r.smembers(key))
-        elif t == b"zset":
-            v = r.zrange(key, 0, -1, withscores=True)
-        else:
-            v = r.xrange(key)
+        v = read_value(r, key, t)
         out[key] = (t, v, r.pttl(key) > 0, r.object("encoding", key))
     return out
 

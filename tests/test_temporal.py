@@ -982,7 +982,9 @@ def test_pruned_under_versions_2(pruning_server: ServerProcess, resp: int) -> No
     assert c.err("TS.ASOF", key, "BACK", len(h) + 1) == pruned(key, floor)
     assert c.err("TS.ASOF", key, "BACK", 9) == pruned(key, floor)
     assert c.err("TS.HISTORY", key, "FROM", "BACK", 9) == pruned(key, floor)
-    assert c.err("TS.ASOF", key, "TIME", 1) == pruned(key, 0)
+    # TIME 1 is LSN 0, the empty state before the first write: known whatever retention
+    # dropped, so it reads as "no key" rather than PRUNED.
+    assert c("TS.ASOF", key, "TIME", 1) is None
     assert c.err("TS.CHECKOUT", "AT", "VERSION", first) == pruned(key, first)
     assert c("GET", key) == b"9"  # the failed checkout left the connection live
     assert c.err("TS.DIFF", "VERSION", first, "VERSION", lsns[-1]) == pruned(key, first)
