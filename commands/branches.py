@@ -1,14 +1,16 @@
 """Branches and merges.
 
 TS.BRANCH CREATE <name> [FROM <at>]   fork the main line (now, or at a point); O(1)
-TS.BRANCH DROP <name>                 forget a branch (connections on it go back to HEAD)
+TS.BRANCH CREATE <name> FROM BRANCH <parent> [AT <at>]   fork a branch (now, or at a point)
+TS.BRANCH DROP <name> [CASCADE]       forget a branch (connections on it go back to HEAD);
+                                      CASCADE also drops the branches forked from it
 TS.BRANCH LIST                        name, parent, fork version, latest version, keys changed
 TS.MERGE <source> [INTO <target>] [STRATEGY FAIL|OURS|THEIRS]
     Apply the source branch's changes since its fork to the target (default: the
-    main line, also named `main`) as new versions. FAIL (the default) refuses when a
-    key changed on both sides to different values, listing the keys; OURS keeps the
-    target's value for those keys, THEIRS takes the source's. Replies the number of
-    keys merged.
+    main line, also named `main`; or any other branch: its parent, an ancestor, a
+    sibling) as new versions. FAIL (the default) refuses when a key changed on both
+    sides to different values, listing the keys; OURS keeps the target's value for
+    those keys, THEIRS takes the source's. Replies the number of keys merged.
 TS.CHECKOUT <branch> (in commands.temporal) points this connection's reads and
 writes at the branch.
 """
@@ -35,6 +37,10 @@ MAIN = b"main"
 EXISTS = "ERR branch '{}' already exists"
 RESERVED = "ERR '{}' is not a valid branch name"
 CONFLICT = "ERR CONFLICT merging '{}' into '{}': changed on both sides: {}"
+HAS_CHILDREN = (
+    "ERR branch '{}' has branches forked from it ({}): drop them first, "
+    "or TS.BRANCH DROP ... CASCADE to drop them too"
+)
 
 container("ts.branch", -2)
 
@@ -45,30 +51,51 @@ def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
     if not name or name.lower() in (MAIN, b"head", b"at") or b" " in name:
         raise CommandError(RESERVED.format(branch_name(name)))
     fork = s.store.lsn
+    parent: bytes | None = None
     if len(argv) > 3:
         if argv[3].lower() != b"from":
             raise CommandError(SYNTAX)
-        fork, end = parse_at(s, argv, 4)
-        if end != len(argv):
+        i = 4
+        if i + 1 < len(argv) and argv[i].lower() == b"branch":
+            parent = argv[i + 1]
+            i += 2
+            if i < len(argv):
+                if argv[i].lower() != b"at":
+                    raise CommandError(SYNTAX)
+                fork, i = parse_at(s, argv, i + 1)
+        else:
+            fork, i = parse_at(s, argv, i)
+        if i != len(argv):
             raise CommandError(SYNTAX)
+    if parent is not None and parent.lower() in (MAIN, b"head"):
+        parent = None  # FROM BRANCH main: the main line
+    if parent is not None:
+        get_branch(s, parent)
     if name in s.store.branches:
         raise CommandError(EXISTS.format(branch_name(name)))
-    s.store.db_op(s.dbi, ("branch", name, fork))
+    s.store.db_op(s.dbi, ("branch", name, fork) + (() if parent is None else (parent,)))
     return OK
 
 
-@command("ts.branch|drop", 3, Flag.WRITE)
+@command("ts.branch|drop", -3, Flag.WRITE)
 def cmd_branch_drop(s: Session, argv: list[bytes]) -> Reply:
     name = argv[2]
+    cascade = False
+    if len(argv) == 4 and argv[3].lower() == b"cascade":
+        cascade = True
+    elif len(argv) != 3:
+        raise CommandError(SYNTAX)
     get_branch(s, name)
-    s.store.db_op(s.dbi, ("dropbranch", name))
-    for other in s.server.clients.values():
-        if other.branch == name:
-            other.branch = None
-            other.select(other.dbi)
-    if s.branch == name:
-        s.branch = None
-        s.select(s.dbi)
+    below = s.store.branches.descendants(name)
+    if below and not cascade:
+        children = b", ".join(s.store.branches.children(name))
+        raise CommandError(HAS_CHILDREN.format(branch_name(name), branch_name(children)))
+    for dropped in [*below, name]:  # deepest first: a parent outlives its children
+        s.store.db_op(s.dbi, ("dropbranch", dropped))
+        for other in [s, *s.server.clients.values()]:
+            if other.branch == dropped:
+                other.branch = None
+                other.select(other.dbi)
     return OK
 
 
@@ -80,7 +107,7 @@ def cmd_branch_list(s: Session, argv: list[bytes]) -> Reply:
         out.append(
             {
                 b"name": name,
-                b"parent": MAIN,
+                b"parent": MAIN if b.parent is None else b.parent,
                 b"fork": b.fork_lsn,
                 b"latest": b.latest_lsn(),
                 b"changed": b.changed_keys(),
@@ -129,13 +156,20 @@ def cmd_ts_merge(s: Session, argv: list[bytes]) -> Reply:
         for key in sorted(src_db.chains)
     ]
 
+    # Into an ancestor (the main line, or a branch the source descends from): a key the
+    # ancestor changed since the source's line left it is a conflict. Into any other
+    # branch: a key that branch changed at all.
+    lineage = store.branches.lineage(source.name)
+    into = None if target is None else target.name
+    diverged = next((b.fork_lsn for b in lineage if b.parent == into), None)
+
     def compare(item: tuple[Database, Database, bytes]) -> _Merge | None:
         src_db, dst_db, key = item
         theirs = _state(src_db, key)
         if theirs == _state(dst_db, key):
             return None
-        if target is None:
-            both = _changed_on_main(dst_db, key, source.fork_lsn)
+        if diverged is not None:
+            both = _changed_on_main(dst_db, key, diverged)
         else:
             both = key in dst_db.chains
         return _Merge(dst_db, key, theirs[0], theirs[1], both)

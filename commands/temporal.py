@@ -442,7 +442,11 @@ def _side(s: Session, argv: list[bytes], i: int) -> tuple[_Side, int]:
         def head(key: bytes) -> tuple[Any, int | None]:
             return db.data.get(key), db.expires.get(key)
 
-        return _Side(branch.fork_lsn, db.changed(), None, head), i + 2
+        # A branch of a branch reads its ancestors' changes too, and the main line as of
+        # the oldest fork of its line.
+        line = s.store.branches.lineage(branch.name)
+        changed = set().union(*(b.dbs[s.dbi].changed() for b in line))
+        return _Side(min(b.fork_lsn for b in line), changed, None, head), i + 2
     point, end = parse_point(s, argv, i)
     return _Side(point.lsn, set(), point, lambda key: state_as_of(s, key, point)), end
 

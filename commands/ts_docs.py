@@ -205,11 +205,31 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
     ),
     "ts.branch": ("Create, drop and list branches", "Depends on subcommand.", []),
     "ts.branch|create": (
-        "Create a branch of the main line (O(1): nothing is copied)",
+        "Create a branch of the main line or of a branch (O(1): nothing is copied)",
         "O(1)",
-        [arg("name", "string"), at("from", False, "FROM", True)],
+        [
+            arg("name", "string"),
+            arg(
+                "from",
+                "oneof",
+                token="FROM",
+                optional=True,
+                args=[
+                    at("point"),
+                    arg(
+                        "parent",
+                        "block",
+                        args=[arg("branch", "string", token="BRANCH"), at("at", False, "AT", True)],
+                    ),
+                ],
+            ),
+        ],
     ),
-    "ts.branch|drop": ("Drop a branch", "O(1)", [arg("name", "string")]),
+    "ts.branch|drop": (
+        "Drop a branch (CASCADE: and the branches forked from it)",
+        "O(1)",
+        [arg("name", "string"), arg("cascade", "pure-token", token="CASCADE", optional=True)],
+    ),
     "ts.branch|list": ("List branches", "O(N)", []),
     "ts.merge": (
         "Apply a branch's changes to the main line or another branch",

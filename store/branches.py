@@ -1,11 +1,12 @@
-"""Branches: copy-on-write overlays of the main line.
+"""Branches: copy-on-write overlays of the main line or of another branch.
 
-A branch forks the main line at an LSN. Each of its databases reads its own
-writes first, then the main line as it was at the fork; creating one copies
-nothing, and it holds only the keys it changed (a key is copied in the first time
-the branch changes it). Branch writes take LSNs from the one server-wide sequence
-and are recorded with the database named (branch, number), so replay puts them
-back on the branch. Branches pin the main line's history at their fork point.
+A branch forks its parent (the main line, or a branch) at an LSN. Each of its
+databases reads its own writes first, then the parent as it was at the fork (which
+reads its own, then its parent's, ...); creating one copies nothing, and it holds only
+the keys it changed (a key is copied in the first time the branch changes it). Branch
+writes take LSNs from the one server-wide sequence and are recorded with the database
+named (branch, number), so replay puts them back on the branch. Branches pin history
+at their fork point (retention keeps every version newer than the oldest fork).
 """
 
 from __future__ import annotations
@@ -103,11 +104,11 @@ class Overlay(MutableMapping[bytes, Any]):
 
 
 class _BaseAt:
-    """The main line's values (or expiries) as of the fork, computed on first use."""
+    """The parent's values (or expiries) as of the fork, computed on first use."""
 
-    def __init__(self, store: Store, dbi: int, fork_lsn: int, expiries: bool) -> None:
+    def __init__(self, store: Store, source: Any, fork_lsn: int, expiries: bool) -> None:
         self.store = store
-        self.dbi = dbi
+        self.source = source  # the parent database: a number (main line) or (branch, number)
         self.fork_lsn = fork_lsn
         self.expiries = expiries
         self.cache: dict[bytes, tuple[Any, int | None]] = {}
@@ -116,7 +117,7 @@ class _BaseAt:
     def state(self, key: bytes) -> tuple[Any, int | None]:
         st = self.cache.get(key)
         if st is None:
-            st = self.store.value_as_of(self.dbi, key, self.fork_lsn)
+            st = self.store.value_as_of(self.source, key, self.fork_lsn)
             self.cache[key] = st
         return st
 
@@ -132,11 +133,17 @@ class _BaseAt:
             self.count = sum(1 for _ in self.live_keys())
         return self.count
 
-    def live_keys(self) -> Iterator[bytes]:
+    def candidates(self) -> dict[bytes, None]:
+        """Every key the parent may have held at the fork (a superset)."""
         if self.fork_lsn == 0:
-            return  # a branch of the empty state (FROM VERSION 0) has no base keys
-        main = self.store.dbs[self.dbi]
-        for key in dict.fromkeys([*main.data, *main.chains]):
+            return {}  # a branch of the empty state (FROM VERSION 0) has no base keys
+        parent = self.store.db_of(self.source)
+        if isinstance(parent, BranchDatabase):
+            return parent.candidate_keys()
+        return dict.fromkeys([*parent.data, *parent.chains])
+
+    def live_keys(self) -> Iterator[bytes]:
+        for key in self.candidates():
             if self.state(key)[0] is not None:
                 if not self.expiries or self.state(key)[1] is not None:
                     yield key
@@ -145,15 +152,18 @@ class _BaseAt:
 class BranchDatabase(Database):
     """One numbered database of a branch."""
 
-    def __init__(self, store: Store, branch: bytes, index: int, fork_lsn: int) -> None:
+    def __init__(
+        self, store: Store, branch: bytes, index: int, fork_lsn: int, parent: bytes | None
+    ) -> None:
         super().__init__(index, store._expired)
         self.chains.time_of = store.time_of
         self.ident = (branch, index)
         self.overlay = True
         self.fork_lsn = fork_lsn
         self.store = store
-        self.base_values = _BaseAt(store, index, fork_lsn, False)
-        self.base_expires = _BaseAt(store, index, fork_lsn, True)
+        self.parent_ident: Any = index if parent is None else (parent, index)
+        self.base_values = _BaseAt(store, self.parent_ident, fork_lsn, False)
+        self.base_expires = _BaseAt(store, self.parent_ident, fork_lsn, True)
         self.odata = Overlay(self.base_values)
         self.oexpires = Overlay(self.base_expires)
         # Every reader and apply_op sees the overlays as the database's mappings.
@@ -180,21 +190,30 @@ class BranchDatabase(Database):
         """Keys this branch wrote (set or deleted)."""
         return set(self.chains)
 
+    def candidate_keys(self) -> dict[bytes, None]:
+        """Every key this database may hold (a superset: its own, and its parent's)."""
+        keys = self.base_values.candidates()
+        keys.update(dict.fromkeys([*self.odata.own, *self.chains]))
+        return keys
+
     def as_of(self, key: bytes, lsn: int) -> tuple[Any, int | None]:
         """The key on this branch just after `lsn`."""
         chain = self.chains.get(key)
         if not chain or lsn < chain[0].lsn:
-            return self.store.value_as_of(self.index, key, min(lsn, self.fork_lsn))
+            return self.store.value_as_of(self.parent_ident, key, min(lsn, self.fork_lsn))
         newer = chain[bisect_right(chain, lsn, key=_entry_lsn) :]
         return undo_versions(key, self.data.get(key), self.expires.get(key), reversed(newer))
 
 
 class Branch:
-    def __init__(self, store: Store, name: bytes, fork_lsn: int, created_ms: int) -> None:
+    def __init__(
+        self, store: Store, name: bytes, fork_lsn: int, created_ms: int, parent: bytes | None
+    ) -> None:
         self.name = name
         self.fork_lsn = fork_lsn
         self.created_ms = created_ms
-        self.dbs = [BranchDatabase(store, name, i, fork_lsn) for i in range(len(store.dbs))]
+        self.parent = parent  # None: the main line
+        self.dbs = [BranchDatabase(store, name, i, fork_lsn, parent) for i in range(len(store.dbs))]
 
     def latest_lsn(self) -> int:
         latest = self.fork_lsn
@@ -210,14 +229,36 @@ class Branch:
 
 class Branches(dict[bytes, Branch]):
     """A store's branches by name: created and dropped by database-level ops
-    ("branch", name, fork_lsn) and ("dropbranch", name), and kept in checkpoints."""
+    ("branch", name, fork_lsn[, parent]) and ("dropbranch", name), and kept in
+    checkpoints. A branch of a branch names its parent; one of the main line has none
+    (records written before branches of branches existed have no fourth field)."""
 
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
 
-    def create(self, name: bytes, fork_lsn: int, created_ms: int) -> None:
-        self[name] = Branch(self.store, name, fork_lsn, created_ms)
+    def create(
+        self, name: bytes, fork_lsn: int, created_ms: int, parent: bytes | None = None
+    ) -> None:
+        self[name] = Branch(self.store, name, fork_lsn, created_ms, parent)
+
+    def lineage(self, name: bytes) -> list[Branch]:
+        """The branch, then its parent, ... up to the one forked from the main line."""
+        out = [self[name]]
+        while out[-1].parent is not None:
+            out.append(self[out[-1].parent])
+        return out
+
+    def children(self, name: bytes) -> list[bytes]:
+        return sorted(n for n, b in self.items() if b.parent == name)
+
+    def descendants(self, name: bytes) -> list[bytes]:
+        """Every branch forked (directly or not) from `name`, deepest first."""
+        out: list[bytes] = []
+        for child in self.children(name):
+            out += self.descendants(child)
+            out.append(child)
+        return out
 
     def save(self) -> Any:
         out = []
@@ -235,13 +276,13 @@ class Branches(dict[bytes, Branch]):
                 dbs.append(
                     (data.own, list(data.deleted), expires.own, list(expires.deleted), chains)
                 )
-            out.append((b.name, b.fork_lsn, b.created_ms, dbs))
+            out.append((b.name, b.fork_lsn, b.created_ms, dbs, b.parent))
         return out
 
     def load(self, saved: Any) -> None:
         self.clear()
-        for name, fork_lsn, created_ms, dbs in saved:
-            b = Branch(self.store, name, fork_lsn, created_ms)
+        for name, fork_lsn, created_ms, dbs, *parent in saved:
+            b = Branch(self.store, name, fork_lsn, created_ms, *parent)
             for db, (own, deleted, exp_own, exp_deleted, chains) in zip(b.dbs, dbs, strict=False):
                 data, expires = db.odata, db.oexpires
                 data.own = dict(own)

@@ -710,7 +710,7 @@ class Store:
         elif name == "droptable":
             self.tables.pop(op[1], None)
         elif name == "branch":
-            self.branches.create(op[1], op[2], time_ms)
+            self.branches.create(op[1], op[2], time_ms, *op[3:])
         elif name == "dropbranch":
             branch = self.branches.pop(op[1], None)
             self.mem.drop_branch(op[1], () if branch is None else branch.dbs, self.table_of)
