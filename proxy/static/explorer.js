@@ -199,12 +199,27 @@ function drawTimeline(versions) {
       svg.append(label);
     }
   });
+  // Sealed snapshots within the timeline: a dashed mark between the versions around it.
+  for (const s of state.snapshots) {
+    const after = versions.findIndex((v) => v.version > s.version);
+    if (after <= 0) continue;
+    const sx = (x(versions[after - 1], after - 1) + x(versions[after], after)) / 2;
+    const mark = document.createElementNS(SVG, "line");
+    Object.entries({ x1: sx, x2: sx, y1: 22, y2: 98, stroke: "#8a93a3",
+      "stroke-dasharray": "3 3", "data-snapshot": s.name })
+      .forEach(([k, v]) => mark.setAttribute(k, v));
+    const label = document.createElementNS(SVG, "text");
+    label.setAttribute("x", sx + 3);
+    label.setAttribute("y", 30);
+    label.textContent = "◆ " + s.name;
+    svg.append(mark, label);
+  }
   const authors = [...new Set(versions.map((v) => v.author))];
   authors.forEach((a, i) => {
     const t = document.createElementNS(SVG, "text");
     t.setAttribute("x", pad + i * 110);
     t.setAttribute("y", 112);
-    t.setAttribute("fill", colour(a));
+    t.style.fill = colour(a);
     t.textContent = "● " + (a === null ? "(no author)" : a);
     svg.append(t);
   });
