@@ -20,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from commands.acl import denied
+from commands.cleanup import session_closed
 from commands.dispatch import DISPATCHER, lookup
 from commands.registry import Command
 from commands.replies import ErrorReply
@@ -60,14 +61,14 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen on `port` (0: a free one); returns the port."""
-        self.runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        # At shutdown a response still being written gets a second, then is cut.
+        self.runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, reuse_address=True, backlog=128)
         await site.start()
-        server = site._server  # the asyncio server: its socket names the port
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        self.port = int(self.runner.addresses[0][1])
         return self.port
 
     async def close(self) -> None:
@@ -87,7 +88,6 @@ class HttpServer:
             and state.config.requirepass is None
             and not is_loopback(peer)
         ):
-            state.stats.rejected_connections += 1
             raise web.HTTPForbidden(
                 text="protected mode: with no password set, only loopback clients are served\n"
             )
@@ -106,7 +106,16 @@ class HttpServer:
         elif not session.authenticated and state.users.auth_required():
             raise _unauthorized("authentication required")
         request["session"] = session
-        return await handler(request)
+        try:
+            return await handler(request)
+        finally:
+            # Drop what the request's checkout holds (a view is freed with its last
+            # holder), whatever else still refers to the request.
+            del request["session"]
+            session.view_lsn = None
+            session.branch = None
+            session.select(0)
+            session_closed(session)
 
     # -- endpoints -------------------------------------------------------------------
 

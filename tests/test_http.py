@@ -248,8 +248,10 @@ def test_explorer_api(web: ServerProcess) -> None:
     ]
     status, _, body = get(web, "/api/value?key=doc:plan&at=snapshot:nope")
     assert status == 400 and json.loads(body) == {"error": "ERR no such snapshot 'nope'"}
-    # Read-only: nothing the explorer did wrote a version.
+    # Read-only: nothing the explorer did wrote a version, and no view it checked out
+    # outlives its request.
     assert int(r.execute_command("TS.VERSION")) == written
+    assert r.info("history")["views"] == 0
     page = get(web, "/")
     assert page[0] == 200 and b'<script src="explorer.js">' in page[2]
     assert get(web, "/explorer.js")[0] == 200
