@@ -41,6 +41,8 @@ READ_ONLY = frozenset(
     }
 )
 MAX_COUNT = 1000
+# The request's session, logged in by proxy.web's middleware.
+SESSION = web.RequestKey("session", Session)
 POINT_KINDS = {b"version", b"time", b"snapshot", b"branch"}
 
 
@@ -137,7 +139,7 @@ def api(fn: Any) -> Any:
     """An endpoint: its session from the middleware, its errors as JSON."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        s: Session = request["session"]
+        s = request[SESSION]
         try:
             body = await fn(s, params(request))
         except ApiError as e:

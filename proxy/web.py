@@ -25,7 +25,7 @@ from commands.dispatch import DISPATCHER, lookup
 from commands.registry import Command
 from commands.replies import ErrorReply
 from commands.session import ServerState, Session
-from proxy.explorer import API_ROUTES
+from proxy.explorer import API_ROUTES, SESSION
 from proxy.server import is_loopback
 
 log = logging.getLogger("temporalstore")
@@ -105,13 +105,13 @@ class HttpServer:
                 raise _unauthorized(bytes(reply).decode("utf-8", "replace"))
         elif not session.authenticated and state.users.auth_required():
             raise _unauthorized("authentication required")
-        request["session"] = session
+        request[SESSION] = session
         try:
             return await handler(request)
         finally:
             # Drop what the request's checkout holds (a view is freed with its last
             # holder), whatever else still refers to the request.
-            del request["session"]
+            del request[SESSION]
             session.view_lsn = None
             session.branch = None
             session.select(0)
@@ -122,7 +122,7 @@ class HttpServer:
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         """Prometheus' text format; the user must be allowed to run INFO (what it
         reveals is INFO's)."""
-        session: Session = request["session"]
+        session = request[SESSION]
         info = lookup([b"info"])
         assert isinstance(info, Command)
         if not session.acl_all and (refusal := denied(session, info, [b"info"])) is not None:

@@ -4,6 +4,7 @@ proxy/explorer.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -326,3 +327,40 @@ def _unchunk(body: bytes) -> bytes:
             return bytes(out)
         out += body[j + 2 : j + 2 + size]
         i = j + 2 + size + 2
+
+
+def test_protected_mode_refuses_http_from_beyond_loopback() -> None:
+    """As for RESP: no password and protected mode on, a client from another host is
+    refused (the guard, with the peer address another host would have)."""
+    from unittest import mock
+
+    from aiohttp.test_utils import make_mocked_request
+    from aiohttp.web import HTTPForbidden, Response
+    from prometheus_client.registry import CollectorRegistry
+
+    from commands.session import ServerState
+    from proxy.web import HttpServer
+    from store import Store
+
+    state = ServerState(Store())
+    web = HttpServer(state, CollectorRegistry())
+
+    async def ok(request: Any) -> Response:
+        return Response(text="served")
+
+    def request_from(host: str) -> Any:
+        transport = mock.Mock()
+        transport.get_extra_info.return_value = (host, 40000)
+        return make_mocked_request("GET", "/metrics", transport=transport)
+
+    def answer(host: str) -> Any:
+        async def go() -> Any:
+            return await web._guard(request_from(host), ok)
+
+        return asyncio.run(go())
+
+    with pytest.raises(HTTPForbidden):
+        answer("192.0.2.7")
+    assert answer("127.0.0.1").text == "served"
+    state.config.params["protected-mode"] = "no"
+    assert answer("192.0.2.7").text == "served"
