@@ -364,3 +364,55 @@ def test_protected_mode_refuses_http_from_beyond_loopback() -> None:
     assert answer("127.0.0.1").text == "served"
     state.config.params["protected-mode"] = "no"
     assert answer("192.0.2.7").text == "served"
+
+
+def test_metrics_show_replay_progress_while_loading() -> None:
+    """/metrics answers during the replay (the listener starts first): `loading` is 1
+    and `loading_records` grows, then `replay_records` holds the total."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    workdir = Path(tempfile.mkdtemp(prefix="ts-http-load-"))
+    first = start_temporalstore(["--checkpoint-every-records", "100000000"], workdir=workdir)
+    r = redis.Redis(port=first.port)
+    pipe = r.pipeline(transaction=False)
+    records = 300_000
+    for i in range(records):
+        pipe.set(f"k{i % 1000}", i)
+        if i % 10_000 == 9_999:
+            pipe.execute()
+    pipe.execute()
+    until(lambda: r.info("persistence")["unflushed_bytes"] == 0, timeout=60)
+    first.proc.kill()  # no checkpoint: the next start replays every record
+    first.stop()
+    cmd = ["proxy.cli", "serve", "--port=0", "--http-port=0", f"--storage=file://{workdir}/data"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *cmd],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    server = ServerProcess(proc, 0, workdir)
+    try:
+        assert proc.stderr is not None
+        while not any("serving HTTP" in line for line in server.log_lines):
+            line = proc.stderr.readline().decode()
+            assert line, "".join(server.log_lines)
+            server.log_lines.append(line)
+        seen: list[tuple[float, float]] = []
+        while True:
+            figures = scrape(server)
+            flag = figures["temporalstore_loading"]
+            seen.append((flag, figures["temporalstore_loading_records"]))
+            if not flag:
+                break
+        loading = [n for flag, n in seen if flag == 1]
+        assert loading, "no scrape during the replay"
+        assert loading == sorted(loading)
+        assert figures["temporalstore_replay_records"] >= records
+        assert figures["temporalstore_replay_seconds"] > 0
+        assert figures["temporalstore_loading_records"] >= records
+    finally:
+        server.stop()
