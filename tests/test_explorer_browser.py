@@ -117,6 +117,12 @@ def test_explorer_in_a_browser(server: ServerProcess, browser: webdriver.Chrome)
     # Back to now: every key.
     browser.find_element(By.ID, "keys-now").click()
     _wait(browser, "#keys li", 2)
+    # A hash: one version by bob, its fields in a table.
+    browser.find_element(By.CSS_SELECTOR, "#keys li[data-key='doc:config']").click()
+    _wait(browser, "#timeline svg circle", 1)
+    _text(browser, "#value-at", "hash at version")
+    cells = _wait(browser, "#value td", 4)
+    assert [c.text for c in cells] == ["model", "gpt-4", "turns", "3"]
     # A diff between the snapshot and now, and a changed key's two values.
     a = browser.find_element(By.ID, "diff-a")
     a.clear()

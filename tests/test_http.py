@@ -416,3 +416,17 @@ def test_metrics_show_replay_progress_while_loading() -> None:
         assert figures["temporalstore_loading_records"] >= records
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_json_pieces_cut_anywhere_decode_whole(cut: int) -> None:
+    """A bulk string longer than a piece is decoded piece by piece: a UTF-8 sequence
+    or an invalid byte split across two pieces comes out as decoding it whole does."""
+    from proxy.jsonstream import PIECE, pieces
+
+    value = b"a" * (PIECE - 3 + cut) + "\u20ac".encode() * 3 + b"\xff\xe2\x82" + b"z" * PIECE
+    text = "".join(pieces({"v": [value, 1.5, float("-inf"), None, {b"f": b"\x80"}]}))
+    assert len(list(pieces(value))) > 3  # cut into pieces
+    assert json.loads(text) == {
+        "v": [value.decode("utf-8", "surrogateescape"), 1.5, "-inf", None, [["f", "\udc80"]]]
+    }
