@@ -7,6 +7,7 @@
 const $ = (sel) => document.querySelector(sel);
 const SVG = "http://www.w3.org/2000/svg";
 const PALETTE = ["#3b6fd4", "#d4573b", "#2f9e6a", "#9b4dca", "#c9961a", "#1a9bb0", "#b03a7a"];
+const HISTORY_PAGE = 200;
 const state = { at: null, branch: null, cursor: "0", key: null, version: null, snapshots: [] };
 
 function bytesOf(text) {
@@ -106,6 +107,9 @@ async function loadOverview() {
   names.replaceChildren(el("option", { value: "now" }));
   for (const s of o.snapshots) names.append(el("option", { value: "snapshot:" + s.name }));
   for (const b of o.branches) names.append(el("option", { value: "branch:" + b.name }));
+  if (!$("#diff-a").value && o.snapshots.length) {
+    $("#diff-a").value = "snapshot:" + o.snapshots[o.snapshots.length - 1].name;
+  }
 }
 
 // -- keys ---------------------------------------------------------------------------
@@ -144,8 +148,9 @@ function colour(author) {
 
 async function openKey(key) {
   state.key = key;
-  $("#timeline-key").replaceChildren(shown(key));
-  const h = await api("history", { db: db(), key, branch: state.branch, count: 200 });
+  const h = await api("history", { db: db(), key, branch: state.branch, count: HISTORY_PAGE });
+  $("#timeline-key").replaceChildren(shown(key),
+    h.versions.length === HISTORY_PAGE ? ` (the newest ${HISTORY_PAGE} versions)` : "");
   const versions = h.versions.slice().reverse(); // oldest first
   drawTimeline(versions);
   const body = $("#versions tbody");
@@ -241,6 +246,10 @@ async function showVersion(version) {
   }
   select($("#versions"), $(`#versions tr[data-version="${version}"]`));
   const v = await api("value", { db: db(), key: state.key, version, branch: state.branch });
+  // Offer the version as a diff point ("two versions").
+  if (!$(`#point-names option[value="version:${version}"]`)) {
+    $("#point-names").append(el("option", { value: "version:" + version }));
+  }
   $("#value-at").textContent = `${v.type ?? "no key"} at version ${version}`;
   $("#value").replaceChildren(render(v.type, v.value));
 }
