@@ -39,6 +39,7 @@ def _browser() -> webdriver.Chrome:
         "--window-size=1400,1000",
     ):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console
     return webdriver.Chrome(options=options, service=Service(executable_path=driver))
 
 
@@ -143,5 +144,8 @@ def test_explorer_in_a_browser(server: ServerProcess, browser: webdriver.Chrome)
     shot = ARTIFACTS / "explorer.png"
     assert browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+    # No script error, no refusal by the page's Content-Security-Policy.
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, severe
     # Nothing the page did wrote a version.
     assert int(r.execute_command("TS.VERSION")) == version
