@@ -11,6 +11,7 @@ count into an estimate of the bill (dollars per 1,000 PUTs, S3's way of pricing)
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -34,17 +35,10 @@ class RequestStats:
     # more for +Inf), and their total time.
     put_buckets: list[int] = field(default_factory=lambda: [0] * (len(PUT_LATENCY_BUCKETS) + 1))
     put_seconds: float = 0.0
-    put_count: int = 0
 
     def observe_put(self, seconds: float) -> None:
-        i = 0
-        for bound in PUT_LATENCY_BUCKETS:
-            if seconds <= bound:
-                break
-            i += 1
-        self.put_buckets[i] += 1
+        self.put_buckets[bisect_left(PUT_LATENCY_BUCKETS, seconds)] += 1  # first bound >= it
         self.put_seconds += seconds
-        self.put_count += 1
 
     def put_cost(self, dollars_per_1000: float) -> float:
         """The estimated cost in dollars of the PUTs made so far."""
