@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server etcd node-deps install clean bench soak cluster redis-suite
+.PHONY: run test lint typecheck layers pytest compat redis-server etcd chromium node-deps install clean bench soak cluster redis-suite
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || { \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools; }
+
+# Debian's chromium and its WebDriver for the explorer's browser test
+# (tests/test_explorer_browser.py, headless, driven by Selenium).
+chromium:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; }
 
 # Debian's etcd: leader election, fencing and the RAFT-mode log of a group
 # (flusher/coordination.py); the tests start their own members (tests/etcd.py).
@@ -63,7 +70,7 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) redis-server etcd node-deps
+pytest: $(STAMP) redis-server etcd chromium node-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck layers pytest

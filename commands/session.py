@@ -58,6 +58,9 @@ class Config:
     write_wait_ms: int = DEFAULTS.write_wait_ms
     fault_injection: bool = False
     aclfile: str | None = None  # ACL users loaded at start (ACL LOAD / ACL SAVE)
+    http_port: int | None = None  # --http-port: /metrics and the explorer (None: off)
+    http_bind: str = "127.0.0.1"  # --http-bind
+    s3_put_cost: float = 0.0  # --s3-put-cost: dollars per 1,000 PUTs (INFO, /metrics)
     # Redis parameters clients commonly read; settable where meaningful.
     params: dict[str, str] = field(
         default_factory=lambda: {

@@ -1,7 +1,8 @@
 """The durable log in object storage, and the running durable layer.
 
 - `objectstore` (the `ObjectStore` interface, a local directory, the fault
-  wrapper), `s3` (S3 via aiobotocore), `memory` (in-memory, for tests);
+  wrapper), `s3` (S3 via aiobotocore), `memory` (in-memory, for tests), `metered`
+  (requests counted, PUT latency, for monitoring);
 - `paths` (every object name), `segment` (the framed, compressed object format),
   `codec` (records and values as msgpack);
 - `flusher` (the store's record sink: batching, group commit, retries,

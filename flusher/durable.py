@@ -22,6 +22,7 @@ from flusher.compaction import compact
 from flusher.flusher import FencedError, Flusher
 from flusher.log import LogGap, MissingSegment, SegmentLog
 from flusher.manifest import Manifest, new_manifest, newest_manifest
+from flusher.metered import OPS, MeteredObjectStore
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from store import HistoryPolicy, PrunedError, Store
 from store.settings import DEFAULTS
@@ -44,6 +45,8 @@ class DurabilityConfig:
     checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
     checkpoint_every_seconds: float = DEFAULTS.checkpoint_every_seconds
     keep_checkpoints: int = DEFAULTS.keep_checkpoints
+    # --s3-put-cost: dollars per 1,000 PUTs, for INFO's estimate of the storage bill.
+    s3_put_cost: float = 0.0
 
 
 class ReplayFigures(Protocol):
@@ -209,7 +212,20 @@ class DurableStore:
             "replay_records": rec.records,
             "replay_segments": rec.segments,
             "replay_seconds": f"{rec.seconds:.3f}",
+            **self._request_fields(),
         }
+
+    def _request_fields(self) -> dict[str, Any]:
+        """Every request made to object storage (segments, checkpoints, manifests,
+        compaction), where the store is metered, and what the PUTs cost."""
+        if not isinstance(self.objects, MeteredObjectStore):
+            return {}
+        st = self.objects.stats
+        fields: dict[str, Any] = {f"object_requests_{op}": st.requests[op] for op in OPS}
+        fields["object_request_errors"] = sum(st.errors.values())
+        fields["s3_put_cost_per_1000"] = f"{self.config.s3_put_cost:g}"
+        fields["s3_put_cost_estimate_usd"] = f"{st.put_cost(self.config.s3_put_cost):.6f}"
+        return fields
 
     # -- checkpoints and compaction --------------------------------------------------
 

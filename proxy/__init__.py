@@ -14,6 +14,11 @@
   backlog, streaming records to replica links) or a replica (`Follower`); promotion
   and stepping down. With `group` (a node of a group on etcd: leadership, failover),
   the only modules besides `cli` that wire the durable layers in.
+- `web` (`--http-port`): the HTTP listener (aiohttp, in the same loop): HTTP Basic
+  credentials checked by AUTH, `/metrics` (`metrics`: a prometheus-client collector
+  over the live figures), the history explorer's page (`static/`) and JSON API
+  (`explorer`: TS.* verbs through the dispatcher), rendered by `jsonstream` in bounded
+  chunks.
 
 The RESP codec itself (reply encoding, the exact request parser, protocol errors)
 lives in `commands.resp`; authentication, ACLs and every command in `commands`.

@@ -20,15 +20,18 @@ from commands.config_table import set_at_start
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
 from flusher.durable import DurabilityConfig
+from flusher.metered import MeteredObjectStore
 from flusher.objectstore import (
     FaultyObjectStore,
     ObjectStore,
     ObjectStoreError,
     open_object_store,
 )
+from proxy.metrics import registry_for
 from proxy.replication import Node, replica_of
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
+from proxy.web import HttpServer
 from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
 from store import HistoryPolicy, Store
@@ -120,6 +123,9 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ),
     ("announce-host", None, "the address other nodes and clients reach this node at"),
     ("announce-port", None, "... and its port (default: the listening port)"),
+    ("http-port", None, "serve /metrics and the history explorer over HTTP on this port (0: free)"),
+    ("http-bind", "127.0.0.1", "address the HTTP listener binds (loopback unless told)"),
+    ("s3-put-cost", "0", "dollars per 1,000 PUTs, for the storage cost estimate (INFO, /metrics)"),
 ]
 SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
 # Flags that are CONFIG parameters, checked and stored as CONFIG SET would.
@@ -205,6 +211,18 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         ns.host if ns.host not in ("0.0.0.0", "::") else "127.0.0.1"
     )
     config.announce_port = num("announce-port", ns.announce_port) if ns.announce_port else 0
+    config.http_port = num("http-port", ns.http_port) if ns.http_port is not None else None
+    if config.http_port is not None and config.http_port > 65535:
+        raise SystemExit("temporalstore: --http-port must be at most 65535")
+    config.http_bind = ns.http_bind
+    try:
+        config.s3_put_cost = float(ns.s3_put_cost)
+    except ValueError:
+        raise SystemExit(
+            f"temporalstore: --s3-put-cost must be a number, not {ns.s3_put_cost!r}"
+        ) from None
+    if not 0 <= config.s3_put_cost < float("inf"):
+        raise SystemExit("temporalstore: --s3-put-cost must be a finite number, at least 0")
     try:
         config.replicaof = replica_of(ns.replicaof)
     except ValueError as e:
@@ -261,6 +279,7 @@ def durability_config(config: Config) -> DurabilityConfig:
         checkpoint_every_records=config.checkpoint_every_records,
         checkpoint_every_seconds=config.checkpoint_every_seconds,
         keep_checkpoints=config.keep_checkpoints,
+        s3_put_cost=config.s3_put_cost,
     )
 
 
@@ -302,6 +321,8 @@ async def serve(config: Config) -> int:
     except ObjectStoreError as e:
         log.error("cannot open storage: %s", e)
         return 1
+    metered = MeteredObjectStore(objects)  # outermost: injected faults count as failures
+    objects = metered
     tls = tls_context(config)
     plain = config.port >= 0
     port = await server.start(config.host, config.port, tls, int(config.params.get("tls-port", 0)))
@@ -309,12 +330,19 @@ async def serve(config: Config) -> int:
         log.info("listening on %s:%d", config.host, port)
     if tls is not None:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
+    http: HttpServer | None = None
+    if config.http_port is not None:  # before the replay: /metrics shows its progress
+        http = HttpServer(state, registry_for(state, metered.stats, config.s3_put_cost))
+        http_port = await http.start(config.http_bind, config.http_port)
+        log.info("serving HTTP on %s:%d", config.http_bind, http_port)
     progress = LoadProgress(state)
     node = Node(state, objects, durability_config(config), port, progress)
     try:
         await node.start(config.replicaof)
     except (ReplayError, ObjectStoreError) as e:
         log.error("cannot start from %s: %s", redact(config.storage), e)
+        if http is not None:
+            await http.close()
         await server.close()
         await objects.close()
         return 1
@@ -327,6 +355,8 @@ async def serve(config: Config) -> int:
     gc.collect()
     gc.freeze()
     await server.serve_until_stopped()
+    if http is not None:
+        await http.close()
     await node.close()
     return 0
 

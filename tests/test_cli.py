@@ -61,6 +61,10 @@ def test_flags_come_from_environment_too() -> None:
         (["--databases", "0"], "--databases must be at least 1"),
         (["--history", "forever"], "--history"),
         (["--log-level", "loud"], "unknown --log-level"),
+        (["--http-port", "web"], "--http-port must be an integer"),
+        (["--http-port", "70000"], "--http-port must be at most 65535"),
+        (["--s3-put-cost", "cheap"], "--s3-put-cost must be a number"),
+        (["--s3-put-cost", "-1"], "--s3-put-cost must be a finite number, at least 0"),
     ],
 )
 def test_bad_flags_exit_with_a_message(args: list[str], message: str) -> None:

@@ -1,5 +1,7 @@
 """docker/: the compose file parses, wires MinIO (healthy before the bucket step), etcd
-(healthy) and three nodes of one group that start once the bucket exists; every
+(healthy) and three nodes of one group that start once the bucket exists, Prometheus
+scraping each node's /metrics and Grafana with a provisioned dashboard whose every
+query names metrics we export; every
 TEMPORALSTORE_* variable it sets is a real flag, and `temporalstore serve` reads each
 node's environment as that node; the image installs every package. (No Docker engine
 runs here; `docker compose -f docker/compose.yaml config` is the check on a machine
@@ -8,6 +10,7 @@ that has one.)"""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ def _services() -> dict[str, Any]:
 
 def test_compose_wires_minio_bucket_etcd_and_three_nodes() -> None:
     services = _services()
-    assert set(services) == {"minio", "create-bucket", "etcd", *NODES}
+    assert set(services) == {"minio", "create-bucket", "etcd", *NODES, "prometheus", "grafana"}
     assert "ready" in services["minio"]["healthcheck"]["test"]
     assert services["create-bucket"]["depends_on"] == {"minio": {"condition": "service_healthy"}}
     etcd = services["etcd"]
@@ -41,7 +44,9 @@ def test_compose_wires_minio_bucket_etcd_and_three_nodes() -> None:
             "etcd": {"condition": "service_healthy"},
         }
         assert node["build"]["dockerfile"] == "docker/Dockerfile"
-        assert node["ports"] == [f"{published}:6379"]
+        # node1 also publishes its explorer and /metrics
+        http = ["9121:9121"] if name == "node1" else []
+        assert node["ports"] == [f"{published}:6379", *http]
         env = node["environment"]
         for var in env:
             if var.startswith("TEMPORALSTORE_"):
@@ -71,6 +76,8 @@ def test_each_node_reads_its_environment_as_that_node(
     assert config.storage == "s3://temporalstore/main"
     assert config.s3_endpoint_url == "http://minio:9000"
     assert config.params["protected-mode"] == "no"
+    assert (config.http_bind, config.http_port) == ("0.0.0.0", 9121)
+    assert config.s3_put_cost == 0.005
 
 
 def test_dockerfile_installs_every_package() -> None:
@@ -78,3 +85,80 @@ def test_dockerfile_installs_every_package() -> None:
     for package in ("proxy", "commands", "store", "flusher", "replay"):
         assert f"COPY {package} ./{package}" in text
     assert "pip install" in text and "temporalstore" in text
+
+
+def test_prometheus_scrapes_every_node() -> None:
+    services = _services()
+    assert "./prometheus.yml:/etc/prometheus/prometheus.yml:ro" in services["prometheus"]["volumes"]
+    config = yaml.safe_load((DOCKER / "prometheus.yml").read_text())
+    (job,) = config["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    (static,) = job["static_configs"]
+    port = services["node1"]["environment"]["TEMPORALSTORE_HTTP_PORT"]
+    assert static["targets"] == [f"{name}:{port}" for name in NODES]
+
+
+def _exported() -> set[str]:
+    """Every metric name /metrics can show (families and their samples' names)."""
+    from commands.session import ServerState
+    from flusher.metered import RequestStats
+    from proxy.metrics import ServerCollector
+    from store import Store
+
+    names: set[str] = set()
+    for family in ServerCollector(ServerState(Store()), RequestStats(), 0.005).collect():
+        names.add(family.name)
+        names.update(s.name for s in family.samples)
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        if family.type == "histogram":
+            names.update(family.name + x for x in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def test_grafana_dashboard_is_provisioned_and_names_only_our_metrics() -> None:
+    grafana = _services()["grafana"]
+    assert "./grafana/provisioning:/etc/grafana/provisioning:ro" in grafana["volumes"]
+    assert "./grafana/dashboards:/var/lib/grafana/dashboards:ro" in grafana["volumes"]
+    provider = yaml.safe_load(
+        (DOCKER / "grafana/provisioning/dashboards/temporalstore.yaml").read_text()
+    )
+    assert provider["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards"
+    datasource = yaml.safe_load(
+        (DOCKER / "grafana/provisioning/datasources/prometheus.yaml").read_text()
+    )["datasources"][0]
+    assert datasource["url"] == "http://prometheus:9090"
+    dashboard = json.loads((DOCKER / "grafana/dashboards/temporalstore.json").read_text())
+    exported = _exported()
+    seen: set[str] = set()
+    assert dashboard["panels"]
+    for panel in dashboard["panels"]:
+        assert panel["datasource"]["uid"] == datasource["uid"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            names = set(re.findall(r"\btemporalstore_[a-z_]+", target["expr"]))
+            assert names, target["expr"]
+            assert names <= exported, (panel["title"], names - exported)
+            seen |= names
+    # The issue's figures each have a panel.
+    for name in (
+        "temporalstore_commands_total",
+        "temporalstore_command_errors_total",
+        "temporalstore_command_seconds_total",
+        "temporalstore_connected_clients",
+        "temporalstore_memory_used_bytes",
+        "temporalstore_lsn",
+        "temporalstore_durable_lsn",
+        "temporalstore_unflushed_bytes",
+        "temporalstore_flush_lag_seconds",
+        "temporalstore_object_put_seconds_bucket",
+        "temporalstore_object_request_errors_total",
+        "temporalstore_segments_written_total",
+        "temporalstore_segment_bytes_written_total",
+        "temporalstore_checkpoint_age_seconds",
+        "temporalstore_replay_records",
+        "temporalstore_replay_seconds",
+        "temporalstore_replica_lag_versions",
+        "temporalstore_object_put_cost_dollars_total",
+    ):
+        assert name in seen, name

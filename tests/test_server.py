@@ -599,6 +599,13 @@ _DURABILITY_FIELDS = {
     "replay_records",
     "replay_segments",
     "replay_seconds",
+    "object_requests_put",
+    "object_requests_get",
+    "object_requests_list",
+    "object_requests_delete",
+    "object_request_errors",
+    "s3_put_cost_per_1000",
+    "s3_put_cost_estimate_usd",
 }
 
 
