@@ -97,7 +97,8 @@ async function loadOverview() {
   branches.replaceChildren();
   for (const b of o.branches) {
     const li = el("li", { "data-name": b.name }, b.name,
-      el("span", { class: "meta" }, `from v${b.fork} · ${b.changed} changed`));
+      el("span", { class: "meta" },
+        `${b.parent && b.parent !== "main" ? `of ${b.parent} ` : ""}from v${b.fork} · ${b.changed} changed`));
     li.addEventListener("click", () => { select(branches, li); select(snaps);
       browse(null, b.name, "on branch " + b.name); });
     branches.append(li);
