@@ -12,6 +12,7 @@ from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
+from commands import dump
 
 # isort: on
 
@@ -22,6 +23,7 @@ __all__ = [
     "client",
     "config",
     "connection",
+    "dump",
     "durability",
     "geo",
     "hashes",
