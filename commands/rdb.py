@@ -556,6 +556,7 @@ def payload_ok(p: bytes) -> bool:
 
 
 def load_payload(p: bytes) -> Any:
-    """The value of a verified DUMP payload (RdbError when it is not valid)."""
-    r = Reader(p, 0, len(p) - 10)
+    """The value of a verified DUMP payload (RdbError when it is not valid). As in
+    Redis, a value may run on into the trailer's bytes: they are read like any."""
+    r = Reader(p)
     return load_value(r, r.byte())
