@@ -96,7 +96,10 @@ def module_type_name(module_id: int) -> str:
 
 
 def lzf_decompress(data: bytes, size: int) -> bytes:
-    out = lzf.decompress(data, size) if size else b""
+    try:
+        out = lzf.decompress(data, size) if size else b""
+    except ValueError:
+        raise RdbError("invalid LZF compressed string") from None
     if out is None or len(out) != size:
         raise RdbError("invalid LZF compressed string")
     return bytes(out)

@@ -4,6 +4,7 @@ the other for every type, and RESTORE's options and error texts."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Iterator
@@ -341,15 +342,37 @@ def test_function_dump_compressed(diff: Differ) -> None:
 
 
 def test_reader_refuses_garbage() -> None:
+    """Corrupted payloads of every type give a value or RdbError, never another error."""
+    from collections import deque
+
+    from store.stream import Stream
+    from store.values import ZSet
+
+    z = ZSet()
+    for i in range(5):
+        z.add(b"m%d" % i, i / 3)
+    st = Stream()
+    st._append((1, 1), (b"f", b"v"))
+    st._append((1, 2), (b"f", b"w", b"g", b"12"))
+    values = [
+        {b"a": b"1", b"b": b"two"},
+        deque([b"1", b"abc", b"x" * 30]),
+        {b"1", b"-7", b"300000"},
+        z,
+        st,
+        b"y" * 40,
+    ]
     rnd = random.Random(5)
-    good = dump_payload({b"a": b"1", b"b": b"two"})
-    for _ in range(300):
-        body = bytearray(good[:-10])
-        body[rnd.randrange(len(body))] = rnd.randrange(256)
-        try:
-            load_value(Reader(bytes(body), 1), body[0])
-        except RdbError:
-            pass
+    for value in values:
+        good = dump_payload(value)
+        assert type(load_value(Reader(good, 1), good[0])) is type(value)
+        for _ in range(300):
+            body = bytearray(good[:-10])
+            for _ in range(rnd.randint(1, 3)):
+                body[rnd.randrange(len(body))] = rnd.randrange(256)
+            cut = bytes(body[: rnd.randint(1, len(body))]) if rnd.random() < 0.3 else body
+            with contextlib.suppress(RdbError):
+                load_value(Reader(bytes(cut), 1), cut[0])
     assert module_type_name(0) == "AAAAAAAAA"
 
 
