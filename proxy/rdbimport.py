@@ -70,7 +70,7 @@ def _bar(tqdm: type, desc: str, total: int, unit: str):  # type: ignore[no-untyp
         unit_scale=scale,
         unit_divisor=1024 if scale else 1000,
         file=sys.stderr,
-        disable=None,
+        disable=False,  # also when stderr is not a terminal: an import is a one-off
         mininterval=0.5,
     )
 
