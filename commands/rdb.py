@@ -18,6 +18,7 @@ import lzf
 
 from commands.stream_groups import _estimate_read as estimate_read
 from store.stream import INVALID_ENTRIES_READ, Group, Node, Stream, StreamID, format_id
+from store.stream import _backlen as backlen_size  # listpack back-length bytes
 from store.values import ZSet, new_hash, new_set
 
 RDB_VERSION = 10  # what Redis 7.0 writes and the newest payload it accepts
@@ -242,18 +243,6 @@ def listpack_items(lp: bytes) -> list[Item]:
             raise RdbError("listpack entry past the end")
         out.append(v)
     return out
-
-
-def backlen_size(n: int) -> int:
-    if n <= 127:
-        return 1
-    if n < 16383:
-        return 2
-    if n < 2097151:
-        return 3
-    if n < 268435455:
-        return 4
-    return 5
 
 
 def ziplist_items(zl: bytes) -> list[Item]:

@@ -40,11 +40,11 @@ from commands.rdb import (
     T_STRING,
     T_ZSET_2,
     T_ZSET_LISTPACK,
-    backlen_size,
     crc64,
 )
 from commands.zset_ranges import listpack_score
 from store.stream import Node, Stream, StreamID
+from store.stream import _backlen as backlen_size
 from store.values import HashSet, HashTable, ZSet
 
 U64 = (1 << 64) - 1
