@@ -148,6 +148,10 @@ def _sort(s: Session, argv: list[bytes], readonly: bool) -> Reply:
         dontsort = False  # a set's order must not leak into stored results or scripts
         alpha = True
         sortby = None
+    if type(v) is ZSet and not v.big:
+        # sortCommandGeneric converts a sorted set to a skiplist for good: OBJECT
+        # ENCODING and DUMP show it (a restart, like Redis' RDB load, undoes it).
+        v.big = True
     elements = _elements(v)
     size = len(elements)
     start = min(max(offset, 0), size)

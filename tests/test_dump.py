@@ -143,6 +143,18 @@ def test_dump_hashes_sets_zsets(diff: Differ) -> None:
     diff.ours.call("ZADD", "zlong", 1, "x" * 65)
     diff.ref.call("ZADD", "zlong", 1, "x" * 65)
     dump_equal(diff, "zbig", "zlong")
+    # SORT converts a sorted set to a skiplist in Redis, for good.
+    both(
+        diff,
+        """
+        ZADD zs 1 a 2 b
+        SORT zs LIMIT 0 1
+        OBJECT ENCODING zs
+        ZADD zs 3 c
+        OBJECT ENCODING zs
+        """,
+    )
+    dump_equal(diff, "zs")
     diff.check("CONFIG", "SET", "rdbcompression", "no")
     try:
         dump_equal(diff, "h", "z", "zbig")
