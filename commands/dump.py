@@ -20,6 +20,7 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
+from commands.keys import object_encoding
 from commands.parsing import get_int
 from commands.rdb import RdbError, load_payload, payload_ok
 from commands.rdb_write import dump_payload
@@ -46,7 +47,8 @@ def cmd_dump(s: Session, argv: list[bytes]) -> Reply:
     value = s.db.get(argv[1])
     if value is None:
         return None
-    return dump_payload(value, _compress(s), _fill(s))
+    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
+    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))
 
 
 @command("restore", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)

@@ -277,30 +277,25 @@ def _stream(s: Stream, compress: bool) -> bytes:
 # -- DUMP -------------------------------------------------------------------------------
 
 
-def serialize(value: Any, compress: bool = True, fill: int = -2) -> bytes:
-    """The RDB type byte and serialized value (rdbSaveObjectType + rdbSaveObject)."""
+def serialize(
+    value: Any, compress: bool = True, fill: int = -2, encoding: bytes | None = None
+) -> bytes:
+    """The RDB type byte and serialized value (rdbSaveObjectType + rdbSaveObject).
+    `encoding` is the value's OBJECT ENCODING (None: from its type), which picks the
+    compact form (listpack, intset) or the table form (hashtable, skiplist)."""
     t = type(value)
     if t is bytes or t is bytearray:
         return bytes((T_STRING,)) + rdb_string(bytes(value), compress)
     if t is deque:
         return bytes((T_LIST_QUICKLIST_2,)) + _list(value, compress, fill)
-    if t is dict:
-        items: list[bytes | int] = [x for pair in value.items() for x in pair]
-        return bytes((T_HASH_LISTPACK,)) + rdb_string(lp_of(items), compress)
-    if t is HashTable:
-        out = [bytes((T_HASH,)), rdb_len(len(value))]
-        for f, v in value.items():
-            out += (rdb_string(f, compress), rdb_string(v, compress))
-        return b"".join(out)
-    if t is set:
-        blob = intset_blob([int(m) for m in value])
-        return bytes((T_SET_INTSET,)) + rdb_string(blob, compress)
-    if t is HashSet:
-        out = [bytes((T_SET,)), rdb_len(len(value))]
-        out.extend(rdb_string(m, compress) for m in value)
-        return b"".join(out)
+    if t is Stream:
+        return bytes((T_STREAM_LISTPACKS_2,)) + _stream(value, compress)
+    if encoding is None:
+        compact = t is dict or t is set or (t is ZSet and not value.big)
+    else:
+        compact = encoding in (b"listpack", b"intset")
     if t is ZSet:
-        if not value.big:
+        if compact:
             flat: list[bytes | int] = []
             for sc, m in value.order:
                 flat += (m, d2string(sc))
@@ -309,8 +304,21 @@ def serialize(value: Any, compress: bool = True, fill: int = -2) -> bytes:
         for sc, m in reversed(value.order):
             out += (rdb_string(m, compress), struct.pack("<d", sc))
         return b"".join(out)
-    if t is Stream:
-        return bytes((T_STREAM_LISTPACKS_2,)) + _stream(value, compress)
+    if t is dict or t is HashTable:
+        if compact:
+            items: list[bytes | int] = [x for pair in value.items() for x in pair]
+            return bytes((T_HASH_LISTPACK,)) + rdb_string(lp_of(items), compress)
+        out = [bytes((T_HASH,)), rdb_len(len(value))]
+        for f, v in value.items():
+            out += (rdb_string(f, compress), rdb_string(v, compress))
+        return b"".join(out)
+    if t is set or t is HashSet:
+        if compact:
+            blob = intset_blob([int(m) for m in value])
+            return bytes((T_SET_INTSET,)) + rdb_string(blob, compress)
+        out = [bytes((T_SET,)), rdb_len(len(value))]
+        out.extend(rdb_string(m, compress) for m in value)
+        return b"".join(out)
     raise TypeError(f"cannot serialize {t.__name__}")
 
 
@@ -320,5 +328,7 @@ def trailer(body: bytes) -> bytes:
     return body + crc64(body).to_bytes(8, "little")
 
 
-def dump_payload(value: Any, compress: bool = True, fill: int = -2) -> bytes:
-    return trailer(serialize(value, compress, fill))
+def dump_payload(
+    value: Any, compress: bool = True, fill: int = -2, encoding: bytes | None = None
+) -> bytes:
+    return trailer(serialize(value, compress, fill, encoding))
