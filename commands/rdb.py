@@ -19,7 +19,14 @@ import lzf
 from commands.stream_groups import _estimate_read as estimate_read
 from store.stream import INVALID_ENTRIES_READ, Group, Node, Stream, StreamID, format_id
 from store.stream import _backlen as backlen_size  # listpack back-length bytes
-from store.values import ZSet, new_hash, new_set
+from store.values import (
+    HASH_MAX_LISTPACK_ENTRIES,
+    ZSET_MAX_LISTPACK_ENTRIES,
+    HashTable,
+    ZSet,
+    new_hash,
+    new_set,
+)
 
 RDB_VERSION = 10  # what Redis 7.0 writes and the newest payload it accepts
 
@@ -77,6 +84,11 @@ def crc64(data: bytes | memoryview, crc: int = 0) -> int:
 
 class RdbError(ValueError):
     """Serialized data that is not valid (truncated, corrupt, unknown encoding)."""
+
+
+class RdbEmptyKey(RdbError):
+    """A collection with no elements (read whole: the reader is past it). Redis refuses
+    it in a DUMP payload and skips it in an RDB file."""
 
 
 class RdbModuleError(RdbError):
@@ -336,17 +348,22 @@ def _pairs(items: list[Item]) -> list[tuple[bytes, bytes]]:
 
 def _nonempty(value: Any) -> Any:
     if not len(value):
-        raise RdbError("empty key")
+        raise RdbEmptyKey("empty key")
     return value
 
 
-def _hash(pairs: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+def _hash(pairs: list[tuple[bytes, bytes]], compact: bool = False) -> dict[bytes, bytes]:
+    """A hash; `compact` (it was a listpack or ziplist): Redis keeps that form unless
+    there are too many entries, whatever their lengths."""
     h: dict[bytes, bytes] = {}
     for f, v in pairs:
         if f in h:
             raise RdbError("duplicate hash field")
         h[f] = v
-    return new_hash(_nonempty(h))
+    _nonempty(h)
+    if compact:
+        return HashTable(h) if len(h) > HASH_MAX_LISTPACK_ENTRIES else h
+    return new_hash(h)
 
 
 def _set(members: list[bytes]) -> set[bytes]:
@@ -356,13 +373,16 @@ def _set(members: list[bytes]) -> set[bytes]:
     return new_set(_nonempty(s))
 
 
-def _zset(pairs: list[tuple[bytes, float]]) -> ZSet:
+def _zset(pairs: list[tuple[bytes, float]], compact: bool = False) -> ZSet:
+    """A sorted set; `compact` as for `_hash`."""
     z = ZSet()
     for m, sc in pairs:
         if sc != sc:
             raise RdbError("NaN score")
         if z.add(m, sc) is not None:
             raise RdbError("duplicate sorted set member")
+    if compact:
+        z.big = len(z) > ZSET_MAX_LISTPACK_ENTRIES
     return _nonempty(z)  # type: ignore[no-any-return]
 
 
@@ -406,8 +426,8 @@ def load_value(r: Reader, rtype: int, max_type: int = MAX_TYPE_70) -> Any:
         items = listpack_items(blob)
     pairs = _pairs(items)
     if rtype in (T_HASH_ZIPLIST, T_HASH_LISTPACK):
-        return _hash(pairs)
-    return _zset([(m, _to_float(sc)) for m, sc in pairs])
+        return _hash(pairs, True)
+    return _zset([(m, _to_float(sc)) for m, sc in pairs], True)
 
 
 def _quicklist(r: Reader, v2: bool) -> deque[bytes]:

@@ -3,7 +3,8 @@ a Redis 7.0 file (RDB version 10; older versions and Redis 7.2's 11 are read too
 checks its CRC-64 before anything is handed back, so a truncated or corrupt file is
 refused whole. Used by `temporalstore import --rdb` and `serve --import-rdb`.
 
-Aux fields, RESIZEDB hints and LRU/LFU hints are read and ignored; FUNCTION2 records
+Aux fields, RESIZEDB hints and LRU/LFU hints are read and ignored; empty collections
+are skipped and counted, as Redis 7.0 skips them; FUNCTION2 records
 give the function libraries' code; module values and module aux data are refused
 (no module types here), as are the pre-release function records Redis 7.0 refuses.
 """
@@ -14,7 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from commands.rdb import MAX_TYPE_70, T_STREAM_LISTPACKS_3, RdbError, Reader, crc64, load_value
+from commands.rdb import (
+    MAX_TYPE_70,
+    T_STREAM_LISTPACKS_3,
+    RdbEmptyKey,
+    RdbError,
+    Reader,
+    crc64,
+    load_value,
+)
 from commands.rdb import module_type_name as _module_name
 
 OP_FUNCTION2 = 245
@@ -41,6 +50,7 @@ class RdbContents:
     functions: list[bytes] = field(default_factory=list)
     aux: dict[bytes, bytes] = field(default_factory=dict)
     checksum: int = 0  # 0: the file was saved with rdbchecksum no (nothing to check)
+    empty_keys: int = 0  # collections with no elements, skipped as Redis skips them
 
 
 def parse_rdb(data: bytes, progress: Callable[[int], None] | None = None) -> RdbContents:
@@ -93,8 +103,10 @@ def parse_rdb(data: bytes, progress: Callable[[int], None] | None = None) -> Rdb
                 )
             else:
                 key = r.string()
-                value = load_value(r, op, max_type)
-                out.keys.append((db, key, value, expire))
+                try:
+                    out.keys.append((db, key, load_value(r, op, max_type), expire))
+                except RdbEmptyKey:
+                    out.empty_keys += 1
                 expire = None
         except RdbError as e:
             raise RdbError(f"{e} (record at byte {start})") from None

@@ -58,6 +58,8 @@ def read_rdb(path: str) -> RdbContents:
         len(contents.functions),
         "" if contents.checksum else " (saved without a checksum: nothing to verify)",
     )
+    if contents.empty_keys:
+        log.warning("%s: %d empty keys skipped (as Redis skips them)", path, contents.empty_keys)
     return contents
 
 

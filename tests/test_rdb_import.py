@@ -240,3 +240,41 @@ def test_file_without_checksum(tmp_path: Path) -> None:
     finally:
         ref.stop()
     assert os.path.exists(tmp_path / "data")
+
+
+def test_parse_hand_made_file() -> None:
+    """An RDB 9 file: aux fields, RESIZEDB, seconds and ms expiries, LRU/LFU hints, an
+    empty key (skipped and counted, as Redis does), a FUNCTION2 record; then the same
+    file with a module value, a module aux record and a pre-release function record."""
+    from commands.rdb import RdbError, crc64
+    from commands.rdb_file import parse_rdb
+    from commands.rdb_write import rdb_len
+    from tests.test_dump import _raw, ziplist
+
+    def file(body: bytes) -> bytes:
+        data = b"REDIS0009" + body + b"\xff"
+        return data + crc64(data).to_bytes(8, "little")
+
+    body = b"\xfa" + _raw(b"redis-ver") + _raw(b"6.2.0") + b"\xfe\x00\xfb\x03\x01"
+    body += b"\xfd" + (2_000_000_000).to_bytes(4, "little") + b"\x00" + _raw(b"a") + _raw(b"1")
+    body += b"\xfc" + (1_000).to_bytes(8, "little") + b"\x00" + _raw(b"old") + _raw(b"x")
+    body += b"\xf8\x05\xf9\x07\x0a" + _raw(b"empty") + _raw(ziplist([]))
+    body += b"\xfe\x02\x0a" + _raw(b"l") + _raw(ziplist([b"x", 5]))
+    body += b"\xf5" + _raw(b"#!lua name=x\nredis.register_function('f', function() end)")
+    c = parse_rdb(file(body))
+    assert (c.version, c.empty_keys, len(c.functions)) == (9, 1, 1)
+    assert [(db, k, e) for db, k, _v, e in c.keys] == [
+        (0, b"a", 2_000_000_000_000),
+        (0, b"old", 1_000),
+        (2, b"l", None),
+    ]
+    assert list(c.keys[2][2]) == [b"x", b"5"]
+    assert c.aux == {b"redis-ver": b"6.2.0"}
+    module = b"\x07" + _raw(b"m") + rdb_len(0x1234567890ABC << 10 | 3)
+    for extra, message in (
+        (module, "no matching module type"),
+        (b"\xf7" + rdb_len(77 << 10), "AUX module data"),
+        (b"\xf6" + _raw(b"f"), "Pre-release function format"),
+    ):
+        with pytest.raises(RdbError, match=message):
+            parse_rdb(file(body + extra))
