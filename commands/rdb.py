@@ -16,7 +16,6 @@ from typing import Any
 
 import lzf
 
-from commands.stream_groups import _estimate_read as estimate_read
 from store.stream import INVALID_ENTRIES_READ, Group, Node, Stream, StreamID, format_id
 from store.stream import _backlen as backlen_size  # listpack back-length bytes
 from store.values import (
@@ -529,7 +528,11 @@ def load_stream(r: Reader, rtype: int) -> Stream:
             read = r.length()
             entries_read = INVALID_ENTRIES_READ if read >= 1 << 63 else read
         else:
-            entries_read = estimate_read(s, last)
+            # (imported here: importing a command family registers its commands, and
+            # the registration order is COMMAND's order)
+            from commands.stream_groups import _estimate_read
+
+            entries_read = _estimate_read(s, last)
         g = Group(last, entries_read)
         pel: dict[StreamID, tuple[int, int]] = {}
         for _ in range(r.length()):

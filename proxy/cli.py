@@ -136,6 +136,25 @@ REDIS_PARAM_FLAGS = (
 )
 
 
+# The serve flags `import --rdb` takes (storage and durability); the others (listening,
+# clients, groups) keep their defaults there.
+IMPORT_RDB_FLAGS = (
+    "storage",
+    "s3-endpoint-url",
+    "flush-interval-ms",
+    "databases",
+    "log-level",
+    "history",
+    "durability",
+    "segment-max-bytes",
+    "max-unflushed-bytes",
+    "checkpoint-every-records",
+    "checkpoint-every-seconds",
+    "keep-checkpoints",
+    "write-wait-ms",
+)
+
+
 def _env(flag: str, default: str | None) -> str | None:
     return os.environ.get("TEMPORALSTORE_" + flag.upper().replace("-", "_"), default)
 
@@ -144,19 +163,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="temporalstore", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the Redis protocol")
-    imp = sub.add_parser(
-        "import", help="load a Redis RDB file into a new storage prefix, then exit"
-    )
     for name, default, help_text in SERVE_FLAGS:
         serve.add_argument(f"--{name}", default=_env(name, default), help=help_text)
-        imp.add_argument(f"--{name}", default=_env(name, default), help=help_text)
     # Not an environment variable: a start that imports is a one-off.
     serve.add_argument(
         "--import-rdb",
         metavar="FILE",
         help="first load this Redis RDB file into the (new, empty) storage, then serve",
     )
-    imp.add_argument("--rdb", metavar="FILE", required=True, help="the Redis RDB file")
+    imp = sub.add_parser("import", help="--rdb FILE: load a Redis RDB file into a new storage")
+    imp.add_argument("--rdb", metavar="FILE", help="a Redis RDB file (SAVE's dump.rdb)")
+    for name, default, help_text in SERVE_FLAGS:
+        if name in IMPORT_RDB_FLAGS:
+            imp.add_argument(f"--{name}", default=_env(name, default), help=help_text)
     inspect = sub.add_parser("inspect", help="list and verify what a storage prefix holds")
     for name in ("storage", "s3-endpoint-url"):
         inspect.add_argument(
@@ -377,6 +396,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "inspect":
         return inspect_main(ns.storage, ns.s3_endpoint_url)
+    if ns.command == "import":
+        if not ns.rdb:
+            raise SystemExit("temporalstore import: give the file as --rdb FILE")
+        for name, default, _help in SERVE_FLAGS:  # what import --rdb does not take
+            ns.__dict__.setdefault(name.replace("-", "_"), default)
     config = config_from_args(ns)
     rdb_path = ns.rdb if ns.command == "import" else ns.import_rdb
     if rdb_path and (config.replicaof or config.etcd_endpoints):
