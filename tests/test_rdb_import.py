@@ -278,3 +278,20 @@ def test_parse_hand_made_file() -> None:
     ):
         with pytest.raises(RdbError, match=message):
             parse_rdb(file(body + extra))
+
+
+def test_bad_function_library_refused(tmp_path: Path) -> None:
+    """A library Redis would refuse (here: Lua that does not compile) stops the import
+    before any key is written."""
+    from commands.rdb import crc64
+    from tests.test_dump import _raw
+
+    body = b"\x00" + _raw(b"k") + _raw(b"v")
+    body += b"\xf5" + _raw(b"#!lua name=broken\nthis is not lua")
+    data = b"REDIS0010" + body + b"\xff"
+    path = tmp_path / "bad-lib.rdb"
+    path.write_bytes(data + crc64(data).to_bytes(8, "little"))
+    res = run_import(path, tmp_path / "data")
+    assert res.returncode == 1, res.stderr
+    assert "function library refused" in res.stderr
+    assert "imported" not in res.stderr
