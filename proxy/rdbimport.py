@@ -11,10 +11,11 @@ waits until every record is durable.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from commands.rdb import RdbError
 from commands.rdb_file import RdbContents, parse_rdb
@@ -35,12 +36,10 @@ class RdbImportError(Exception):
 
 def read_rdb(path: str) -> RdbContents:
     """Read and check the whole file (RdbImportError naming what is wrong)."""
-    from tqdm import tqdm
-
     try:
         with open(path, "rb") as f:
             data = f.read()
-        with _bar(tqdm, "reading " + os.path.basename(path), len(data), "B") as bar:
+        with _bar("reading " + os.path.basename(path), len(data), "B") as bar:
 
             def progress(pos: int) -> None:
                 bar.update(pos - bar.n)
@@ -63,7 +62,10 @@ def read_rdb(path: str) -> RdbContents:
     return contents
 
 
-def _bar(tqdm: type, desc: str, total: int, unit: str):  # type: ignore[no-untyped-def]
+def _bar(desc: str, total: int, unit: str) -> Any:
+    """A progress bar on stderr (a tqdm)."""
+    from tqdm import tqdm
+
     scale = unit == "B"
     return tqdm(
         desc=desc,
@@ -80,8 +82,6 @@ def _bar(tqdm: type, desc: str, total: int, unit: str):  # type: ignore[no-untyp
 async def import_rdb(state: ServerState, node: Node, contents: RdbContents, path: str) -> None:
     """Write the file's keys and functions into the (new) store and wait until they
     are durable (RdbImportError when refused or when storage does not take them)."""
-    from tqdm import tqdm
-
     try:
         libraries = check_target(state, contents)
     except ImportRefused as e:
@@ -90,9 +90,10 @@ async def import_rdb(state: ServerState, node: Node, contents: RdbContents, path
     if durable is None:
         raise RdbImportError("an RDB file is imported by a primary only (not a replica)")
     written = skipped = 0
-    with _bar(tqdm, "importing", len(contents.keys), " keys") as bar:
+    with _bar("importing", len(contents.keys), " keys") as bar:
         for written, skipped in apply_contents(state, contents, libraries):
             bar.update(written + skipped - bar.n)
+            await asyncio.sleep(0)  # the flusher (and -LOADING replies) run between batches
             while durable.over_capacity():
                 if not await durable.wait_capacity(CAPACITY_WAIT_S):
                     raise RdbImportError(f"storage does not keep up: {durable.last_error()}")
