@@ -150,7 +150,8 @@ def _sort(s: Session, argv: list[bytes], readonly: bool) -> Reply:
         sortby = None
     if type(v) is ZSet and not v.big:
         # sortCommandGeneric converts a sorted set to a skiplist for good: OBJECT
-        # ENCODING and DUMP show it (a restart, like Redis' RDB load, undoes it).
+        # ENCODING and DUMP show it. Not a version: a restart from the log undoes it
+        # (as Redis' RDB load does), one from a checkpoint taken since keeps it.
         v.big = True
     elements = _elements(v)
     size = len(elements)
