@@ -16,7 +16,15 @@ from typing import Any
 
 import lzf
 
-from store.stream import INVALID_ENTRIES_READ, Group, Node, Stream, StreamID, format_id
+from store.stream import (
+    INVALID_ENTRIES_READ,
+    Group,
+    Node,
+    Stream,
+    StreamID,
+    estimate_entries_read,
+    format_id,
+)
 from store.stream import _backlen as backlen_size  # listpack back-length bytes
 from store.values import (
     HASH_MAX_LISTPACK_ENTRIES,
@@ -528,11 +536,7 @@ def load_stream(r: Reader, rtype: int) -> Stream:
             read = r.length()
             entries_read = INVALID_ENTRIES_READ if read >= 1 << 63 else read
         else:
-            # (imported here: importing a command family registers its commands, and
-            # the registration order is COMMAND's order)
-            from commands.stream_groups import _estimate_read
-
-            entries_read = _estimate_read(s, last)
+            entries_read = estimate_entries_read(s, last)
         g = Group(last, entries_read)
         pel: dict[StreamID, tuple[int, int]] = {}
         for _ in range(r.length()):

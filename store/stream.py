@@ -452,6 +452,26 @@ class Stream:
         self.first_id = self._first_valid_id() if self.entries else MIN_ID
 
 
+def estimate_entries_read(st: Stream, sid: StreamID) -> int:
+    """streamEstimateDistanceFromFirstEverEntry: a group's entries-read counter for
+    last-delivered ID `sid` (XGROUP CREATE/SETID, and groups of RDB 9 streams)."""
+    if not st.entries_added:
+        return 0
+    if not st.entries and sid <= st.last_id:
+        return st.entries_added
+    if sid == st.last_id:
+        return st.entries_added
+    if sid > st.last_id:
+        return INVALID_ENTRIES_READ
+    mdel = st.max_deleted_id
+    if mdel == MIN_ID or mdel < st.first_id:
+        if sid < st.first_id:
+            return st.entries_added - len(st.entries)
+        if sid == st.first_id:
+            return st.entries_added - len(st.entries) + 1
+    return INVALID_ENTRIES_READ
+
+
 def _stream(db: Database, key: bytes) -> Stream:
     s = db.data[key]
     assert type(s) is Stream
