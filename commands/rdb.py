@@ -457,7 +457,11 @@ def _quicklist(r: Reader, v2: bool) -> deque[bytes]:
 # -- streams ----------------------------------------------------------------------------
 
 
-def _stream_node(master: StreamID, lp: bytes, entries: dict[StreamID, Any]) -> Node:
+def _stream_node(
+    master: StreamID, lp: bytes, entries: dict[StreamID, Any], dead: dict[StreamID, Any]
+) -> Node:
+    """One radix tree node: its live entries go to `entries`, the fields of its
+    deleted ones (Redis keeps them until the node goes) to `dead`."""
     items = listpack_items(lp)
     if not items:
         raise RdbError("empty listpack inside stream")
@@ -494,6 +498,8 @@ def _stream_node(master: StreamID, lp: bytes, entries: dict[StreamID, Any]) -> N
             if not flags & STREAM_DELETED:
                 entries[sid] = (format_id(sid), fv)
                 seen_live += 1
+            elif fv:
+                dead[sid] = fv
     except (TypeError, ValueError, IndexError) as e:
         raise RdbError(f"invalid stream listpack: {e}") from None
     if seen_live != live or len(ids) - live != deleted:
@@ -510,11 +516,13 @@ def load_stream(r: Reader, rtype: int) -> Stream:
             raise RdbError("stream node key is not a 128 bit ID")
         master = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
         lp = r.string()
-        node = _stream_node(master, lp, entries)
+        dead: dict[StreamID, Any] = {}
+        node = _stream_node(master, lp, entries, dead)
         if s.nodes and node.ids[0] <= s.nodes[-1].ids[-1]:
             raise RdbError("stream nodes out of order")
-        if node.live:  # Redis drops a node whose entries are all deleted
+        if node.live:  # (a node whose entries are all deleted is not kept)
             s.nodes.append(node)
+            s.dead.update(dead)
     s.entries = dict(sorted(entries.items()))
     length = r.length()
     if length != len(entries):

@@ -11,9 +11,9 @@ LZF-compressed (liblzf, through python-lzf: the same compressor as Redis', given
 same output bound, so the bytes match) when `rdbcompression` is yes.
 
 Where equality is not possible (the order of a hash table or of a large set is
-Redis' hash order, which changes with every process' random seed; a stream's deleted
-entries are kept by Redis with their fields, which the store does not keep), the
-payload still restores to the same value in Redis and here.
+Redis' hash order, which changes with every process' random seed; a list's quicklist
+nodes when Redis did not build them by appending), the payload still restores to the
+same value in Redis and here.
 """
 
 from __future__ import annotations
@@ -219,8 +219,9 @@ def _signed64(v: int) -> int:
 
 
 def stream_node_listpack(s: Stream, node: Node) -> bytes:
-    """The listpack of one radix tree node: the master entry, then every entry (a
-    deleted one with no fields: the store does not keep them)."""
+    """The listpack of one radix tree node: the master entry, then every entry, the
+    deleted ones flagged, with their fields where the stream still has them (from an
+    XDEL or trim made since it was loaded; else none)."""
     fields = node.fields
     nf = len(fields)
     ents = [lp_int(node.live), lp_int(node.deleted), lp_int(nf)]
@@ -228,20 +229,23 @@ def stream_node_listpack(s: Stream, node: Node) -> bytes:
     ents.append(lp_int(0))
     mms, mseq = node.master
     entries = s.entries
+    dead = s.dead
     for sid in node.ids:
         head = (lp_int(_signed64(sid[0] - mms)), lp_int(_signed64(sid[1] - mseq)))
         entry = entries.get(sid)
-        if entry is None:
-            ents += (lp_int(STREAM_DELETED), *head, lp_int(0), lp_int(4))
-            continue
-        fv = entry[1]
+        flag = 0
+        if entry is not None:
+            fv = entry[1]
+        else:
+            flag = STREAM_DELETED
+            fv = dead.get(sid, ())
         n = len(fv) // 2
-        if fv[0::2] == fields:
-            ents += (lp_int(STREAM_SAMEFIELDS), *head)
+        if fv and fv[0::2] == fields:
+            ents += (lp_int(flag | STREAM_SAMEFIELDS), *head)
             ents.extend(map(lp_entry, fv[1::2]))
             ents.append(lp_int(n + 3))
         else:
-            ents += (lp_int(0), *head, lp_int(n))
+            ents += (lp_int(flag), *head, lp_int(n))
             ents.extend(map(lp_entry, fv))
             ents.append(lp_int(2 * n + 4))
     return _lp_wrap(b"".join(ents), len(ents))
