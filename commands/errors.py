@@ -108,3 +108,11 @@ ACL_SAVE_FAILED = (
     "ERR There was an error trying to save the ACLs. Please check the server logs for more "
     "information"
 )
+
+# DUMP / RESTORE (cluster.c)
+BUSYKEY = "BUSYKEY Target key name already exists."
+BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
+BAD_DATA_FORMAT = "ERR Bad data format"
+INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
+INVALID_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
+INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"

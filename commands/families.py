@@ -13,6 +13,7 @@ from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
 from commands import snapshot_io
+from commands import dump
 
 # isort: on
 
@@ -23,6 +24,7 @@ __all__ = [
     "client",
     "config",
     "connection",
+    "dump",
     "durability",
     "geo",
     "hashes",

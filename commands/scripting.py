@@ -627,7 +627,8 @@ def cmd_function_kill(s: Session, argv: list[bytes]) -> Reply:
 
 @command("function|dump", 2, Flag.NOSCRIPT)
 def cmd_function_dump(s: Session, argv: list[bytes]) -> Reply:
-    return dump_payload(list(s.store.functions.values()))
+    compress = s.server.config.params.get("rdbcompression", "yes") == "yes"
+    return dump_payload(list(s.store.functions.values()), compress)
 
 
 @command("function|restore", -3, Flag.WRITE | Flag.DENYOOM | Flag.NOSCRIPT)

@@ -38,6 +38,7 @@ from store.stream import (
     Group,
     Stream,
     StreamID,
+    estimate_entries_read,
     format_id,
     incr_id,
 )
@@ -99,25 +100,6 @@ def _has_tombstones(st: Stream, start: StreamID) -> bool:
     if st.first_id > mdel:
         return False
     return start <= mdel
-
-
-def _estimate_read(st: Stream, sid: StreamID) -> int:
-    """streamEstimateDistanceFromFirstEverEntry."""
-    if not st.entries_added:
-        return 0
-    if not st.entries and sid <= st.last_id:
-        return st.entries_added
-    if sid == st.last_id:
-        return st.entries_added
-    if sid > st.last_id:
-        return INVALID_ENTRIES_READ
-    mdel = st.max_deleted_id
-    if mdel == MIN_ID or mdel < st.first_id:
-        if sid < st.first_id:
-            return st.entries_added - len(st.entries)
-        if sid == st.first_id:
-            return st.entries_added - len(st.entries) + 1
-    return INVALID_ENTRIES_READ
 
 
 # -- XGROUP ---------------------------------------------------------------------------
@@ -246,7 +228,7 @@ def _serve_new(
             if read != INVALID_ENTRIES_READ and not _has_tombstones(st, sid):
                 read += 1
             elif st.entries_added:
-                read = _estimate_read(st, sid)
+                read = estimate_entries_read(st, sid)
             last_id = sid
         if not noack:
             pel_set.append((sid, now, 1, consumer))

@@ -10,7 +10,7 @@ from commands.parsing import get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
 from commands.session import Session
-from commands.stream_groups import _estimate_read, _has_tombstones, _nogroup, _subcommand_syntax
+from commands.stream_groups import _has_tombstones, _nogroup, _subcommand_syntax
 from commands.streams import (
     get_stream,
     parse_id,
@@ -24,6 +24,7 @@ from store.stream import (
     Group,
     Stream,
     StreamID,
+    estimate_entries_read,
     format_id,
 )
 
@@ -55,7 +56,7 @@ def _lag(st: Stream, g: Group) -> int | None:
         return 0
     if g.entries_read != INVALID_ENTRIES_READ and not _has_tombstones(st, g.last_id):
         return st.entries_added - g.entries_read
-    read = _estimate_read(st, g.last_id)
+    read = estimate_entries_read(st, g.last_id)
     return None if read == INVALID_ENTRIES_READ else st.entries_added - read
 
 

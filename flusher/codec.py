@@ -45,8 +45,10 @@ def _default(obj: Any) -> Any:
         return msgpack.ExtType(EXT_ZSET, _pack_nested([obj.big, list(obj.scores.items())]))
     if t is Stream:
         state = [list(obj.entries.items()), [n.state() for n in obj.nodes], obj.meta()]
-        if obj.groups:
+        if obj.groups or obj.dead:
             state.append(obj.groups_state())
+        if obj.dead:  # deleted entries' fields still in a node (DUMP writes them)
+            state.append(list(obj.dead.items()))
         return msgpack.ExtType(EXT_STREAM, _pack_nested(state))
     raise TypeError(f"cannot serialize {t.__name__}")
 
@@ -74,6 +76,8 @@ def _ext(code: int, data: bytes) -> Any:
         s = Stream()
         if len(inner) > 3:  # consumer groups (older data has none)
             s.set_groups_state(inner[3])
+        if len(inner) > 4:
+            s.dead = dict(inner[4])
         s.entries = dict(entries)
         s.nodes = [Node.from_state(n) for n in nodes]
         s.set_meta(meta)

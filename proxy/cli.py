@@ -1,4 +1,5 @@
-"""`temporalstore serve` and `temporalstore inspect`: the process entry points.
+"""`temporalstore serve`, `export`, `import` and `inspect`: the
+process entry points.
 
 Every flag can also be given as an environment variable TEMPORALSTORE_<FLAG>
 (upper case, dashes as underscores)."""
@@ -17,6 +18,7 @@ from typing import Any
 
 import commands.families  # noqa: F401  (registers every command)
 from commands.config_table import set_at_start
+from commands.rdb_file import RdbContents
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
 from flusher.durable import DurabilityConfig
@@ -28,6 +30,7 @@ from flusher.objectstore import (
     open_object_store,
 )
 from proxy.metrics import registry_for
+from proxy.rdbimport import RdbImportError, import_rdb, read_rdb
 from proxy.replication import Node, replica_of
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
@@ -140,6 +143,25 @@ REDIS_PARAM_FLAGS = (
 )
 
 
+# The serve flags `import --rdb` takes (storage and durability); the others (listening,
+# clients, groups) keep their defaults there.
+IMPORT_RDB_FLAGS = (
+    "storage",
+    "s3-endpoint-url",
+    "flush-interval-ms",
+    "databases",
+    "log-level",
+    "history",
+    "durability",
+    "segment-max-bytes",
+    "max-unflushed-bytes",
+    "checkpoint-every-records",
+    "checkpoint-every-seconds",
+    "keep-checkpoints",
+    "write-wait-ms",
+)
+
+
 def _env(flag: str, default: str | None) -> str | None:
     return os.environ.get("TEMPORALSTORE_" + flag.upper().replace("-", "_"), default)
 
@@ -150,6 +172,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the Redis protocol")
     for name, default, help_text in SERVE_FLAGS:
         serve.add_argument(f"--{name}", default=_env(name, default), help=help_text)
+    # Not an environment variable: a start that imports is a one-off.
+    serve.add_argument(
+        "--import-rdb",
+        metavar="FILE",
+        help="first load this Redis RDB file into the (new, empty) storage, then serve",
+    )
+    # Two imports: FILE, an export file, into a running server (docs/export-format.md);
+    # --rdb FILE, a Redis RDB file, into a new storage (no server running on it).
+    imp = sub.add_parser(
+        "import",
+        help="FILE: load an export file into a running server as new versions; "
+        "--rdb FILE: load a Redis RDB file into a new storage",
+    )
+    imp.add_argument("file", nargs="?", help="an export file (docs/export-format.md)")
+    imp.add_argument("--rdb", metavar="FILE", help="a Redis RDB file (SAVE's dump.rdb)")
+    for name, default, help_text in SERVE_FLAGS:
+        if name in IMPORT_RDB_FLAGS:
+            imp.add_argument(f"--{name}", default=_env(name, default), help=help_text)
+    add_import_flags(imp)
     inspect = sub.add_parser("inspect", help="list and verify what a storage prefix holds")
     for name in ("storage", "s3-endpoint-url"):
         inspect.add_argument(
@@ -157,9 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
         )
     export = sub.add_parser("export", help="write a point of history to a file (JSON Lines)")
     add_export_flags(export)
-    imp = sub.add_parser("import", help="load an export file as new versions")
-    imp.add_argument("file", help="an export file (docs/export-format.md)")
-    add_import_flags(imp)
     return p
 
 
@@ -303,7 +341,7 @@ class LoadProgress:
         self.bar.close()
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> int:
     # Every write allocates a few long-lived containers (records, versions); a larger
     # young generation keeps the collector from running on every few thousand writes.
     gc.set_threshold(50_000, 50, 100)
@@ -349,6 +387,14 @@ async def serve(config: Config) -> int:
     finally:
         progress.close()
         node.progress = None
+    if rdb is not None:
+        try:
+            await import_rdb(state, node, rdb[1], rdb[0])
+        except RdbImportError as e:
+            log.error("%s", e)
+            await server.close()
+            await node.close()
+            return 1
     state.loading = False
     # Everything alive now (imports, the replayed store) is long-lived and holds no
     # cycles that matter: keep the cyclic collector from walking it again and again.
@@ -361,6 +407,32 @@ async def serve(config: Config) -> int:
     return 0
 
 
+async def import_only(config: Config, path: str, contents: RdbContents) -> int:
+    """`temporalstore import --rdb FILE`: take the storage over, import, stop."""
+    store = Store(databases=config.databases, history=HistoryPolicy.parse(config.history))
+    state = ServerState(store, config)
+    try:
+        objects = open_object_store(config.storage, config.s3_endpoint_url)
+    except ObjectStoreError as e:
+        log.error("cannot open storage: %s", e)
+        return 1
+    node = Node(state, objects, durability_config(config), 0)
+    try:
+        await node.start(None)
+    except (ReplayError, ObjectStoreError) as e:
+        log.error("cannot start from %s: %s", redact(config.storage), e)
+        await objects.close()
+        return 1
+    code = 0
+    try:
+        await import_rdb(state, node, contents, path)
+    except RdbImportError as e:
+        log.error("%s", e)
+        code = 1
+    await node.close()
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "inspect":
@@ -368,8 +440,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command == "export":
         return export_main(ns)
     if ns.command == "import":
-        return import_main(ns)
+        if ns.rdb and ns.file:
+            raise SystemExit("temporalstore import: give an export FILE or --rdb FILE, not both")
+        if not ns.rdb:
+            if not ns.file:
+                raise SystemExit("temporalstore import: give an export FILE, or --rdb FILE")
+            return import_main(ns)
+        for name, default, _help in SERVE_FLAGS:  # what import --rdb does not take
+            ns.__dict__.setdefault(name.replace("-", "_"), default)
     config = config_from_args(ns)
+    rdb_path = ns.rdb if ns.command == "import" else ns.import_rdb
+    if rdb_path and (config.replicaof or config.etcd_endpoints):
+        raise SystemExit("temporalstore: an RDB file is imported by a primary only")
     level = getattr(logging, config.log_level.upper(), None)
     if not isinstance(level, int):
         print(f"temporalstore: unknown --log-level {config.log_level!r}", file=sys.stderr)
@@ -388,8 +470,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         loop_runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
         pass
+    rdb: tuple[str, RdbContents] | None = None
+    if rdb_path:
+        try:
+            rdb = (rdb_path, read_rdb(rdb_path))
+        except RdbImportError as e:
+            log.error("%s", e)
+            return 1
+        if ns.command == "import":
+            result: int = loop_runner(import_only(config, *rdb))
+            return result
     try:
-        code: int = loop_runner(serve(config))
+        code: int = loop_runner(serve(config, rdb))
     except OSError as e:
         log.error("cannot serve: %s", e)
         return 1

@@ -28,6 +28,11 @@ Ops (each apply returns the ops that undo it):
     ("xsetmeta", meta)            set last ID, first ID, max deleted ID and entries
                                   added (XSETID); its undo is the same op
 
+A deleted entry stays in its node (a tombstone) until the node goes, as in Redis;
+`Stream.dead` keeps its fields meanwhile (only DUMP reads them), filled by xdel and
+the marking part of xtrim, emptied when a node is dropped; it takes no part in
+equality.
+
 Consumer groups live in the stream value (`Stream.groups`): each `Group` has its
 last-delivered ID, entries-read counter (-1: unknown), consumers (name -> seen-time
 ms) and PEL (ID -> (delivery ms, delivery count, consumer)). Times are recorded in
@@ -274,6 +279,7 @@ class Stream:
     """A Redis stream: entries by ID plus the node layout and the metadata."""
 
     __slots__ = (
+        "dead",
         "entries",
         "entries_added",
         "first_id",
@@ -291,6 +297,9 @@ class Stream:
         self.first_id: StreamID = MIN_ID
         self.max_deleted_id: StreamID = MIN_ID
         self.entries_added = 0
+        # The fields of deleted entries still inside a node (Redis keeps them in the
+        # listpack until the node goes): only DUMP reads them. Not part of equality.
+        self.dead: dict[StreamID, Fields] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -301,6 +310,7 @@ class Stream:
         s.nodes = [n.copy() for n in self.nodes]
         s.set_meta(self.meta())
         s.groups = {k: Group.from_state(g.state()) for k, g in self.groups.items()}
+        s.dead = dict(self.dead)
         return s
 
     @classmethod
@@ -319,6 +329,13 @@ class Stream:
         s.set_meta(meta)
         s.set_groups_state(groups)
         return s
+
+    def bury(self, node: Node) -> None:
+        """Forget the deleted entries' fields of a node that goes."""
+        dead = self.dead
+        if dead:
+            for sid in node.ids:
+                dead.pop(sid, None)
 
     def groups_state(self) -> tuple[tuple[bytes, GroupState], ...]:
         return tuple((k, g.state()) for k, g in self.groups.items())
@@ -469,6 +486,26 @@ class Stream:
         self.first_id = self._first_valid_id() if self.entries else MIN_ID
 
 
+def estimate_entries_read(st: Stream, sid: StreamID) -> int:
+    """streamEstimateDistanceFromFirstEverEntry: a group's entries-read counter for
+    last-delivered ID `sid` (XGROUP CREATE/SETID, and groups of RDB 9 streams)."""
+    if not st.entries_added:
+        return 0
+    if not st.entries and sid <= st.last_id:
+        return st.entries_added
+    if sid == st.last_id:
+        return st.entries_added
+    if sid > st.last_id:
+        return INVALID_ENTRIES_READ
+    mdel = st.max_deleted_id
+    if mdel == MIN_ID or mdel < st.first_id:
+        if sid < st.first_id:
+            return st.entries_added - len(st.entries)
+        if sid == st.first_id:
+            return st.entries_added - len(st.entries) + 1
+    return INVALID_ENTRIES_READ
+
+
 def _stream(db: Database, key: bytes) -> Stream:
     s = db.data[key]
     assert type(s) is Stream
@@ -519,9 +556,11 @@ def _apply_xdel(db: Database, key: bytes, op: Op) -> Undo:
         if node.live == 1:
             steps.append((i, sid, entry, node.nbytes, node.state()))
             del nodes[i]
+            s.bury(node)
         else:
             steps.append((i, sid, entry, node.nbytes, None))
             node.mark_deleted(1)
+            s.dead[sid] = entry[1]
             if node.ids[node.start] == sid:
                 node.skip_tombstones(s.entries)
         if sid == s.first_id:
@@ -542,6 +581,7 @@ def _apply_xundel(db: Database, key: bytes, op: Op) -> Undo:
     ids = []
     for i, sid, entry, nbytes, state in reversed(op[2]):
         s.entries[sid] = entry
+        s.dead.pop(sid, None)
         ids.append(sid)
         if state is not None:
             nodes.insert(i, Node.from_state(state))
@@ -567,6 +607,7 @@ def _apply_xtrim(db: Database, key: bytes, op: Op) -> Undo:
     gone = s.nodes[:dropped]
     del s.nodes[:dropped]
     for node in gone:
+        s.bury(node)
         for sid in node.ids:
             e = entries.pop(sid, None)
             if e is not None:
@@ -584,6 +625,7 @@ def _apply_xtrim(db: Database, key: bytes, op: Op) -> Undo:
             e = entries.pop(sid, None)
             if e is not None:
                 removed.append((sid, e))
+                s.dead[sid] = e[1]
                 n += 1
         node.mark_deleted(marked)
         node.start = j
@@ -602,6 +644,8 @@ def _apply_xuntrim(db: Database, key: bytes, op: Op) -> Undo:
         node.live, node.deleted, node.nbytes, node.start = head
     s.nodes[0:0] = [Node.from_state(st) for st in op[2]]
     s.entries.update(op[4])
+    for sid, _entry in op[4]:
+        s.dead.pop(sid, None)
     s.set_meta(op[1])
     marked = len(op[4]) - sum(st[3] for st in op[2])
     return ((XTRIM, len(op[2]), marked),)

@@ -1,0 +1,102 @@
+"""DUMP and RESTORE with Redis 7.0's serialization (`commands.rdb`, `commands.rdb_write`):
+a payload from redis-server restores here, and one of ours in redis-server.
+
+RESTORE is one write (one version of the key) and notifies `restore` (after `new`),
+as Redis does; a payload whose TTL has already passed deletes a key it REPLACEs
+(`del`) and adds nothing. IDLETIME and FREQ are checked as Redis checks them; the
+store does not track access times or frequencies (OBJECT IDLETIME and FREQ answer
+as for a key just written), so they change nothing else.
+"""
+
+from __future__ import annotations
+
+from commands.errors import (
+    BAD_DATA_FORMAT,
+    BAD_PAYLOAD,
+    BUSYKEY,
+    INVALID_FREQ,
+    INVALID_IDLETIME,
+    INVALID_TTL,
+    SYNTAX,
+    CommandError,
+)
+from commands.keys import object_encoding
+from commands.parsing import get_int
+from commands.rdb import RdbError, load_payload, payload_ok
+from commands.rdb_write import dump_payload
+from commands.registry import Flag, command
+from commands.replies import OK, Reply
+from commands.session import Session
+from store import now_ms
+from store.ops import DEL, SET
+
+
+def _compress(s: Session) -> bool:
+    return s.server.config.params.get("rdbcompression", "yes") == "yes"
+
+
+def _fill(s: Session) -> int:
+    try:
+        return int(s.server.config.params.get("list-max-listpack-size", "-2"))
+    except ValueError:
+        return -2
+
+
+@command("dump", 2, Flag.READONLY, 1, 1, 1)
+def cmd_dump(s: Session, argv: list[bytes]) -> Reply:
+    value = s.db.get(argv[1])
+    if value is None:
+        return None
+    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
+    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))
+
+
+@command("restore", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)
+def cmd_restore(s: Session, argv: list[bytes]) -> Reply:
+    replace = absttl = False
+    idle = freq = -1
+    n = len(argv)
+    j = 4
+    while j < n:
+        opt = argv[j].lower()
+        more = n - j - 1
+        if opt == b"replace":
+            replace = True
+        elif opt == b"absttl":
+            absttl = True
+        elif opt == b"idletime" and more >= 1 and freq == -1:
+            idle = get_int(argv[j + 1])
+            if idle < 0:
+                raise CommandError(INVALID_IDLETIME)
+            j += 1
+        elif opt == b"freq" and more >= 1 and idle == -1:
+            freq = get_int(argv[j + 1])
+            if freq < 0 or freq > 255:
+                raise CommandError(INVALID_FREQ)
+            j += 1
+        else:
+            raise CommandError(SYNTAX)
+        j += 1
+    key = argv[1]
+    db = s.db
+    exists = db.get(key) is not None
+    if exists and not replace:
+        raise CommandError(BUSYKEY)
+    ttl = get_int(argv[2])
+    if ttl < 0:
+        raise CommandError(INVALID_TTL)
+    payload = argv[3]
+    if not payload_ok(payload):
+        raise CommandError(BAD_PAYLOAD)
+    try:
+        value = load_payload(payload)
+    except RdbError:
+        raise CommandError(BAD_DATA_FORMAT) from None
+    if ttl and not absttl:
+        ttl += now_ms()
+    if ttl and ttl <= now_ms():
+        if exists:
+            s.store.apply(db, key, (DEL,))
+        return OK
+    s.store.apply(db, key, (SET, value, ttl or None))
+    return OK
