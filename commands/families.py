@@ -12,6 +12,7 @@ from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
+from commands import tracking
 
 # isort: on
 
@@ -44,6 +45,7 @@ __all__ = [
     "strings",
     "tables",
     "temporal",
+    "tracking",
     "transactions",
     "zsets",
 ]
