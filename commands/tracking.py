@@ -72,7 +72,7 @@ BCAST_SWITCH = (
     "and then re-enabling it with a different mode."
 )
 BCAST_OPTS = "ERR OPTIN and OPTOUT are not compatible with BCAST"
-OPTIN_OPTOUT = "ERR You can't use both OPTIN and OPTOUT"
+OPTIN_OPTOUT = "ERR You can't specify both OPTIN mode and OPTOUT mode"
 OPT_SWITCH = (
     "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, "
     "and then re-enabling it with a different mode."
@@ -304,6 +304,14 @@ class Tracking:
             t.caching = False  # CACHING holds for the next command (or transaction) only
         self.limit(s)
         return self.deliver(s, reply)
+
+    def sliced_writes(self, s: Session, applied: list[Any]) -> None:
+        """A slice of a sliced verb's writes (TS.MERGE, TS.RESTORE), committed apart from
+        any command's call: its keys' messages go now, to every connection."""
+        for _dbi, key, _op, _undo, by in applied:
+            if key is not None:
+                self.invalidate(key, None if by == "expired" else s, s)
+        self._flush_outbox()
 
     def deliver(self, s: Session, reply: Reply) -> Reply:
         """Push what is due to other connections; return `s`'s reply with its own
