@@ -63,6 +63,8 @@ DEFAULT_MAX_KEYS = 1_000_000
 # Read-only commands whose keys are not remembered themselves: the script's commands are.
 SCRIPTS_RO = frozenset(("eval_ro", "evalsha_ro", "fcall_ro"))
 FLUSHES = frozenset(("flushdb", "flushall"))
+# Command name -> whether its keys are remembered (read-only, not pub/sub, not a script).
+READS: dict[str, bool] = {}
 
 ONE_REDIRECT = "ERR A client can only redirect to a single other client"
 NO_REDIRECT_CLIENT = "ERR The client ID you want redirect to does not exist"
@@ -137,6 +139,8 @@ class Tracking:
         # (destination, frame, after the reply): waiting for the top-level command's end.
         self.outbox: list[tuple[Session, Reply, bool]] = []
         self.broadcast_due = False
+        self._max_raw: str | None = None  # tracking-table-max-keys as last parsed
+        self._max = DEFAULT_MAX_KEYS
 
     # -- turning tracking on and off ---------------------------------------------------
 
@@ -277,7 +281,10 @@ class Tracking:
     ) -> Reply:
         """What command `cmd` (run by `s`) modified and read; at the top level, the
         messages due, around its reply."""
-        caller = s.extra.get("caller")  # a script's session: (the caller, declared keys)
+        # A script's session carries (the caller, its declared keys); EXEC's commands
+        # and a script's are nested calls (`in_exec`): the top level delivers.
+        nested = s.in_exec
+        caller = s.extra.get("caller") if nested else None
         current: Session = s if caller is None else caller[0]
         name = cmd.name
         if name in FLUSHES:
@@ -285,25 +292,39 @@ class Tracking:
         else:
             pending = s.store.pending
             if len(pending) > savepoint:
+                table = self.table
+                watching = table or self.prefixes
                 for _dbi, key, _op, _undo, by in pending[savepoint:]:
-                    if key is not None:
+                    if watching and key is not None and (key in table or self.prefixes):
                         self.invalidate(key, None if by == "expired" else current, current)
-        if cmd.flags & Flag.READONLY and name not in SCRIPTS_RO and current.tracking is not None:
-            if caller is not None:
-                self.remember(current, caller[1])
-            elif not cmd.flags & Flag.PUBSUB:
-                try:
-                    refs = get_keys(argv)
-                except CommandError:
-                    refs = []
-                self.remember(current, [argv[i] for i, _flags in refs])
-        if s.in_exec:
-            return reply  # inside EXEC or a script: the top level delivers
+        if current.tracking is not None:
+            reads = READS.get(name)
+            if reads is None:
+                flags = cmd.flags
+                reads = READS[name] = bool(
+                    flags & Flag.READONLY and not flags & Flag.PUBSUB and name not in SCRIPTS_RO
+                )
+            if reads:
+                if caller is not None:
+                    self.remember(current, caller[1])
+                else:
+                    try:
+                        refs = get_keys(argv)
+                    except CommandError:
+                        refs = []
+                    self.remember(current, [argv[i] for i, _flags in refs])
+        if nested:
+            return reply
         t = s.tracking
         if t is not None and t.caching and s.multi is None and not name.startswith("client|"):
             t.caching = False  # CACHING holds for the next command (or transaction) only
-        self.limit(s)
-        return self.deliver(s, reply)
+        if self.table and len(self.table) > self.max_keys():
+            self.limit()
+        if self.outbox:
+            return self.deliver(s, reply)
+        if not self.clients:
+            self.maybe_idle()
+        return reply
 
     def sliced_writes(self, s: Session, applied: list[Any]) -> None:
         """A slice of a sliced verb's writes (TS.MERGE, TS.RESTORE), committed apart from
@@ -341,20 +362,22 @@ class Tracking:
 
     # -- the table's limit, broadcasts -------------------------------------------------
 
-    def limit(self, current: Session | None) -> None:
+    def max_keys(self) -> int:
+        """tracking-table-max-keys (0: no limit), parsed again only when it changed."""
+        raw = self.server.config.params.get("tracking-table-max-keys", "")
+        if raw is not self._max_raw:
+            self._max_raw = raw
+            self._max = int(raw) if raw.isdigit() else DEFAULT_MAX_KEYS
+        return self._max or len(self.table)
+
+    def limit(self) -> None:
         """trackingLimitUsedSlots: past tracking-table-max-keys, invalidate keys (the
         oldest first; Redis picks them at random) until back at the limit. As from
         Redis' cron: NOLOOP does not hold these back."""
         table = self.table
-        if not table:
-            return
-        raw = self.server.config.params.get("tracking-table-max-keys", str(DEFAULT_MAX_KEYS))
-        max_keys = int(raw) if raw.isdigit() else DEFAULT_MAX_KEYS
-        if not max_keys:
-            return
+        max_keys = self.max_keys()
         while len(table) > max_keys:
-            key = next(iter(table))
-            self.invalidate(key, None, None, bcast=False)
+            self.invalidate(next(iter(table)), None, None, bcast=False)
 
     def expired(self, key: bytes) -> None:
         """A key active expiry removed (the store's on_expired outside a command; a
