@@ -65,6 +65,7 @@ SCRIPTS_RO = frozenset(("eval_ro", "evalsha_ro", "fcall_ro"))
 FLUSHES = frozenset(("flushdb", "flushall"))
 # Command name -> whether its keys are remembered (read-only, not pub/sub, not a script).
 READS: dict[str, bool] = {}
+MODE_WORDS = (b"bcast", b"optin", b"optout", b"noloop")  # CLIENT TRACKING's flag options
 
 ONE_REDIRECT = "ERR A client can only redirect to a single other client"
 NO_REDIRECT_CLIENT = "ERR The client ID you want redirect to does not exist"
@@ -455,7 +456,7 @@ def _prefix_conflict(t: ClientTracking | None, prefixes: list[bytes]) -> tuple[b
 @command("client|tracking", -3, CONN)
 def cmd_client_tracking(s: Session, argv: list[bytes]) -> Reply:
     redirect = 0
-    bcast = optin = optout = noloop = False
+    words: set[bytes] = set()
     prefixes: list[bytes] = []
     j = 3
     n = len(argv)
@@ -472,20 +473,15 @@ def cmd_client_tracking(s: Session, argv: list[bytes]) -> Reply:
             if rid not in s.server.clients:
                 raise CommandError(NO_REDIRECT_CLIENT)
             redirect = rid
-        elif opt == b"bcast":
-            bcast = True
-        elif opt == b"optin":
-            optin = True
-        elif opt == b"optout":
-            optout = True
-        elif opt == b"noloop":
-            noloop = True
+        elif opt in MODE_WORDS:
+            words.add(opt)
         elif opt == b"prefix" and more:
             j += 1
             prefixes.append(argv[j])
         else:
             raise CommandError(SYNTAX)
         j += 1
+    bcast, optin, optout, noloop = (w in words for w in MODE_WORDS)
     mode = argv[2].lower()
     if mode == b"off":
         if s.tracking is not None:

@@ -360,19 +360,22 @@ def test_default_mode(diff: Differ, conns: Conns) -> None:
     conns.call("t", "CLIENT", "TRACKING", "off")
 
 
+def _tracker(diff: Differ, conns: Conns) -> tuple[list[str], str]:
+    """Open "t" in the test's protocol: in RESP3 it reads its own messages; in RESP2
+    they go to "r", subscribed to __redis__:invalidate. (its TRACKING options, reader)"""
+    if diff.resp == 3:
+        conns.open("t", 3)
+        return [], "t"
+    conns.open("r")
+    conns.call("r", "SUBSCRIBE", "__redis__:invalidate")
+    conns.open("t", 2)
+    return ["REDIRECT", "@r"], "r"
+
+
 def test_scripts_and_modes(diff: Differ, conns: Conns) -> None:
     """A script remembers its declared keys once it runs a read-only command (Redis 7.0);
     NOLOOP; OPTIN/OPTOUT with CLIENT CACHING, which holds for one command or block."""
-    if diff.resp == 2:
-        conns.open("r")
-        conns.call("r", "SUBSCRIBE", "__redis__:invalidate")
-        conns.open("t", 2)
-        opts: list[str] = ["REDIRECT", "@r"]
-        reader = "r"
-    else:
-        conns.open("t", 3)
-        opts = []
-        reader = "t"
+    opts, reader = _tracker(diff, conns)
     conns.call("t", "CLIENT", "TRACKING", "on", *opts)
     conns.call("t", "EVAL", "redis.call('set', 'k3', 'bar')", "2", "k1", "k2")
     conns.call("w", "MSET", "k1", "2", "k2", "2", "k3", "2")
@@ -429,16 +432,7 @@ def test_redirect(diff: Differ, conns: Conns) -> None:
 def test_bcast(diff: Differ, conns: Conns) -> None:
     """One message per prefix with the keys modified under it (sorted), once the
     server is done with the requests at hand; NOLOOP leaves out the client's own."""
-    if diff.resp == 2:
-        conns.open("r")
-        conns.call("r", "SUBSCRIBE", "__redis__:invalidate")
-        conns.open("t", 2)
-        opts: list[str] = ["REDIRECT", "@r"]
-        reader = "r"
-    else:
-        conns.open("t", 3)
-        opts = []
-        reader = "t"
+    opts, reader = _tracker(diff, conns)
     conns.call("t", "CLIENT", "TRACKING", "on", "BCAST", *opts)
     conns.call("w", "MSET", "c", "1", "a", "2", "b", "3")
     conns.settle(reader)
