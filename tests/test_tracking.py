@@ -579,3 +579,34 @@ def test_redis_py_client_side_cache(
     finally:
         cached.close()
         other.close()
+
+
+def test_idle_server_has_no_tracking_state() -> None:
+    """The dispatcher's fast path: `ServerState.tracking` is None until a client tracks,
+    and None again once no client tracks and nothing is tracked or pending."""
+    from commands import families  # noqa: F401 (the command table)
+    from commands.cleanup import session_closed
+    from commands.dispatch import DISPATCHER
+    from commands.session import ServerState, Session
+    from store import Store
+
+    server = ServerState(Store())
+    a, b = Session(server), Session(server)
+    a.resp = 3
+    server.clients.update({a.id: a, b.id: b})
+    run = DISPATCHER.execute
+    run(b, [b"SET", b"k", b"1"])
+    run(a, [b"GET", b"k"])
+    assert server.tracking is None
+    assert run(a, [b"CLIENT", b"TRACKING", b"on"]) == b"OK"
+    assert server.tracking is not None
+    run(a, [b"GET", b"k"])
+    assert len(server.tracking.table) == 1
+    run(a, [b"CLIENT", b"TRACKING", b"off"])
+    assert server.tracking is not None  # the table still holds k (as in Redis)
+    run(b, [b"SET", b"k", b"2"])  # k invalidated (nobody to tell): the table is empty
+    assert server.tracking is None
+    run(a, [b"CLIENT", b"TRACKING", b"on", b"BCAST"])
+    assert server.tracking is not None
+    session_closed(a)
+    assert server.tracking is None
