@@ -320,6 +320,13 @@ def test_default_mode(diff: Differ, conns: Conns) -> None:
     conns.call("t", "HSET", "h2", "f", "1")
     conns.call("t", "HGET", "h2", "f")
     conns.call("t", "HDEL", "h2", "f", frames=2 if resp3 else 1)
+    # A pipeline: each message right after the reply of the command that caused it.
+    conns.send("t", "GET", "k2")
+    conns.send("t", "SET", "k2", "p1")
+    conns.send("t", "GET", "k2")
+    conns.send("t", "APPEND", "k2", "p2")
+    conns.send("t", "GET", "k2")
+    conns.read("t", frames=7 if resp3 else 5)
     # MULTI/EXEC: after EXEC's reply; a key read again in the block stays tracked.
     conns.call("t", "MSET", "a", "1", "b", "2")
     conns.call("t", "GET", "a")
