@@ -38,7 +38,23 @@ from collections.abc import Iterable
 from typing import Any
 
 from commands.client import CONN
-from commands.errors import NOT_INTEGER, SYNTAX, CommandError
+from commands.errors import (
+    BCAST_OPTS,
+    BCAST_SWITCH,
+    CACHING_NO_OPTOUT,
+    CACHING_NOT_TRACKING,
+    CACHING_YES_OPTIN,
+    NO_REDIRECT_CLIENT,
+    NOT_INTEGER,
+    ONE_REDIRECT,
+    OPT_SWITCH,
+    OPTIN_OPTOUT,
+    OVERLAP_EXISTING,
+    OVERLAP_OTHER,
+    PREFIX_NEEDS_BCAST,
+    SYNTAX,
+    CommandError,
+)
 from commands.getkeys import get_keys
 from commands.notify import set_expiry_hook
 from commands.parsing import string2ll
@@ -66,34 +82,6 @@ FLUSHES = frozenset(("flushdb", "flushall"))
 # Command name -> whether its keys are remembered (read-only, not pub/sub, not a script).
 READS: dict[str, bool] = {}
 MODE_WORDS = (b"bcast", b"optin", b"optout", b"noloop")  # CLIENT TRACKING's flag options
-
-ONE_REDIRECT = "ERR A client can only redirect to a single other client"
-NO_REDIRECT_CLIENT = "ERR The client ID you want redirect to does not exist"
-PREFIX_NEEDS_BCAST = "ERR PREFIX option requires BCAST mode to be enabled"
-BCAST_SWITCH = (
-    "ERR You can't switch BCAST mode on/off before disabling tracking for this client, "
-    "and then re-enabling it with a different mode."
-)
-BCAST_OPTS = "ERR OPTIN and OPTOUT are not compatible with BCAST"
-OPTIN_OPTOUT = "ERR You can't specify both OPTIN mode and OPTOUT mode"
-OPT_SWITCH = (
-    "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, "
-    "and then re-enabling it with a different mode."
-)
-OVERLAP_EXISTING = (
-    b"ERR Prefix '%b' overlaps with an existing prefix '%b'. "
-    b"Prefixes for a single client must not overlap."
-)
-OVERLAP_OTHER = (
-    b"ERR Prefix '%b' overlaps with another provided prefix '%b'. "
-    b"Prefixes for a single client must not overlap."
-)
-CACHING_NOT_TRACKING = (
-    "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
-    "OPTIN or OPTOUT mode enabled"
-)
-CACHING_YES_OPTIN = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
-CACHING_NO_OPTOUT = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
 
 
 class ClientTracking:
