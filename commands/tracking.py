@@ -373,8 +373,10 @@ class Tracking:
         command's own expiries come with its ops)."""
         if self.server.store.writer is not None:
             return
+        waiting = bool(self.outbox)
         self.invalidate(key, None, None)
-        self._later(self._flush_outbox)
+        if self.outbox and not waiting:
+            self._later(self._flush_outbox)  # once for a whole round of expiries
 
     def _flush_outbox(self) -> None:
         out = self.outbox
