@@ -55,7 +55,7 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
-from commands.getkeys import get_keys
+from commands.getkeys import get_keys, keys_at_positions
 from commands.notify import set_expiry_hook
 from commands.parsing import string2ll
 from commands.registry import Command, Flag, command
@@ -296,6 +296,8 @@ class Tracking:
             if reads:
                 if caller is not None:
                     self.remember(current, caller[1])
+                elif keys_at_positions(cmd):
+                    self.remember(current, cmd.keys(argv))  # most commands: no spec walk
                 else:
                     try:
                         refs = get_keys(argv)

@@ -617,3 +617,23 @@ def test_idle_server_has_no_tracking_state() -> None:
     assert server.tracking is not None
     session_closed(a)
     assert server.tracking is None
+
+
+def test_keys_at_positions_agree_with_key_specs() -> None:
+    """Where tracking takes a command's keys from its first/last/step (no key-spec
+    walk), those are the keys the key specs find, for calls of several lengths."""
+    from commands import families  # noqa: F401 (the command table)
+    from commands.getkeys import get_keys, keys_at_positions
+    from commands.registry import COMMANDS
+
+    cmds = [c for top in COMMANDS.values() for c in (top.subcommands or {top.name: top}).values()]
+    plain = [c for c in cmds if keys_at_positions(c)]
+    assert len(plain) > 100
+    for c in plain:
+        words = c.name.encode().split(b"|")
+        arity = abs(c.arity)
+        for n in [arity] if c.arity > 0 else range(arity, arity + 5):
+            if n < len(words):
+                continue
+            argv = [*words, *(b"a%d" % i for i in range(n - len(words)))]
+            assert [i for i, _f in get_keys(argv)] == [argv.index(k) for k in c.keys(argv)], argv
