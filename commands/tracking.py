@@ -325,6 +325,16 @@ class Tracking:
                 self.invalidate(key, None if by == "expired" else s, s)
         self._flush_outbox()
 
+    def replayed(self, entries: list[Any]) -> None:
+        """A replica applied its primary's records: the keys they wrote (version index
+        entries: a key of database 0, or (database, key) pairs, key None for a
+        database-level op), invalidated as the primary's client's writes are."""
+        for e in entries:
+            for _dbi, key in ((0, e),) if type(e) is bytes else e:
+                if key is not None:
+                    self.invalidate(key, None, None)
+        self._flush_outbox()
+
     def deliver(self, s: Session, reply: Reply) -> Reply:
         """Push what is due to other connections; return `s`'s reply with its own
         messages around it."""

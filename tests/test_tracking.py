@@ -637,3 +637,32 @@ def test_keys_at_positions_agree_with_key_specs() -> None:
                 continue
             argv = [*words, *(b"a%d" % i for i in range(n - len(words)))]
             assert [i for i, _f in get_keys(argv)] == [argv.index(k) for k in c.keys(argv)], argv
+
+
+def test_replica_invalidates_replicated_writes() -> None:
+    """A client tracking on a replica hears of the keys its primary's writes change."""
+    import tempfile
+    from pathlib import Path
+
+    from tests.conftest import start_temporalstore
+
+    workdir = Path(tempfile.mkdtemp(prefix="ts-trk-repl-"))
+    primary = start_temporalstore([], workdir=workdir)
+    replica = start_temporalstore(["--replicaof", f"127.0.0.1 {primary.port}"], workdir=workdir)
+    p, t = RawClient(primary.port), RawClient(replica.port)
+    try:
+        p.call("SET", "rk", "1")
+        t.call("HELLO", "3")
+        until(lambda: t.call("GET", "rk") == b"$1\r\n1\r\n")
+        t.call("CLIENT", "TRACKING", "on")
+        assert t.call("MGET", "rk", "other") == b"*2\r\n$1\r\n1\r\n_\r\n"
+        p.call("SET", "rk", "2")
+        assert t.read_reply() == push(b"rk")
+        assert t.call("GET", "rk") == b"$1\r\n2\r\n"
+        p.call("DEL", "rk")
+        assert t.read_reply() == push(b"rk")
+    finally:
+        p.close()
+        t.close()
+        replica.stop()
+        primary.stop()
