@@ -641,6 +641,7 @@ def test_keys_at_positions_agree_with_key_specs() -> None:
 
 def test_replica_invalidates_replicated_writes() -> None:
     """A client tracking on a replica hears of the keys its primary's writes change."""
+    import shutil
     import tempfile
     from pathlib import Path
 
@@ -666,3 +667,4 @@ def test_replica_invalidates_replicated_writes() -> None:
         t.close()
         replica.stop()
         primary.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
