@@ -9,7 +9,8 @@
   (keyspace-wide commands, SAVE, SHUTDOWN), `info`, `config`, `introspection` (COMMAND),
   `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT,
   FUNCTION, FCALL; Lua in `lua_engine`, `lua_convert`, `lua_library`, `lua_libs` and
-  `lua_sandbox.lua`), and our own `temporal` (TS.*),
+  `lua_sandbox.lua`), `tracking` (CLIENT TRACKING/CACHING: client-side caching's
+  invalidations), and our own `temporal` (TS.*),
   `branches`, `tables` (with `ts_docs`, their COMMAND DOCS).
 - Shared parsing and lookups: `parsing` and `longdouble` (numbers as Redis reads them),
   `common` (typed key lookups, SCAN options, HELP replies), `glob` (Redis' glob

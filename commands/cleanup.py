@@ -35,8 +35,15 @@ def unsubscribe_all(s: Session) -> None:
     s.extra.pop(PATTERN_ORDER, None)
 
 
+def tracking_off(s: Session) -> None:
+    """CLIENT TRACKING OFF's effect (RESET, the connection's end)."""
+    if s.tracking is not None and s.server.tracking is not None:
+        s.server.tracking.disable(s)
+
+
 def session_closed(s: Session) -> None:
     s.server.replication.links.pop(s.id, None)  # a replica's link
+    tracking_off(s)
     unwatch_all(s)
     unsubscribe_all(s)
     s.multi = None

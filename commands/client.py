@@ -9,7 +9,7 @@ CLIENT SETINFO LIB-NAME|LIB-VER value · CLIENT NO-TOUCH ON|OFF (both Redis 7.2)
 
 CLIENT LIST/INFO lines have Redis 7.0's fields in Redis' order; buffer sizes are what an
 idle Redis client reports. Not implemented: REPLY OFF|SKIP (replies cannot be held back
-yet), PAUSE/UNPAUSE, UNBLOCK, TRACKING, CACHING.
+yet), PAUSE/UNPAUSE, UNBLOCK. TRACKING and CACHING live in `commands.tracking`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from commands.common import help_reply
 from commands.errors import CLIENT_NAME_SPACES, NO_SUCH_CLIENT, SYNTAX, CommandError
 from commands.parsing import string2ll
 from commands.registry import COMMANDS, Flag, command, container
-from commands.replies import OK, Reply, Verbatim
+from commands.replies import OK, Encoded, Reply, Verbatim
 from commands.session import Session
 
 INVALID_CLIENT_ID = "ERR Invalid client ID"
@@ -149,6 +149,9 @@ def _flags(c: Session) -> str:
         out += "x"
     if c.blocked:
         out += "b"
+    t = c.tracking
+    if t is not None:
+        out += "t" + ("R" if t.broken else "") + ("B" if t.bcast else "")
     if c.watch_dirty:
         out += "d"
     if c.killed:
@@ -158,6 +161,13 @@ def _flags(c: Session) -> str:
     if c.extra.get("no-touch"):
         out += "T"
     return out or "N"
+
+
+def _redir(c: Session) -> int:
+    """CLIENT GETREDIR, CLIENT LIST's redir=: the redirect client (0: none), -1 when
+    tracking is off."""
+    t = c.tracking
+    return -1 if t is None else int(t.redirect)
 
 
 def info_line(c: Session, me: Session | None = None, argv: list[bytes] | None = None) -> bytes:
@@ -185,7 +195,7 @@ def info_line(c: Session, me: Session | None = None, argv: list[bytes] | None = 
         f"sub={len(c.channels)} psub={len(c.patterns)} ssub=0 multi={multi} qbuf={qbuf} "
         f"qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={RBS} rbp=0 "
         f"obl=0 oll=0 omem=0 tot-mem={tot_mem} events=r cmd={cmd} "
-        f"user={c.user.decode('utf-8', 'replace')} redir=-1 resp={c.resp}"
+        f"user={c.user.decode('utf-8', 'replace')} redir={_redir(c)} resp={c.resp}"
     ).encode()
 
 
@@ -347,12 +357,34 @@ def cmd_client_reply(s: Session, argv: list[bytes]) -> Reply:
 
 @command("client|getredir", 2, CONN)
 def cmd_client_getredir(s: Session, argv: list[bytes]) -> Reply:
-    return -1  # tracking is never on
+    return _redir(s)
 
 
 @command("client|trackinginfo", 2, CONN)
 def cmd_client_trackinginfo(s: Session, argv: list[bytes]) -> Reply:
-    return {b"flags": {b"off"}, b"redirect": -1, b"prefixes": []}
+    """The client's tracking mode (`commands.tracking` keeps it in `s.tracking`)."""
+    t = s.tracking
+    if t is None:
+        flags = [b"off"]
+    else:
+        flags = [b"on"]
+        if t.bcast:
+            flags.append(b"bcast")
+        if t.optin:
+            flags += [b"optin", b"caching-yes"] if t.caching else [b"optin"]
+        if t.optout:
+            flags += [b"optout", b"caching-no"] if t.caching else [b"optout"]
+        if t.noloop:
+            flags.append(b"noloop")
+        if t.broken:
+            flags.append(b"broken_redirect")
+    # A set in Redis' order (RESP3 `~`): encoded here, as Python sets have no order.
+    head = (b"*%d\r\n" if s.resp == 2 else b"~%d\r\n") % len(flags)
+    return {
+        b"flags": Encoded(head + b"".join(b"$%d\r\n%b\r\n" % (len(f), f) for f in flags)),
+        b"redirect": _redir(s),
+        b"prefixes": [] if t is None else sorted(t.prefixes),
+    }
 
 
 @command("client|help", 2, Flag.LOADING | Flag.STALE)

@@ -10,7 +10,7 @@ HELLO [protover [AUTH username password] [SETNAME clientname]]
 from __future__ import annotations
 
 from commands.acl import authenticate, default_auth
-from commands.cleanup import unsubscribe_all, unwatch_all
+from commands.cleanup import tracking_off, unsubscribe_all, unwatch_all
 from commands.client import set_client_name
 from commands.errors import (
     AUTH_NOT_SET,
@@ -136,6 +136,7 @@ def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     s.multi_error = False
     unwatch_all(s)
     unsubscribe_all(s)
+    tracking_off(s)
     s.view_lsn = None
     s.branch = None
     s.select(0)

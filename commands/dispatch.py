@@ -179,6 +179,8 @@ class Dispatcher:
             st.failed += 1
         if server.notify_flags:  # keyspace notifications (commands.notify)
             notify_after(s, cmd, argv, savepoint)
+        if server.tracking is not None:  # client-side caching (commands.tracking)
+            reply = server.tracking.after_call(s, cmd, argv, savepoint, reply)
         st.calls += 1
         if t0:
             st.sampled_ns += perf_counter_ns() - t0

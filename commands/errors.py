@@ -116,3 +116,32 @@ BAD_DATA_FORMAT = "ERR Bad data format"
 INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
 INVALID_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
 INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+
+# CLIENT TRACKING / CLIENT CACHING (commands.tracking)
+ONE_REDIRECT = "ERR A client can only redirect to a single other client"
+NO_REDIRECT_CLIENT = "ERR The client ID you want redirect to does not exist"
+PREFIX_NEEDS_BCAST = "ERR PREFIX option requires BCAST mode to be enabled"
+BCAST_SWITCH = (
+    "ERR You can't switch BCAST mode on/off before disabling tracking for this client, "
+    "and then re-enabling it with a different mode."
+)
+BCAST_OPTS = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+OPTIN_OPTOUT = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+OPT_SWITCH = (
+    "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, "
+    "and then re-enabling it with a different mode."
+)
+OVERLAP_EXISTING = (
+    b"ERR Prefix '%b' overlaps with an existing prefix '%b'. "
+    b"Prefixes for a single client must not overlap."
+)
+OVERLAP_OTHER = (
+    b"ERR Prefix '%b' overlaps with another provided prefix '%b'. "
+    b"Prefixes for a single client must not overlap."
+)
+CACHING_NOT_TRACKING = (
+    "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+    "OPTIN or OPTOUT mode enabled"
+)
+CACHING_YES_OPTIN = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+CACHING_NO_OPTOUT = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."

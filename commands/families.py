@@ -14,6 +14,7 @@ from commands import scripting
 from commands import stream_groups, stream_info
 from commands import snapshot_io
 from commands import dump
+from commands import tracking
 
 # isort: on
 
@@ -48,6 +49,7 @@ __all__ = [
     "strings",
     "tables",
     "temporal",
+    "tracking",
     "transactions",
     "zsets",
 ]

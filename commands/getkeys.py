@@ -13,7 +13,7 @@ from typing import Any
 from commands.errors import CommandError
 from commands.parsing import string2ll
 from commands.redis_table import plain, redis_entry, typed_names
-from commands.registry import Flag, lookup_for_call
+from commands.registry import Command, Flag, lookup_for_call
 
 INVALID_COMMAND = "ERR Invalid command specified"
 NO_KEY_ARGS = "ERR The command has no key arguments"
@@ -238,6 +238,35 @@ def _key_specs(name: str, arity: int, first: int, last: int, step: int) -> list[
     if found is not None:
         return plain(found[0][8])  # type: ignore[no-any-return]
     return [range_spec(first, last, step)] if first else []
+
+
+def keys_at_positions(cmd: Command) -> bool:
+    """Whether `get_keys` always finds exactly `cmd.keys(argv)` for a call of the right
+    arity: one plain key spec (an index, then a range without a limit) that says what
+    the command's first/last/step say, and no key finder. Per command, once."""
+    found = _AT_POSITIONS.get(cmd.name)
+    if found is None:
+        specs = _key_specs(cmd.name, cmd.arity, cmd.first_key, cmd.last_key, cmd.step)
+        found = False
+        if len(specs) == 1 and cmd.name not in GETKEYS_PROCS and cmd.first_key:
+            sp = specs[0]
+            bs, fk = sp["begin_search"], sp["find_keys"]
+            if (
+                not set(sp["flags"]) & {"not_key", "incomplete", "variable_flags"}
+                and bs["type"] == "index"
+                and bs["spec"]["index"] == cmd.first_key
+                and fk["type"] == "range"
+                and not fk["spec"]["limit"]
+                and fk["spec"]["keystep"] == (cmd.step or 1)
+            ):
+                lastkey = fk["spec"]["lastkey"]
+                last = cmd.first_key + lastkey if lastkey >= 0 else lastkey
+                found = last == cmd.last_key
+        _AT_POSITIONS[cmd.name] = found
+    return found
+
+
+_AT_POSITIONS: dict[str, bool] = {}
 
 
 def get_keys(argv: list[bytes]) -> list[KeyRef]:

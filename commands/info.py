@@ -86,7 +86,7 @@ maxclients:{maxclients}
 client_recent_max_input_buffer:0
 client_recent_max_output_buffer:0
 blocked_clients:{blocked}
-tracking_clients:0
+tracking_clients:{tracking_clients}
 clients_in_timeout_table:{blocked}
 """)
 _MEMORY = _template("""
@@ -213,9 +213,9 @@ active_defrag_key_hits:0
 active_defrag_key_misses:0
 total_active_defrag_time:0
 current_active_defrag_time:0
-tracking_total_keys:0
-tracking_total_items:0
-tracking_total_prefixes:0
+tracking_total_keys:{tracking_keys}
+tracking_total_items:{tracking_items}
+tracking_total_prefixes:{tracking_prefixes}
 unexpected_error_replies:0
 total_error_replies:{st.error_replies}
 dump_payload_sanitizations:0
@@ -305,6 +305,7 @@ def _info_clients(s: Session) -> str:
         clients=len(clients),
         maxclients=config_get_value(s.server, "maxclients"),
         blocked=sum(1 for c in clients.values() if c.blocked),
+        tracking_clients=0 if s.server.tracking is None else s.server.tracking.clients,
     )
 
 
@@ -382,6 +383,7 @@ def _info_stats(s: Session) -> str:
         x.sample_cmds = st.commands_processed
         x.sample_in = st.net_input_bytes
         x.sample_out = st.net_output_bytes
+    tr = s.server.tracking
     return _STATS.format(
         st=st,
         ops=x.ops_per_sec,
@@ -389,6 +391,9 @@ def _info_stats(s: Session) -> str:
         out_kbps=x.out_kbps,
         channels=len(s.server.channels),
         patterns=len(s.server.patterns),
+        tracking_keys=0 if tr is None else len(tr.table),
+        tracking_items=0 if tr is None else tr.items,
+        tracking_prefixes=0 if tr is None else len(tr.prefixes),
     )
 
 

@@ -75,11 +75,22 @@ def set_flags(server: ServerState, text: str) -> None:
     if not flags & (KEYSPACE | KEYEVENT):
         flags = 0  # neither channel kind: nothing can be delivered
     server.notify_flags = flags
-    server.store.on_expired = (
-        (lambda dbi, key: notify(server, EXPIRED, b"expired", key, dbi))
-        if flags & EXPIRED
-        else None
-    )
+    set_expiry_hook(server)
+
+
+def set_expiry_hook(server: ServerState) -> None:
+    """The store's `on_expired`: `expired` events while they are wanted, and client-side
+    caching's invalidation (commands.tracking) once a client has tracked; else None."""
+    want = server.notify_flags & EXPIRED
+
+    def hook(dbi: Any, key: bytes) -> None:
+        if want:
+            notify(server, EXPIRED, b"expired", key, dbi)
+        tracking = server.tracking
+        if tracking is not None:
+            tracking.expired(key)
+
+    server.store.on_expired = hook if want or server.tracking is not None else None
 
 
 def notify(server: ServerState, cls: int, event: bytes, key: bytes, dbi: Any) -> None:

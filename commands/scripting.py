@@ -182,6 +182,7 @@ def _execute(
     keys, args = argv[3 : 3 + numkeys], argv[3 + numkeys :]
     state = eng.eval_state if is_eval else eng.fn_state
     ss = _script_session(eng, s)
+    ss.extra["caller"] = (s, keys)  # client-side caching: whose run, its declared keys
     ro = ro or bool(not flags & FLAG_EVAL_COMPAT and flags & FLAG_NO_WRITES)
     lua_keys, lua_args = state.array(keys), state.array(args)
 

@@ -25,6 +25,7 @@ from store.settings import DEFAULTS
 if TYPE_CHECKING:
     from commands.keys import ScanSnapshot
     from commands.replies import Reply
+    from commands.tracking import ClientTracking, Tracking
 
 # The resident set as the server starts (INFO's used_memory_startup): this module is
 # imported before any data is loaded.
@@ -227,6 +228,9 @@ class ServerState:
         # Keyspace notification classes in force (commands.notify); 0: none, and the
         # dispatcher's one test per command skips the rest.
         self.notify_flags = 0
+        # Client-side caching (commands.tracking): None until a client turns tracking
+        # on, and again once nothing is tracked; the dispatcher tests it per command.
+        self.tracking: Tracking | None = None
         self.scan_snapshots: dict[Database, ScanSnapshot] = {}
         self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
 
@@ -274,6 +278,7 @@ class Session:
         self.watch_dirty = False
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
+        self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
         self.meta: WriteMeta | None = None
         self.last_write_lsn = 0  # the LSN of this connection's latest write
         self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data

@@ -81,6 +81,8 @@ async def write_in_slices(
             raise
         if s.server.notify_flags and len(store.pending) > savepoint:
             notify_command(s, cmd, [], store.pending[savepoint:])
+        if s.server.tracking is not None and len(store.pending) > savepoint:
+            s.server.tracking.sliced_writes(s, store.pending[savepoint:])
         store.commit()
         if not done:
             await budget.pause()

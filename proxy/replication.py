@@ -188,6 +188,8 @@ class Follower:
             raise LinkError(f"a frame from LSN {first} where {nxt} was next")
         self.node.unstored.append((first, last, frame))
         store.notify_replayed(last - first + 1)
+        if self.node.state.tracking is not None:  # client-side caching on the replica
+            self.node.state.tracking.replayed(store.index_keys[first - last - 1 :])
         self.node.state.replication.applied(store.last_time_ms)
         return last + 1
 
