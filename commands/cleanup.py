@@ -37,6 +37,7 @@ def unsubscribe_all(s: Session) -> None:
 
 def session_closed(s: Session) -> None:
     s.server.replication.links.pop(s.id, None)  # a replica's link
+    s.server.monitors.pop(s.id, None)  # MONITOR (the dispatcher's gate notices)
     unwatch_all(s)
     unsubscribe_all(s)
     s.multi = None

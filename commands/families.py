@@ -12,6 +12,7 @@ from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
+from commands import client_control, slowlog, latency, lolwut
 
 # isort: on
 
@@ -20,6 +21,7 @@ __all__ = [
     "bitops",
     "branches",
     "client",
+    "client_control",
     "config",
     "connection",
     "durability",
@@ -29,14 +31,17 @@ __all__ = [
     "info",
     "introspection",
     "keys",
+    "latency",
     "lcs",
     "lists",
+    "lolwut",
     "pubsub",
     "replication",
     "scripting",
     "sentinel",
     "server",
     "sets",
+    "slowlog",
     "sort",
     "stream_groups",
     "stream_info",

@@ -22,6 +22,7 @@ from typing import Any
 
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
+from commands.ops_state import format_percentile, hist_percentile
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
@@ -494,18 +495,18 @@ def _info_commandstats(s: Session) -> str:
 
 
 def _info_latencystats(s: Session) -> str:
-    """Redis keeps a latency histogram per command; from the dispatcher's counters we can
-    only give each command's mean as every percentile."""
+    """Percentiles (latency-tracking-info-percentiles) of each command's latency
+    histogram (kept by the dispatcher while latency-tracking is yes), in µs."""
     stats: dict[str, Any] = getattr(s.server, "command_stats", None) or {}
+    wanted = s.server.ops.percentiles
     out = []
     for name in sorted(stats):
-        st = stats[name]
-        if st.calls:
-            mean = st.usec / st.calls
-            out.append(
-                f"latency_percentiles_usec_{_safe(name)}:"
-                f"p50={mean:.3f},p99={mean:.3f},p99.9={mean:.3f}\r\n"
+        hist = stats[name].hist
+        if hist is not None:
+            parts = ",".join(
+                f"p{format_percentile(p)}={hist_percentile(hist, p) / 1000:.3f}" for p in wanted
             )
+            out.append(f"latency_percentiles_usec_{_safe(name)}:{parts}\r\n")
     return "".join(out)
 
 

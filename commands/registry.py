@@ -156,9 +156,18 @@ def unique_commands() -> list[Command]:
     return sorted(seen.values(), key=lambda c: c.name)
 
 
-# The dispatcher times one call of a command in 2**SAMPLE_BITS (the first included).
-SAMPLE_BITS = 4
-SAMPLE_MASK = (1 << SAMPLE_BITS) - 1
+# Latency histograms (LATENCY HISTOGRAM, INFO latencystats): four buckets per power of
+# two of nanoseconds. A duration d with b = d.bit_length() > 2 goes to bucket
+# 4*b + the two bits after its leading one (< 4: bucket d); `bucket_high` is the
+# largest duration of a bucket.
+HIST_BUCKETS = 4 * 64
+
+
+def bucket_high(i: int) -> int:
+    b, sub = divmod(i, 4)
+    if b <= 2:
+        return i
+    return ((4 + sub + 1) << (b - 3)) - 1
 
 
 @dataclass
@@ -167,13 +176,21 @@ class CommandStats:
     rejected: int = 0
     failed: int = 0
     extra: dict[str, int] = field(default_factory=dict)
-    sampled: int = 0  # calls timed
+    sampled: int = 0  # calls timed (every call)
     sampled_ns: int = 0  # their total time
+    # The latency histogram: calls by duration bucket (None until a call is recorded
+    # while latency-tracking is on).
+    hist: list[int] | None = None
 
     @property
     def usec(self) -> int:
-        """Time spent in all calls (INFO commandstats' usec): the timed calls'
-        mean times the calls."""
+        """Time spent in all calls (INFO commandstats' usec)."""
         if not self.sampled:
             return 0
         return self.sampled_ns * self.calls // (self.sampled * 1000)
+
+    def reset(self) -> None:
+        """CONFIG RESETSTAT."""
+        self.calls = self.rejected = self.failed = self.sampled = self.sampled_ns = 0
+        self.extra.clear()
+        self.hist = None
