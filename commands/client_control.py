@@ -207,19 +207,24 @@ def parse_pause_timeout(arg: bytes) -> int:
     return ms
 
 
-@command("client|pause", -3, ADMIN)
-def cmd_client_pause(s: Session, argv: list[bytes]) -> Reply:
+def _mode(argv: list[bytes], first: bytes, second: bytes, error: str) -> bool | None:
+    """The optional last argument of CLIENT PAUSE / UNBLOCK: True for `first`, False for
+    `second`, None when absent (more arguments: Redis' subcommand syntax error)."""
     if len(argv) > 4:
         raise CommandError(SUBCOMMAND_SYNTAX % (argv[1], argv[0].upper()))
-    kind = PAUSE_ALL
-    if len(argv) == 4:
-        mode = argv[3].lower()
-        if mode == b"write":
-            kind = PAUSE_WRITE
-        elif mode != b"all":
-            raise CommandError(PAUSE_MODE)
+    if len(argv) < 4:
+        return None
+    mode = argv[3].lower()
+    if mode not in (first, second):
+        raise CommandError(error)
+    return mode == first
+
+
+@command("client|pause", -3, ADMIN)
+def cmd_client_pause(s: Session, argv: list[bytes]) -> Reply:
+    write = _mode(argv, b"write", b"all", PAUSE_MODE)
     ms = parse_pause_timeout(argv[2])
-    pause(s.server, kind, time.monotonic() + ms / 1000)
+    pause(s.server, PAUSE_WRITE if write else PAUSE_ALL, time.monotonic() + ms / 1000)
     return OK
 
 
@@ -234,15 +239,7 @@ def cmd_client_unpause(s: Session, argv: list[bytes]) -> Reply:
 
 @command("client|unblock", -3, ADMIN)
 def cmd_client_unblock(s: Session, argv: list[bytes]) -> Reply:
-    if len(argv) > 4:
-        raise CommandError(SUBCOMMAND_SYNTAX % (argv[1], argv[0].upper()))
-    error = False
-    if len(argv) == 4:
-        reason = argv[3].lower()
-        if reason == b"error":
-            error = True
-        elif reason != b"timeout":
-            raise CommandError(UNBLOCK_REASON)
+    error = bool(_mode(argv, b"error", b"timeout", UNBLOCK_REASON))
     cid = string2ll(argv[2])
     if cid is None:
         raise CommandError(NOT_INTEGER)

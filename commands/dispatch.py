@@ -25,7 +25,7 @@ from commands.errors import (
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
-from commands.registry import COMMANDS, HIST_BUCKETS, Command, CommandStats, Flag
+from commands.registry import COMMANDS, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import Session
 from store import PrunedError
@@ -194,16 +194,11 @@ class Dispatcher:
         now = perf_counter_ns()
         dur = now - mark
         server.clock_mark = now
-        st.sampled += 1
-        st.sampled_ns += dur
+        st.ns += dur
         if dur >= server.slow_ns:
             note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
         if server.latency_tracking:
-            hist = st.hist
-            if hist is None:
-                hist = st.hist = [0] * HIST_BUCKETS
-            b = dur.bit_length()
-            hist[(b << 2 | (dur >> (b - 3)) & 3) if b > 2 else dur] += 1
+            st.hist[dur.bit_length()] += 1
         if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
             feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.

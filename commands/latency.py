@@ -99,7 +99,7 @@ def cmd_latency_histogram(s: Session, argv: list[bytes]) -> Reply:
     stats = s.server.command_stats
     names: list[str] = []
     if len(argv) == 2:
-        names = sorted(n for n, st in stats.items() if st.hist is not None)
+        names = sorted(n for n, st in stats.items() if any(st.hist))
     else:
         for arg in argv[2:]:
             cmd = lookup_by_name(arg)
@@ -111,7 +111,7 @@ def cmd_latency_histogram(s: Session, argv: list[bytes]) -> Reply:
     pairs: list[tuple[bytes, Any]] = []
     for name in names:
         st = stats.get(name)
-        if st is None or st.hist is None:
+        if st is None or not any(st.hist):
             continue
         cdf: dict[int, int] = dict(hist_cdf(st.hist))
         pairs.append((name.encode(), {b"calls": sum(st.hist), b"histogram_usec": cdf}))

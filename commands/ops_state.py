@@ -153,6 +153,14 @@ def refresh(server: ServerState) -> None:
     server.clock_mark = time.perf_counter_ns()
 
 
+def sync_expired(server: ServerState) -> None:
+    """INFO expired_keys: every key the store deleted by expiry (lazily or by the cron;
+    none while a CLIENT PAUSE holds expiry), counted since the last CONFIG RESETSTAT."""
+    n = server.store.expired_keys
+    server.stats.expired_keys += n - server.expired_seen
+    server.expired_seen = n
+
+
 def ops_config_changed(server: ServerState, name: str, value: str) -> None:
     """CONFIG SET stored `value`: apply the settings this module keeps."""
     ops = server.ops
@@ -192,25 +200,23 @@ def hist_percentile(hist: list[int], p: float) -> int:
 
 
 def hist_cdf(hist: list[int]) -> list[tuple[int, int]]:
-    """LATENCY HISTOGRAM's histogram_usec: (bound in µs, calls at or under it) for the
-    powers of two from 1024 ns up, where the cumulative count grows."""
-    below = [0] * 65  # calls with duration bit_length == b
-    for i, n in enumerate(hist):
-        if n:
-            below[i >> 2 if i >= 12 else i.bit_length()] += n
-    total = sum(below)
+    """LATENCY HISTOGRAM's histogram_usec: (bound in µs, calls under it) for the powers
+    of two from 1024 ns up, where the cumulative count grows."""
+    total = sum(hist)
     out = []
     cum = 0
     prev = 0
-    for b in range(65):
-        cum += below[b]
+    for b, n in enumerate(hist):
+        cum += n
         if b < 10:
             continue  # inside the first bucket (up to 1024 ns)
-        bound = 1 << b  # every call here is under it
+        bound = 1 << b  # every call counted so far took less
         if bound > HIST_MAX_NS * 2:
             cum = total  # past 1 s: all the rest (Redis caps at 1 s)
         if cum > prev:
-            out.append((bound // 1000, cum))
+            # Redis names the step by the highest value its HDR histogram (2
+            # significant digits) holds in the bucket of 2**b: 2**b + 2**(b-7) - 1.
+            out.append(((bound + (bound >> 7) - 1) // 1000, cum))
             prev = cum
         if cum == total:
             break

@@ -156,18 +156,14 @@ def unique_commands() -> list[Command]:
     return sorted(seen.values(), key=lambda c: c.name)
 
 
-# Latency histograms (LATENCY HISTOGRAM, INFO latencystats): four buckets per power of
-# two of nanoseconds. A duration d with b = d.bit_length() > 2 goes to bucket
-# 4*b + the two bits after its leading one (< 4: bucket d); `bucket_high` is the
-# largest duration of a bucket.
-HIST_BUCKETS = 4 * 64
+# Latency histograms (LATENCY HISTOGRAM, INFO latencystats): calls by the bit length
+# of their duration in ns, i.e. by power of two (bucket b holds 2**(b-1) .. 2**b - 1).
+HIST_BUCKETS = 65
 
 
-def bucket_high(i: int) -> int:
-    b, sub = divmod(i, 4)
-    if b <= 2:
-        return i
-    return ((4 + sub + 1) << (b - 3)) - 1
+def bucket_high(b: int) -> int:
+    """The longest duration (ns) bucket `b` holds."""
+    return (1 << b) - 1
 
 
 @dataclass
@@ -176,21 +172,17 @@ class CommandStats:
     rejected: int = 0
     failed: int = 0
     extra: dict[str, int] = field(default_factory=dict)
-    sampled: int = 0  # calls timed (every call)
-    sampled_ns: int = 0  # their total time
-    # The latency histogram: calls by duration bucket (None until a call is recorded
-    # while latency-tracking is on).
-    hist: list[int] | None = None
+    ns: int = 0  # time spent in all calls (each is timed: commands.ops_state)
+    # The latency histogram (calls recorded while latency-tracking is on).
+    hist: list[int] = field(default_factory=lambda: [0] * HIST_BUCKETS)
 
     @property
     def usec(self) -> int:
         """Time spent in all calls (INFO commandstats' usec)."""
-        if not self.sampled:
-            return 0
-        return self.sampled_ns * self.calls // (self.sampled * 1000)
+        return self.ns // 1000
 
     def reset(self) -> None:
         """CONFIG RESETSTAT."""
-        self.calls = self.rejected = self.failed = self.sampled = self.sampled_ns = 0
+        self.calls = self.rejected = self.failed = self.ns = 0
         self.extra.clear()
-        self.hist = None
+        self.hist = [0] * HIST_BUCKETS

@@ -236,6 +236,7 @@ class ServerState:
         self.slow_ns = self.ops.slow_ns()
         self.latency_tracking = self.config.params.get("latency-tracking", "yes") == "yes"
         self.monitors: dict[int, Session] = {}
+        self.expired_seen = store.expired_keys  # INFO expired_keys (ops_state.sync_expired)
         self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
 
     def uptime(self) -> int:

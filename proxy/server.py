@@ -23,6 +23,7 @@ from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
+from commands.ops_state import sync_expired
 from commands.registry import Command
 from commands.replies import (
     OK,
@@ -667,7 +668,8 @@ class Server:
         while True:
             await asyncio.sleep(0.1)
             began = time.monotonic()
-            self.state.stats.expired_keys += store.active_expire()
+            store.active_expire()
+            sync_expired(self.state)
             self.state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))
             sample_memory(self.state)
             ticks += 1
