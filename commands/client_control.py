@@ -9,8 +9,9 @@ CLIENT PAUSE timeout [WRITE|ALL] · CLIENT UNPAUSE
     connection (proxy.server) keeps it and what follows, counts as blocked
     (INFO blocked_clients), and runs them in order when the pause ends, connection by
     connection in the order they were held. Expiry pauses too: keys whose time has
-    come read as missing but are not deleted (the store's replica mode) until the pause
-    ends. A pause started inside EXEC holds nothing of that transaction.
+    come read as missing but are not deleted (`Store.expiry_held`) until the pause
+    ends. Replicas' links are never paused. A pause started inside EXEC holds nothing
+    of that transaction.
 CLIENT UNBLOCK id [TIMEOUT|ERROR]
     Ends a client's blocking command (BLPOP, XREAD BLOCK, ...) with its timeout reply
     or `-UNBLOCKED client unblocked via CLIENT UNBLOCK`: 1 if it was blocked, else 0.
@@ -124,6 +125,8 @@ def gate(s: Session, cmd: Command, argv: list[bytes]) -> Paused | bytes | None:
     if s.monitor:
         return REPLICA_KEYSPACE if _touches_keyspace(s, cmd, argv) else None
     p = server.ops.pause
+    if s.id in server.replication.links:
+        return None  # a replica's link is never paused, as in Redis
     if p.kind == PAUSE_OFF:
         if not server.monitors:
             server.gate = None
@@ -148,8 +151,7 @@ def pause(server: ServerState, kind: int, end: float) -> None:
     p = server.ops.pause
     store = server.store
     if p.kind == PAUSE_OFF:
-        p.follower_before = store.follower
-        store.follower = True  # expiry hides keys, deletes nothing
+        store.expiry_held = True  # expired keys read as missing, nothing is deleted
         p.kind, p.end = kind, end
     else:
         p.kind, p.end = max(p.kind, kind), max(p.end, end)
@@ -183,7 +185,7 @@ def unpause(server: ServerState) -> None:
     if p.kind == PAUSE_OFF:
         return
     p.kind = PAUSE_OFF
-    server.store.follower = p.follower_before
+    server.store.expiry_held = False
     waiters, p.waiters = p.waiters, []
     _update_gate(server)
     try:

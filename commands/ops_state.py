@@ -70,7 +70,6 @@ class PauseState:
     end: float = 0.0  # time.monotonic() when it ends
     # Connections' wake-ups, in the order their commands were paused.
     waiters: list[Callable[[], None]] = field(default_factory=list)
-    follower_before: bool = False  # the store's expiry mode before the pause
 
 
 class OpsState:
