@@ -493,8 +493,11 @@ class Connection(asyncio.Protocol):
             return
         st.scheduled = False
         self._unobserve(st)
-        s.server.clock_mark = time.perf_counter_ns()
+        server = s.server
+        start = server.clock_mark = time.perf_counter_ns()
         reply = DISPATCHER.execute(s, st.argv)
+        if server.clock_mark != start:
+            _uncount_retry(s, server.clock_mark - start)
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             if reply.retry_argv:
@@ -598,6 +601,16 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _uncount_retry(s: Session, dur: int) -> None:
+    """A blocked command run again is the same call: as Redis, its calls are counted
+    once (when it blocked), and its latency histogram holds one sample."""
+    st = s.server.command_stats.get(s.last_cmd_name)
+    if st is not None:
+        st.calls -= 1
+        if s.server.latency_tracking and st.hist[dur.bit_length()]:
+            st.hist[dur.bit_length()] -= 1
 
 
 def _ignore_reply(reply: Reply) -> None:

@@ -137,13 +137,15 @@ def test_slowlog_threshold_max_len_and_disable(slow: Differ) -> None:
 def test_slowlog_logs_blocked_command_when_served(
     slow: Differ,
 ) -> None:
-    """A BLPOP is logged once, when an LPUSH inside MULTI serves it (Redis' test)."""
+    """A BLPOP is logged once, when an LPUSH inside MULTI serves it (Redis' test), and
+    counted as one call."""
     logs = []
     for c in (slow.ref, slow.ours):
         port = c.sock.getpeername()[1]
         waiter = RawClient(port)
         try:
             c.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+            c.call("CONFIG", "RESETSTAT")
             c.call("DEL", "l")
             waiter.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n")
             for _ in range(100):
@@ -156,8 +158,13 @@ def test_slowlog_logs_blocked_command_when_served(
             c.call("EXEC")
             assert parse(waiter.read_reply())[1][1] == ("$", b"foo")
             logs.append(_masked(c.call("SLOWLOG", "GET")))
+            # Counted once, as one call, in INFO commandstats and LATENCY HISTOGRAM.
+            stats = c.call("INFO", "commandstats")
+            logs.append(re.findall(rb"cmdstat_blpop:calls=(\d+),", stats))
+            logs.append(re.findall(rb"calls\r\n:(\d+)", c.call("LATENCY", "HISTOGRAM", "blpop")))
         finally:
             waiter.close()
-    assert logs[0] == logs[1]
-    assert logs[1][0][0] == ("*", [("$", b"BLPOP"), ("$", b"l"), ("$", b"0")])
+    assert logs[:3] == logs[3:]
+    assert logs[4:] == [[b"1"], [b"1"]]
+    assert logs[3][0][0] == ("*", [("$", b"BLPOP"), ("$", b"l"), ("$", b"0")])
     slow.record(1, True)
