@@ -17,7 +17,8 @@ CLIENT UNBLOCK id [TIMEOUT|ERROR]
     or `-UNBLOCKED client unblocked via CLIENT UNBLOCK`: 1 if it was blocked, else 0.
 CLIENT REPLY ON|OFF|SKIP
     OFF: no replies from here on; SKIP: none for the next command; ON: replies again
-    (its own OK is sent). Pushes (pub/sub messages, MONITOR lines) still arrive.
+    (its own OK is sent). Pushes (pub/sub messages and (un)subscribe confirmations,
+    MONITOR lines) still arrive.
 MONITOR
     Every command run afterwards, by any client, is pushed to the monitor as
     `+<unix>.<usec> [<db> <addr>] "cmd" "arg" ...` (a script's commands as
@@ -56,6 +57,7 @@ from commands.replies import (
     Deferred,
     Frames,
     Paused,
+    Push,
     Reply,
 )
 from commands.scripting import engine_of, shebang_flags
@@ -282,6 +284,8 @@ def quiet_reply(s: Session, reply: Reply) -> Reply:
         s.reply_mode = 0
     if t is CloseAfterReply:
         return CloseAfterReply(NO_REPLY)
+    if t is Push or (t is Frames and all(type(x) is Push for x in reply)):
+        return reply  # (un)subscribe confirmations are pushes: sent anyway, as Redis
     return NO_REPLY
 
 

@@ -16,10 +16,12 @@ from tests.resp_client import RawClient, encode_command
 def _pending(c: RawClient, wait: float = 0.25) -> bytes:
     """What `c` has been sent within `wait` seconds (b"" when nothing: it is held)."""
     c.sock.settimeout(wait)
+    data = b""
     try:
-        data = c.sock.recv(1 << 16)
+        while chunk := c.sock.recv(1 << 16):
+            data += chunk
     except TimeoutError:
-        data = b""
+        pass
     finally:
         c.sock.settimeout(10)
     return data
@@ -232,3 +234,21 @@ def _reply(main: RawClient, client: Callable[[], RawClient], log: list[object]) 
 
 def test_client_reply(diff: Differ) -> None:
     _compare(diff, _reply)
+
+
+def _reply_pubsub(main: RawClient, client: Callable[[], RawClient], log: list[object]) -> None:
+    """(Un)subscribe confirmations and messages are pushes: CLIENT REPLY OFF lets them
+    through (Redis' `PubSub messages with CLIENT REPLY OFF`)."""
+    c = client()
+    c.send(encode_command("CLIENT", "REPLY", "OFF") + encode_command("SUBSCRIBE", "rch"))
+    c.send(encode_command("PSUBSCRIBE", "rc*"))
+    log.append(_pending(c, 0.3))
+    log.append(main.call("PUBLISH", "rch", "hello"))
+    log.append(_pending(c, 0.3))
+    c.send(encode_command("UNSUBSCRIBE", "rch") + encode_command("PUNSUBSCRIBE", "rc*"))
+    c.send(encode_command("PING"))
+    log.append(_pending(c, 0.3))
+
+
+def test_client_reply_off_lets_pushes_through(diff: Differ) -> None:
+    _compare(diff, _reply_pubsub)
