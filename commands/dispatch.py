@@ -147,6 +147,8 @@ class Dispatcher:
             s.multi = None
             s.multi_error = False
             unwatch_all(s)
+            if s.server.monitors:
+                feed_monitors(s, argv)  # Redis' execCommandAbort ends the MULTI it showed
             return ErrorReply(
                 b"EXECABORT Transaction discarded because of: " + text.removeprefix(b"ERR ")
             )
