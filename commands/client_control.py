@@ -127,8 +127,10 @@ def gate(s: Session, cmd: Command, argv: list[bytes]) -> Paused | bytes | None:
     if s.monitor:
         return REPLICA_KEYSPACE if _touches_keyspace(s, cmd, argv) else None
     p = server.ops.pause
-    if s.id in server.replication.links:
-        return None  # a replica's link is never paused, as in Redis
+    if s.id in server.replication.links or s.blocked:
+        # A replica's link is never paused, as in Redis; nor is a blocked command
+        # being served (it was admitted when it blocked: Redis serves it in a pause).
+        return None
     if p.kind == PAUSE_OFF:
         if not server.monitors:
             server.gate = None

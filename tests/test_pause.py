@@ -252,3 +252,18 @@ def _reply_pubsub(main: RawClient, client: Callable[[], RawClient], log: list[ob
 
 def test_client_reply_off_lets_pushes_through(diff: Differ) -> None:
     _compare(diff, _reply_pubsub)
+
+
+def _served_in_pause(main: RawClient, client: Callable[[], RawClient], log: list[object]) -> None:
+    """A blocked BLPOP served by a write the pause lets through (the EXEC that paused)
+    is answered during the pause, as Redis does."""
+    waiter = client()
+    main.call("DEL", "pl")
+    waiter.send(encode_command("BLPOP", "pl", "0"))
+    log.append(_wait_blocked(main, 1))
+    log += [main.call("MULTI"), main.call("CLIENT", "PAUSE", "60000", "WRITE")]
+    log += [main.call("LPUSH", "pl", "x"), main.call("EXEC"), _pending(waiter)]
+
+
+def test_blocked_command_served_during_pause(diff: Differ) -> None:
+    _compare(diff, _served_in_pause)
