@@ -30,22 +30,6 @@ def _lines(raw: bytes) -> list[bytes]:
     return out
 
 
-def _read_until_quiet(c: RawClient, settle: float = 0.3) -> bytes:
-    c.sock.settimeout(settle)
-    data = b""
-    try:
-        while True:
-            chunk = c.sock.recv(1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    except TimeoutError:
-        pass
-    finally:
-        c.sock.settimeout(10)
-    return data
-
-
 def _session(port: int, resp: int, script: list[tuple[str, ...]]) -> list[bytes]:
     """What a monitor on `port` receives (lines, and the replies to its own commands)
     while another client runs `script`."""
@@ -61,7 +45,7 @@ def _session(port: int, resp: int, script: list[tuple[str, ...]]) -> list[bytes]
                 mon.send(encode_command(*args[1:]))
             else:
                 other.call(*args)
-        return _lines(_read_until_quiet(mon))
+        return _lines(mon.read_pending(0.3))
     finally:
         mon.close()
         other.close()

@@ -15,16 +15,7 @@ from tests.resp_client import RawClient, encode_command
 
 def _pending(c: RawClient, wait: float = 0.25) -> bytes:
     """What `c` has been sent within `wait` seconds (b"" when nothing: it is held)."""
-    c.sock.settimeout(wait)
-    data = b""
-    try:
-        while chunk := c.sock.recv(1 << 16):
-            data += chunk
-    except TimeoutError:
-        pass
-    finally:
-        c.sock.settimeout(10)
-    return data
+    return c.read_pending(wait)
 
 
 def _blocked(c: RawClient) -> int:
