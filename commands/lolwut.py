@@ -79,28 +79,32 @@ class Canvas:
             self.line(px[j], py[j], px[(j + 1) % 4], py[(j + 1) % 4], color)
 
 
+# Braille characters by their dot bits.
+_BRAILLE = {i: chr(0x2800 + i) for i in range(256)}
+# The dot bit of each pixel of a 2x4 block: (column, row) -> bit, as lwTranslatePixelsGroup.
+_DOTS = (((0, 0), 0), ((0, 1), 1), ((0, 2), 2), ((1, 0), 3), ((1, 1), 4), ((1, 2), 5),
+         ((0, 3), 6), ((1, 3), 7))  # fmt: skip
+
+
 def braille(canvas: Canvas) -> str:
-    """lolwut5's renderCanvas: each 2x4 block of pixels as one Braille character."""
+    """lolwut5's renderCanvas: each 2x4 block of pixels as one Braille character. The
+    eight dots of a row of blocks are combined as big integers (one byte per block:
+    pixels are 0 or 1, so the shifted planes never carry into the next byte)."""
+    width, height = canvas.width, canvas.height
+    px = canvas.pixels
+    blank = bytes(width + 1)
+    chars = (width + 1) // 2
     rows = []
-    for y in range(0, canvas.height, 4):
-        chars = []
-        for x in range(0, canvas.width, 2):
-            g = canvas.get
-            byte = (
-                g(x, y)
-                | g(x, y + 1) << 1
-                | g(x, y + 2) << 2
-                | g(x + 1, y) << 3
-                | g(x + 1, y + 1) << 4
-                | g(x + 1, y + 2) << 5
-                | g(x, y + 3) << 6
-                | g(x + 1, y + 3) << 7
-            )
-            chars.append(chr(0x2800 + byte))
-        rows.append("".join(chars))
+    for y in range(0, height, 4):
+        code = 0
+        for (dx, dy), bit in _DOTS:
+            line = px[(y + dy) * width : (y + dy + 1) * width] + blank if y + dy < height else blank
+            plane = bytes(line[dx : dx + 2 * chars : 2])
+            code |= int.from_bytes(plane, "big") << bit
+        rows.append(code.to_bytes(chars, "big").decode("latin-1").translate(_BRAILLE))
     text = "\n".join(rows)
     # Redis skips the newline after the last row only when the height is 1 mod 4.
-    if (canvas.height - 1) % 4:
+    if (height - 1) % 4:
         text += "\n"
     return text
 
