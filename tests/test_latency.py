@@ -4,12 +4,14 @@ shape on both servers."""
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from commands.lolwut import Canvas, braille
 from tests.conftest import Differ
 from tests.resp_client import RawClient, parse
 
@@ -225,3 +227,28 @@ def test_lolwut(diff: Differ) -> None:
             else:
                 assert a.count("\033[0m") == b.count("\033[0m")
         diff.record(1, True)
+
+
+def _braille_pixel_by_pixel(canvas: Canvas) -> str:
+    """lolwut5.c's renderCanvas, one pixel at a time."""
+    rows = []
+    for y in range(0, canvas.height, 4):
+        chars = []
+        for x in range(0, canvas.width, 2):
+            bits = 0
+            for (dx, dy), bit in (((0, 0), 0), ((0, 1), 1), ((0, 2), 2), ((1, 0), 3)):
+                bits |= canvas.get(x + dx, y + dy) << bit
+            for (dx, dy), bit in (((1, 1), 4), ((1, 2), 5), ((0, 3), 6), ((1, 3), 7)):
+                bits |= canvas.get(x + dx, y + dy) << bit
+            chars.append(chr(0x2800 + bits))
+        rows.append("".join(chars))
+    return "\n".join(rows) + ("\n" if (canvas.height - 1) % 4 else "")
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 4), (3, 5), (7, 9), (132, 138), (20, 3)])
+def test_braille_rendering(size: tuple[int, int]) -> None:
+    rng = random.Random(size[0] * 1000 + size[1])
+    canvas = Canvas(*size, 0)
+    for i in range(len(canvas.pixels)):
+        canvas.pixels[i] = rng.getrandbits(1)
+    assert braille(canvas) == _braille_pixel_by_pixel(canvas)
