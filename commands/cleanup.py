@@ -44,6 +44,7 @@ def tracking_off(s: Session) -> None:
 def session_closed(s: Session) -> None:
     s.server.replication.links.pop(s.id, None)  # a replica's link
     tracking_off(s)
+    s.server.monitors.pop(s.id, None)  # MONITOR (the dispatcher's gate notices)
     unwatch_all(s)
     unsubscribe_all(s)
     s.multi = None

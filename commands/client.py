@@ -4,12 +4,12 @@ CLIENT ID · CLIENT SETNAME name · CLIENT GETNAME · CLIENT INFO
 CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
 CLIENT KILL ip:port
 CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] ...
-CLIENT NO-EVICT ON|OFF · CLIENT REPLY ON · CLIENT GETREDIR · CLIENT TRACKINGINFO · CLIENT HELP
+CLIENT NO-EVICT ON|OFF · CLIENT GETREDIR · CLIENT TRACKINGINFO · CLIENT HELP
 CLIENT SETINFO LIB-NAME|LIB-VER value · CLIENT NO-TOUCH ON|OFF (both Redis 7.2)
 
 CLIENT LIST/INFO lines have Redis 7.0's fields in Redis' order; buffer sizes are what an
-idle Redis client reports. Not implemented: REPLY OFF|SKIP (replies cannot be held back
-yet), PAUSE/UNPAUSE, UNBLOCK. TRACKING and CACHING live in `commands.tracking`.
+idle Redis client reports. CLIENT PAUSE, UNPAUSE, UNBLOCK and REPLY are in
+`commands.client_control`; TRACKING and CACHING in `commands.tracking`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ UNKNOWN_CLIENT_TYPE = "ERR Unknown client type '{}'"
 NO_SUCH_USER = "ERR No such user '{}'"
 UNRECOGNIZED_OPTION = "ERR Unrecognized option '{}'"
 ATTR_SPACES = "ERR {} cannot contain spaces, newlines or special characters."
-REPLY_UNSUPPORTED = "ERR CLIENT REPLY OFF and SKIP are not supported by this server"
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 ADMIN = Flag.ADMIN | CONN
@@ -142,7 +141,7 @@ def _last_command(c: Session) -> str:
 
 
 def _flags(c: Session) -> str:
-    out = ""
+    out = "O" if c.monitor else ""
     if c.channels or c.patterns:
         out += "P"
     if c.multi is not None:
@@ -343,16 +342,6 @@ def cmd_client_setinfo(s: Session, argv: list[bytes]) -> Reply:
     else:
         s.lib_ver = value
     return OK
-
-
-@command("client|reply", 3, CONN)
-def cmd_client_reply(s: Session, argv: list[bytes]) -> Reply:
-    opt = argv[2].lower()
-    if opt == b"on":
-        return OK
-    if opt in (b"off", b"skip"):
-        raise CommandError(REPLY_UNSUPPORTED)
-    raise CommandError(SYNTAX)
 
 
 @command("client|getredir", 2, CONN)

@@ -105,8 +105,9 @@ def cmd_config_resetstat(s: Session, argv: list[bytes]) -> Reply:
     stats = s.server.stats
     for f in dataclasses.fields(Stats):
         setattr(stats, f.name, f.default)
-    s.server.error_stats.clear()  # INFO errorstats and commandstats too, as Redis
-    s.server.command_stats.clear()
+    s.server.error_stats.clear()  # INFO errorstats, commandstats and latencystats too
+    for st in s.server.command_stats.values():
+        st.reset()  # in place: this command's own call is then counted, as in Redis
     return OK
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from commands.limits import config_changed, memtoull, merge_output_limits
 from commands.notify import set_flags
+from commands.ops_state import normalize_percentiles, ops_config_changed
 from commands.parsing import string2ll
 from commands.redis_table import command_data
 from commands.session import Config, ServerState
@@ -217,6 +218,8 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
         return merge_output_limits(
             config_get_value(server, name), value.split(" ") if value else []
         )
+    if name == "latency-tracking-info-percentiles":
+        return normalize_percentiles(value)
     if name in ("port", "bind") and value != config_get_value(server, name):
         if name == "port":
             raise ValueError("Unable to listen on this port. Check server logs.")
@@ -270,3 +273,4 @@ def config_store(server: ServerState, name: str, value: str) -> None:
     if name == "notify-keyspace-events":
         set_flags(server, value)
     config_changed(server, name, value)
+    ops_config_changed(server, name, value)

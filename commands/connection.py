@@ -143,5 +143,8 @@ def cmd_reset(s: Session, argv: list[bytes]) -> Reply:
     s.resp = 2
     s.name = None
     s.meta = None
+    s.reply_mode = 0  # CLIENT REPLY ON
+    s.monitor = False  # no longer a MONITOR
+    s.server.monitors.pop(s.id, None)
     default_auth(s)
     return RESET_REPLY

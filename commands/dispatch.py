@@ -24,8 +24,9 @@ from commands.errors import (
 )
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
-from commands.registry import COMMANDS, SAMPLE_MASK, Command, CommandStats, Flag
-from commands.replies import QUEUED, ErrorReply, Reply
+from commands.ops_log import feed_monitors, feed_script_call, note_slow
+from commands.registry import COMMANDS, Command, CommandStats, Flag
+from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import Session
 from store import PrunedError
 
@@ -111,6 +112,14 @@ class Dispatcher:
             return self.reject(s, FENCED.encode(), argv, cmd)
         if server.busy_script and not cmd.flags & Flag.ALLOW_BUSY:
             return self.reject(s, server.busy_script, argv, cmd)  # a script runs (scripting)
+        if server.gate is not None:
+            # A CLIENT PAUSE in force, or MONITOR clients (commands.pause): PAUSED
+            # holds the command until the pause ends; bytes reject it.
+            gated = server.gate(s, cmd, argv)
+            if gated is PAUSED:
+                return PAUSED
+            if gated is not None:
+                return self.reject(s, gated, argv, cmd)
         if s.multi is not None and not cmd.is_tx_control:
             if cmd.flags & Flag.NO_MULTI:
                 return self.reject(s, NOT_IN_MULTI.encode(), None, cmd)
@@ -138,6 +147,8 @@ class Dispatcher:
             s.multi = None
             s.multi_error = False
             unwatch_all(s)
+            if s.server.monitors:
+                feed_monitors(s, argv)  # Redis' execCommandAbort ends the MULTI it showed
             return ErrorReply(
                 b"EXECABORT Transaction discarded because of: " + text.removeprefix(b"ERR ")
             )
@@ -153,9 +164,11 @@ class Dispatcher:
         server.stats.commands_processed += 1
         # The counters exist after a command's first call: a dict lookup, no call.
         st = server.command_stats.get(cmd.name) or command_stats(s, cmd)
-        # Time one call in 2**SAMPLE_BITS (the first included): two clock reads per
-        # call cost more than most commands. Counts stay exact; usec is estimated.
-        t0 = perf_counter_ns() if not st.calls & SAMPLE_MASK else 0
+        # One clock read per command (commands.ops_state): it starts where the one
+        # before it in the batch ended; nested ones (EXEC's, a script's) read their own.
+        mark = perf_counter_ns() if s.in_exec else server.clock_mark
+        if server.monitors and cmd.flags & Flag.SKIP_MONITOR:
+            feed_script_call(s, cmd, argv)  # EVAL, FCALL: before the commands they run
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
@@ -182,9 +195,16 @@ class Dispatcher:
         if server.tracking is not None:  # client-side caching (commands.tracking)
             reply = server.tracking.after_call(s, cmd, argv, savepoint, reply)
         st.calls += 1
-        if t0:
-            st.sampled_ns += perf_counter_ns() - t0
-            st.sampled += 1
+        now = perf_counter_ns()
+        dur = now - mark
+        server.clock_mark = now
+        st.ns += dur
+        if dur >= server.slow_ns:
+            note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
+        if server.latency_tracking:
+            st.hist[dur.bit_length()] += 1
+        if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
+            feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.
         if store.pending and not s.in_exec:
             store.commit()

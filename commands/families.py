@@ -15,6 +15,7 @@ from commands import stream_groups, stream_info
 from commands import snapshot_io
 from commands import dump
 from commands import tracking
+from commands import client_control, slowlog, latency, lolwut
 
 # isort: on
 
@@ -23,6 +24,7 @@ __all__ = [
     "bitops",
     "branches",
     "client",
+    "client_control",
     "config",
     "connection",
     "dump",
@@ -33,14 +35,17 @@ __all__ = [
     "info",
     "introspection",
     "keys",
+    "latency",
     "lcs",
     "lists",
+    "lolwut",
     "pubsub",
     "replication",
     "scripting",
     "sentinel",
     "server",
     "sets",
+    "slowlog",
     "snapshot_io",
     "sort",
     "stream_groups",

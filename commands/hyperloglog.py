@@ -79,7 +79,7 @@ def cmd_pfadd(s: Session, argv: list[bytes]) -> Reply:
     return 1 if updated else 0
 
 
-@command("pfcount", -2, Flag.READONLY, 1, -1, 1)
+@command("pfcount", -2, Flag.READONLY | Flag.MAY_REPLICATE, 1, -1, 1)
 def cmd_pfcount(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) > 2:
         raw: bytes | None = None

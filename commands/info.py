@@ -22,6 +22,7 @@ from typing import Any
 
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
+from commands.ops_state import format_percentile, hist_percentile, sync_expired
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
@@ -373,6 +374,7 @@ def _info_stats(s: Session) -> str:
     """Instantaneous rates are measured between INFO calls at least 100ms apart."""
     x = s.server.rates
     st = s.server.stats
+    sync_expired(s.server)
     now = time.monotonic()
     dt = now - x.sample_time
     if dt >= 0.1:
@@ -499,18 +501,21 @@ def _info_commandstats(s: Session) -> str:
 
 
 def _info_latencystats(s: Session) -> str:
-    """Redis keeps a latency histogram per command; from the dispatcher's counters we can
-    only give each command's mean as every percentile."""
+    """Percentiles (latency-tracking-info-percentiles) of each command's latency
+    histogram (kept by the dispatcher while latency-tracking is yes), in µs; nothing
+    while latency-tracking is no, as Redis."""
+    if not s.server.latency_tracking:
+        return ""
     stats: dict[str, Any] = getattr(s.server, "command_stats", None) or {}
+    wanted = s.server.ops.percentiles
     out = []
     for name in sorted(stats):
-        st = stats[name]
-        if st.calls:
-            mean = st.usec / st.calls
-            out.append(
-                f"latency_percentiles_usec_{_safe(name)}:"
-                f"p50={mean:.3f},p99={mean:.3f},p99.9={mean:.3f}\r\n"
+        hist = stats[name].hist
+        if any(hist):
+            parts = ",".join(
+                f"p{format_percentile(p)}={hist_percentile(hist, p) / 1000:.3f}" for p in wanted
             )
+            out.append(f"latency_percentiles_usec_{_safe(name)}:{parts}\r\n")
     return "".join(out)
 
 

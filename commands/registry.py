@@ -156,9 +156,14 @@ def unique_commands() -> list[Command]:
     return sorted(seen.values(), key=lambda c: c.name)
 
 
-# The dispatcher times one call of a command in 2**SAMPLE_BITS (the first included).
-SAMPLE_BITS = 4
-SAMPLE_MASK = (1 << SAMPLE_BITS) - 1
+# Latency histograms (LATENCY HISTOGRAM, INFO latencystats): calls by the bit length
+# of their duration in ns, i.e. by power of two (bucket b holds 2**(b-1) .. 2**b - 1).
+HIST_BUCKETS = 65
+
+
+def bucket_high(b: int) -> int:
+    """The longest duration (ns) bucket `b` holds."""
+    return (1 << b) - 1
 
 
 @dataclass
@@ -167,13 +172,17 @@ class CommandStats:
     rejected: int = 0
     failed: int = 0
     extra: dict[str, int] = field(default_factory=dict)
-    sampled: int = 0  # calls timed
-    sampled_ns: int = 0  # their total time
+    ns: int = 0  # time spent in all calls (each is timed: commands.ops_state)
+    # The latency histogram (calls recorded while latency-tracking is on).
+    hist: list[int] = field(default_factory=lambda: [0] * HIST_BUCKETS)
 
     @property
     def usec(self) -> int:
-        """Time spent in all calls (INFO commandstats' usec): the timed calls'
-        mean times the calls."""
-        if not self.sampled:
-            return 0
-        return self.sampled_ns * self.calls // (self.sampled * 1000)
+        """Time spent in all calls (INFO commandstats' usec)."""
+        return self.ns // 1000
+
+    def reset(self) -> None:
+        """CONFIG RESETSTAT."""
+        self.calls = self.rejected = self.failed = self.ns = 0
+        self.extra.clear()
+        self.hist = [0] * HIST_BUCKETS

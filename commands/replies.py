@@ -58,6 +58,18 @@ class _NullArray:
 
 
 NULL_ARRAY = _NullArray()
+
+
+class Paused:
+    """CLIENT PAUSE holds this command: the connection runs it again when the pause
+    ends (commands.pause)."""
+
+    __slots__ = ()
+
+
+PAUSED = Paused()
+# No reply at all (CLIENT REPLY OFF|SKIP, MONITOR when already monitoring).
+NO_REPLY = Encoded(b"")
 OK = Simple(b"OK")
 QUEUED = Simple(b"QUEUED")
 PONG = Simple(b"PONG")

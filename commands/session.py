@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.limits import Limits, rss_bytes
+from commands.ops_state import OpsState
 from commands.registry import CommandStats
 from commands.replstate import ReplicationState
 from commands.users import Users
@@ -233,6 +234,17 @@ class ServerState:
         self.tracking: Tracking | None = None
         self.scan_snapshots: dict[Database, ScanSnapshot] = {}
         self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
+        # SLOWLOG, LATENCY, MONITOR and CLIENT PAUSE (commands.ops_state). What the
+        # dispatcher reads per command: the end of the command before (perf_counter_ns),
+        # the shortest duration anything records, whether latency histograms are kept,
+        # the MONITOR clients, and the check a pause or a monitor adds (None: none).
+        self.ops = OpsState(self.config.params)
+        self.clock_mark = time.perf_counter_ns()
+        self.slow_ns = self.ops.slow_ns()
+        self.latency_tracking = self.config.params.get("latency-tracking", "yes") == "yes"
+        self.monitors: dict[int, Session] = {}
+        self.expired_seen = store.expired_keys  # INFO expired_keys (ops_state.sync_expired)
+        self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
 
     def uptime(self) -> int:
         return int(time.time() - self.started)
@@ -292,6 +304,11 @@ class Session:
         self.blocked = False
         self.killed = False
         self.extra: dict[str, Any] = {}
+        self.monitor = False  # MONITOR: every command's line is pushed to it
+        self.reply_mode = 0  # CLIENT REPLY: 0 ON, else commands.ops_state.REPLY_*
+        # CLIENT UNBLOCK: end this client's blocking command (True: it was blocked),
+        # with an error (True) or its timeout reply (False). Set by the connection.
+        self.unblock: Callable[[bool], bool] = lambda error: False
 
     def select(self, dbi: int) -> None:
         """Switch database (under a checkout, to its view: that raises PrunedError,

@@ -19,11 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from commands.cleanup import session_closed
+from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached, sample_memory
+from commands.ops_state import sync_expired
 from commands.registry import Command
-from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Reply
+from commands.replies import (
+    OK,
+    Blocked,
+    CloseAfterReply,
+    Deferred,
+    ErrorReply,
+    Paused,
+    Reply,
+)
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
@@ -133,6 +143,7 @@ class Connection(asyncio.Protocol):
             close=self.kill,
         )
         self.session.output_size = self.transport.get_write_buffer_size
+        self.session.unblock = self.unblock
         self.reader = RequestReader(self.session)
         state.stats.connections_received += 1
         if protected_denied(state, peer):
@@ -231,6 +242,7 @@ class Connection(asyncio.Protocol):
         it = iter(requests) if not isinstance(requests, deque) else None
         n = 0
         server = s.server
+        server.clock_mark = time.perf_counter_ns()  # the first command's start
         while True:
             if it is not None:
                 argv = next(it, None)
@@ -250,6 +262,8 @@ class Connection(asyncio.Protocol):
                 self._wait_capacity()
                 return
             reply = execute(s, argv)
+            if s.reply_mode:
+                reply = quiet_reply(s, reply)  # CLIENT REPLY OFF|SKIP
             t = type(reply)
             # The commonest replies first, encoded here (no call); then the ones that
             # stop this batch; then the codec.
@@ -257,7 +271,10 @@ class Connection(asyncio.Protocol):
                 out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
             elif reply is OK:
                 out.append(OK_ENCODED)
-            elif t is Blocked or t is Deferred or t is CloseAfterReply:
+            elif t is Blocked or t is Deferred or t is CloseAfterReply or t is Paused:
+                if t is Paused:
+                    # CLIENT PAUSE holds this command: it and the rest run when it ends.
+                    self.backlog.append(argv)
                 if t is CloseAfterReply:
                     assert isinstance(reply, CloseAfterReply)
                     encode(reply.reply, s.resp, out)
@@ -271,6 +288,8 @@ class Connection(asyncio.Protocol):
                 if t is Blocked:
                     assert isinstance(reply, Blocked)
                     self._block(argv, reply)
+                elif t is Paused:
+                    self._hold()
                 else:
                     assert isinstance(reply, Deferred)
                     self._defer(reply)
@@ -474,7 +493,11 @@ class Connection(asyncio.Protocol):
             return
         st.scheduled = False
         self._unobserve(st)
+        server = s.server
+        start = server.clock_mark = time.perf_counter_ns()
         reply = DISPATCHER.execute(s, st.argv)
+        if server.clock_mark != start:
+            _uncount_retry(s, server.clock_mark - start)
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             if reply.retry_argv:
@@ -495,6 +518,8 @@ class Connection(asyncio.Protocol):
         assert s is not None
         self._cancel_block()
         s.blocked = False
+        if s.reply_mode:
+            reply = quiet_reply(s, reply)
         out: list[bytes] = []
         encode(reply, s.resp, out)
         self._write(out)
@@ -516,12 +541,48 @@ class Connection(asyncio.Protocol):
                 return
             s = self.session
             assert s is not None
+            if s.reply_mode:
+                reply = quiet_reply(s, reply)
             out: list[bytes] = []
             encode(reply, s.resp, out)
             self._write(out)
             self._resume()
 
         d.start(done)
+
+    # -- CLIENT PAUSE, CLIENT UNBLOCK ------------------------------------------------
+
+    def _hold(self) -> None:
+        """The first backlog request is held by CLIENT PAUSE: wait for the pause to
+        end (counted as blocked, as Redis counts a paused client)."""
+        s = self.session
+        assert s is not None
+        self.waiting = True
+        s.blocked = True
+        s.server.ops.pause.waiters.append(self._unpaused)
+
+    def _unpaused(self) -> None:
+        s = self.session
+        if s is None or self.closing:
+            return
+        s.blocked = False
+        self._resume()
+
+    def unblock(self, error: bool) -> bool:
+        """CLIENT UNBLOCK: end this connection's blocking command with its timeout reply
+        or an UNBLOCKED error (sent on the loop's next turn); False if none waits."""
+        st = self.block_state
+        s = self.session
+        if st is None or s is None:
+            return False
+        self._cancel_block()
+        if error:
+            s.server.stats.error_replies += 1
+            reply: Reply = ErrorReply(b"UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        else:
+            reply = st.blocked.on_timeout
+        asyncio.get_running_loop().call_soon(self._finish_block, reply)
+        return True
 
     # -- out of band ---------------------------------------------------------------
 
@@ -540,6 +601,16 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _uncount_retry(s: Session, dur: int) -> None:
+    """A blocked command run again is the same call: as Redis, its calls are counted
+    once (when it blocked), and its latency histogram holds one sample."""
+    st = s.server.command_stats.get(s.last_cmd_name)
+    if st is not None:
+        st.calls -= 1
+        if s.server.latency_tracking and st.hist[dur.bit_length()]:
+            st.hist[dur.bit_length()] -= 1
 
 
 def _ignore_reply(reply: Reply) -> None:
@@ -609,7 +680,10 @@ class Server:
         ticks = 0
         while True:
             await asyncio.sleep(0.1)
-            self.state.stats.expired_keys += store.active_expire()
+            began = time.monotonic()
+            store.active_expire()
+            sync_expired(self.state)
+            self.state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))
             sample_memory(self.state)
             ticks += 1
             if ticks % 10 == 0:

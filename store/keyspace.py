@@ -88,6 +88,9 @@ class Store:
         # A replica's store: it changes only by its primary's records, so expiry hides
         # keys whose time has come instead of deleting them.
         self.follower = False
+        # CLIENT PAUSE holds expiry too: keys whose time has come read as missing but
+        # are not deleted (as on a replica) until the pause ends.
+        self.expiry_held = False
         self.history = history or HistoryPolicy()
         self.sink: RecordSink = sink or CountingSink()
         self.lsn = 0
@@ -524,7 +527,7 @@ class Store:
             setattr(db_, attr, va)
 
     def _expired(self, db: Database, key: bytes) -> None:
-        if self.follower:
+        if self.follower or self.expiry_held:
             return  # a replica hides the key; its primary's deletion comes as a record
         saved = self.cmd
         self.cmd = "expired"
@@ -536,7 +539,7 @@ class Store:
 
     def active_expire(self) -> int:
         """Remove keys whose time has come (Redis' active expiry); commits them."""
-        if self.follower:
+        if self.follower or self.expiry_held:
             return 0
         self.begin("expired")
         n = sum(db.active_expire() for db in self.dbs if db.heap)

@@ -100,6 +100,21 @@ class RawClient:
         raw, self.buf = self.buf[:end], self.buf[end:]
         return raw
 
+    def read_pending(self, wait: float) -> bytes:
+        """Everything sent until `wait` seconds pass without more (b"" when nothing
+        comes: the reply is held back)."""
+        data, self.buf = self.buf, b""
+        before = self.sock.gettimeout()
+        self.sock.settimeout(wait)
+        try:
+            while chunk := self.sock.recv(1 << 16):
+                data += chunk
+        except TimeoutError:
+            pass
+        finally:
+            self.sock.settimeout(before)
+        return data
+
     def read_closed(self) -> bool:
         """True once the server has closed the connection (after any buffered data)."""
         try:

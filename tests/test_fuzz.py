@@ -15,6 +15,8 @@ Left out of the random commands, and why:
   designed.
 - REPLICAOF/SLAVEOF turn the server into a replica of some address: writes are then
   refused and every client (the witness too) is closed, as designed.
+- CLIENT PAUSE holds every client's commands (the witness's too) for up to the
+  timeout it is given, as designed.
 - SETRANGE, SETBIT and BITFIELD allocate up to 512 MB for one offset, and
   SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with a negative count reply that many elements:
   both are requests for gigabytes, as in Redis, not protocol abuse. PFSELFTEST
@@ -47,8 +49,8 @@ from tests.test_protocol import same
 EXCLUDED = {b"shutdown", b"config", b"client|kill", b"acl|setuser", b"setrange"}
 EXCLUDED |= {b"setbit", b"bitfield", b"pfselftest"}
 EXCLUDED |= {b"srandmember", b"hrandfield", b"zrandmember"}
-EXCLUDED |= {b"replicaof", b"slaveof"}
-FORBIDDEN = (b"shutdown", b"config", b"kill", b"setuser", b"setrange", b"setbit")
+EXCLUDED |= {b"replicaof", b"slaveof", b"client|pause"}
+FORBIDDEN = (b"shutdown", b"config", b"kill", b"setuser", b"setrange", b"setbit", b"pause")
 FORBIDDEN += (b"bitfield", b"pfselftest")
 FORBIDDEN += (b"randmember", b"randfield", b"replicaof", b"slaveof")
 COSTLY = {b"command", b"save"}  # tens of ms each without arguments: sent 50 times rarer
