@@ -48,6 +48,8 @@ def serve_ready() -> None:
     list another client waits on), and they are served in the same pass."""
     while READY:
         READY.popleft()._retry_block()
+
+
 # Graceful shutdown waits this long for object storage to take every pending write.
 SHUTDOWN_DRAIN_S = 30.0
 # ... and then this long for the replies that became durable to be handed to sockets.
