@@ -46,6 +46,20 @@ OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
 HELD_PAUSE_ITEMS = 100_000
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
 OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
+# Connections whose blocked command a commit may now serve, in the order their keys were
+# touched. Served right after the command that touched them (before the next command of
+# any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
+# for commits made outside a command (expiry, replication).
+READY: deque[Connection] = deque()
+
+
+def serve_ready() -> None:
+    """Retry every ready blocked command; one served may ready others (a BLMOVE into a
+    list another client waits on), and they are served in the same pass."""
+    while READY:
+        READY.popleft()._retry_block()
+
+
 # Graceful shutdown waits this long for object storage to take every pending write.
 SHUTDOWN_DRAIN_S = 30.0
 # ... and then this long for the replies that became durable to be handed to sockets.
@@ -262,6 +276,8 @@ class Connection(asyncio.Protocol):
                 self._wait_capacity()
                 return
             reply = execute(s, argv)
+            if READY:
+                serve_ready()
             if s.reply_mode:
                 reply = quiet_reply(s, reply)  # CLIENT REPLY OFF|SKIP
             t = type(reply)
@@ -484,7 +500,9 @@ class Connection(asyncio.Protocol):
         if st is None or st.scheduled:
             return
         st.scheduled = True
-        asyncio.get_running_loop().call_soon(self._retry_block)
+        if not READY:
+            asyncio.get_running_loop().call_soon(serve_ready)
+        READY.append(self)
 
     def _retry_block(self) -> None:
         st = self.block_state
@@ -523,7 +541,9 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         encode(reply, s.resp, out)
         self._write(out)
-        self._resume()
+        # Commands that arrived meanwhile run from the event loop, not inside the command
+        # whose commit served this one.
+        asyncio.get_running_loop().call_soon(self._resume)
 
     def _cancel_block(self) -> None:
         st = self.block_state
