@@ -12,6 +12,7 @@ from commands import geo, sort, lcs
 from commands import bitops, hyperloglog
 from commands import scripting
 from commands import stream_groups, stream_info
+from commands import debug, memory
 
 # isort: on
 
@@ -22,6 +23,7 @@ __all__ = [
     "client",
     "config",
     "connection",
+    "debug",
     "durability",
     "geo",
     "hashes",
@@ -31,6 +33,7 @@ __all__ = [
     "keys",
     "lcs",
     "lists",
+    "memory",
     "pubsub",
     "replication",
     "scripting",
