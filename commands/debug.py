@@ -314,9 +314,8 @@ def _protocol(s: Session, argv: list[bytes]) -> Reply:
         real = b"Some real reply following the attribute"
         if s.resp < 3:
             return real
-        return Frames(
-            [Encoded(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"), real]
-        )
+        attribute = b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
+        return Encoded(attribute + b"$%d\r\n%b\r\n" % (len(real), real))
     if name == b"push":
         if s.resp < 3:
             raise CommandError("ERR RESP2 is not supported by this command")
@@ -382,10 +381,9 @@ def _populate(s: Session, argv: list[bytes]) -> Reply:
 
 
 def _positive(b: bytes) -> int:
+    """getPositiveLongFromObjectOrReply: one message for both failures."""
     n = string2ll(b)
-    if n is None:
-        raise CommandError("ERR value is not an integer or out of range")
-    if n < 0:
+    if n is None or n < 0:
         raise CommandError("ERR value is out of range, must be positive")
     return n
 

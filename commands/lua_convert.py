@@ -40,8 +40,8 @@ def to_lua(lua: Any, r: Any, resp: int) -> Any:
     if t is list or t is tuple or t is Push:
         return lua.table_from([to_lua(lua, x, resp) for x in r])
     if t is bool:
-        if resp == 2:
-            return 1 if r else False
+        if resp == 2:  # RESP2 has no booleans: Redis sends :1 and :0
+            return 1 if r else 0
         return r
     if t is float:
         if resp == 2:

@@ -3,13 +3,15 @@ serialization (`serializedlength`, without LZF compression) and the quicklist a 
 would be cut into under list-max-listpack-size (`ql_nodes` and the rest).
 
 These are computed from the value's contents with Redis' encoding rules (listpack
-entries, intsets, RDB lengths and integer strings); they are what redis-server would
+entries, intsets, RDB lengths, integer strings and LZF compression of strings, where
+python-lzf is installed); they are what redis-server would
 store for the same contents, not the size of our own structures (MEMORY USAGE gives
 that).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +20,10 @@ from commands.parsing import string2ll
 from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
 
+try:  # python-lzf: liblzf, the compressor Redis bundles
+    _LZF: Any = importlib.import_module("lzf")
+except ImportError:  # then lengths are given uncompressed
+    _LZF = None
 _SIZE_LIMITS = {-1: 4096, -2: 8192, -3: 16384, -4: 32768, -5: 65536}
 _SAFETY_LIMIT = 8192
 _LISTPACK_HEADER = 7  # 4 bytes total size, 2 bytes count, 1 end byte
@@ -29,8 +35,8 @@ def _len_bytes(n: int) -> int:
 
 
 def rdb_string(b: bytes) -> int:
-    """rdbSaveRawString without compression: an integer in 8/16/32 bits, or a length
-    and the bytes."""
+    """rdbSaveRawString: an integer in 8/16/32 bits, LZF-compressed past 20 bytes when
+    that saves at least 4 (rdbcompression yes), or a length and the bytes."""
     if len(b) <= 11:
         n = string2ll(b)
         if n is not None:
@@ -40,6 +46,10 @@ def rdb_string(b: bytes) -> int:
                 return 3
             if -(2**31) <= n < 2**31:
                 return 5
+    if len(b) > 20 and _LZF is not None:
+        packed = _LZF.compress(b, len(b) - 4)
+        if packed:
+            return 1 + _len_bytes(len(packed)) + _len_bytes(len(b)) + len(packed)
     return _len_bytes(len(b)) + len(b)
 
 
@@ -120,7 +130,7 @@ def quicklist_figures(
 
 
 def serialized_length(v: Any, fill: int = -2, packed_threshold: int = 1 << 30) -> int:
-    """rdbSavedObjectLen for the value's contents (no LZF compression)."""
+    """rdbSavedObjectLen for the value's contents (listpack blobs uncompressed)."""
     if isinstance(v, bytes | bytearray):
         return rdb_string(bytes(v))
     if isinstance(v, deque):

@@ -246,8 +246,13 @@ class DurableStore:
         back and the error raised."""
         if self.rebuild is None:
             raise ObjectStoreError("this server cannot rebuild its store from storage")
+        async with self._checkpoint_lock:  # no background checkpoint of a half-built store
+            await self._reload(save, dropping)
+
+    async def _reload(self, save: bool, dropping: Callable[[], None]) -> None:
+        assert self.rebuild is not None
         if save:
-            await self.checkpoint()
+            await self._checkpoint()
         if not await self.drain(RELOAD_DRAIN_S):
             raise ObjectStoreError(self.last_error())
         store = self.store

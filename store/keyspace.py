@@ -635,7 +635,10 @@ class Store:
                 weight -= 1 if type(e) is bytes else len(e)
                 n += 1
             skip = len(self.index_lsns) - len(keys)
-            self.index_from = self.index_lsns[skip + n]
+            # Past the newest entry when one commit alone wrote more than INDEX_KEYS
+            # keys (a FLUSHALL of a big database): the index then starts after it.
+            lsns = self.index_lsns
+            self.index_from = lsns[skip + n] if skip + n < len(lsns) else lsns[-1] + 1
             del keys[:n]
             self._index_weighed -= n
         self._index_weight = weight
