@@ -61,6 +61,7 @@ from typing import Any
 from commands import digest
 from commands.access import LRU_CLOCK_MAX, idle_seconds, last_access
 from commands.errors import NO_SUCH_KEY, CommandError
+from commands.glob import glob_match
 from commands.keys import object_encoding, refcount
 from commands.limits import memtoull
 from commands.parsing import get_int, string2ll, strtod
@@ -512,8 +513,6 @@ def _clusterlink(s: Session, argv: list[bytes]) -> Reply:
 
 
 def _stringmatch_test(s: Session, argv: list[bytes]) -> Reply:
-    from commands.glob import glob_match
-
     rng = os.urandom
     for _ in range(1000):
         glob_match(rng(16), rng(32))
