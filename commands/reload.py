@@ -22,25 +22,17 @@ log = logging.getLogger("temporalstore")
 
 RELOAD_OPTIONS = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 LOAD_FAILED = b"ERR Error trying to load the RDB dump"
+_OPTIONS = {b"merge", b"noflush", b"nosave"}
 
 
 def reload_reply(s: Session, argv: list[bytes]) -> Reply:
     """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE], or DEBUG LOADAOF (no new checkpoint)."""
-    save = flush = True
-    merge = False
-    if argv[1].lower() == b"loadaof":
-        save = False
-    else:
-        for opt in argv[2:]:
-            o = opt.lower()
-            if o == b"merge":
-                merge = True
-            elif o == b"noflush":
-                flush = False
-            elif o == b"nosave":
-                save = False
-            else:
-                raise CommandError(RELOAD_OPTIONS)
+    aof = argv[1].lower() == b"loadaof"  # LOADAOF takes no options (Redis ignores any)
+    opts = set() if aof else {opt.lower() for opt in argv[2:]}
+    if not opts <= _OPTIONS:
+        raise CommandError(RELOAD_OPTIONS)
+    save = not aof and b"nosave" not in opts
+    flush, merge = b"noflush" not in opts, b"merge" in opts
     store = s.store
     if not flush and not merge and (store.functions or any(db.data for db in store.dbs)):
         # Loading over what is in memory would meet every key and library again:

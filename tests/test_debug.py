@@ -8,37 +8,13 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Differ, ServerProcess, start_redis, start_temporalstore
+from tests.conftest import Differ, ServerProcess, start_temporalstore
 from tests.resp_client import RawClient
 
 DEBUG_ON = ["--enable-debug-command", "yes"]
-
-
-@pytest.fixture(scope="module")
-def redis_dbg() -> Iterator[ServerProcess]:
-    p = start_redis(DEBUG_ON)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def ts_dbg() -> Iterator[ServerProcess]:
-    p = start_temporalstore(DEBUG_ON)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def ddiff(
-    request: pytest.FixtureRequest, redis_dbg: ServerProcess, ts_dbg: ServerProcess
-) -> Iterator[Differ]:
-    d = Differ(redis_dbg.port, ts_dbg.port, request.param)
-    yield d
-    d.close()
 
 
 # -- the gate ------------------------------------------------------------------------

@@ -6,38 +6,10 @@ DEBUG RELOAD, real idle times, and a real LFU counter."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from tests.conftest import Differ, ServerProcess, start_redis, start_temporalstore
+from tests.conftest import Differ, ServerProcess
 from tests.resp_client import RawClient, parse
-
-FLAGS = ["--enable-debug-command", "yes"]
-
-
-@pytest.fixture(scope="module")
-def redis_mem() -> Iterator[ServerProcess]:
-    p = start_redis(FLAGS)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def ts_mem() -> Iterator[ServerProcess]:
-    p = start_temporalstore(FLAGS)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def mdiff(
-    request: pytest.FixtureRequest, redis_mem: ServerProcess, ts_mem: ServerProcess
-) -> Iterator[Differ]:
-    d = Differ(redis_mem.port, ts_mem.port, request.param)
-    yield d
-    d.close()
 
 
 def _int(raw: bytes) -> int:
@@ -48,8 +20,8 @@ def _int(raw: bytes) -> int:
 # -- MEMORY ------------------------------------------------------------------------
 
 
-def test_memory_replies_and_errors(mdiff: Differ) -> None:
-    mdiff.run("""
+def test_memory_replies_and_errors(ddiff: Differ) -> None:
+    ddiff.run("""
         MEMORY HELP
         MEMORY help extra
         MEMORY bogus
@@ -72,8 +44,8 @@ def test_memory_replies_and_errors(mdiff: Differ) -> None:
     """)
 
 
-def test_memory_usage_is_honest(ts_mem: ServerProcess) -> None:
-    c = RawClient(ts_mem.port)
+def test_memory_usage_is_honest(ts_dbg: ServerProcess) -> None:
+    c = RawClient(ts_dbg.port)
     try:
         c.call("FLUSHALL")
         c.call("SET", "small", "x")
@@ -106,12 +78,12 @@ def test_memory_usage_is_honest(ts_mem: ServerProcess) -> None:
         c.close()
 
 
-def test_memory_stats_fields_as_redis(mdiff: Differ) -> None:
-    mdiff.check("SET", "a", "1")
-    mdiff.check("SELECT", "4")
-    mdiff.check("SET", "b", "1")
-    mdiff.check("SELECT", "0")
-    ref, ours = mdiff.both("MEMORY", "STATS")
+def test_memory_stats_fields_as_redis(ddiff: Differ) -> None:
+    ddiff.check("SET", "a", "1")
+    ddiff.check("SELECT", "4")
+    ddiff.check("SET", "b", "1")
+    ddiff.check("SELECT", "0")
+    ref, ours = ddiff.both("MEMORY", "STATS")
     r, o = parse(ref), parse(ours)
 
     def pairs(v: Any) -> list[tuple[Any, Any]]:
@@ -128,8 +100,8 @@ def test_memory_stats_fields_as_redis(mdiff: Differ) -> None:
     assert int(stats[b"peak.allocated"]) >= int(stats[b"total.allocated"])
 
 
-def test_memory_doctor_and_malloc_stats(ts_mem: ServerProcess) -> None:
-    c = RawClient(ts_mem.port)
+def test_memory_doctor_and_malloc_stats(ts_dbg: ServerProcess) -> None:
+    c = RawClient(ts_dbg.port)
     try:
         doctor = c.call("MEMORY", "DOCTOR")
         assert b"Sam" in doctor and doctor.startswith(b"$")
@@ -143,9 +115,9 @@ def test_memory_doctor_and_malloc_stats(ts_mem: ServerProcess) -> None:
 # -- OBJECT ------------------------------------------------------------------------
 
 
-def test_encodings_follow_the_limits(mdiff: Differ) -> None:
+def test_encodings_follow_the_limits(ddiff: Differ) -> None:
     try:
-        mdiff.run("""
+        ddiff.run("""
             CONFIG SET zset-max-ziplist-entries 0
             ZADD z 1 a
             OBJECT ENCODING z
@@ -203,15 +175,15 @@ def test_encodings_follow_the_limits(mdiff: Differ) -> None:
             OBJECT ENCODING si
         """)
     finally:
-        mdiff.both("CONFIG", "SET", "zset-max-listpack-entries", "128")
-        mdiff.both("CONFIG", "SET", "zset-max-listpack-value", "64")
-        mdiff.both("CONFIG", "SET", "hash-max-listpack-entries", "512")
-        mdiff.both("CONFIG", "SET", "hash-max-listpack-value", "64")
-        mdiff.both("CONFIG", "SET", "set-max-intset-entries", "512")
+        ddiff.both("CONFIG", "SET", "zset-max-listpack-entries", "128")
+        ddiff.both("CONFIG", "SET", "zset-max-listpack-value", "64")
+        ddiff.both("CONFIG", "SET", "hash-max-listpack-entries", "512")
+        ddiff.both("CONFIG", "SET", "hash-max-listpack-value", "64")
+        ddiff.both("CONFIG", "SET", "set-max-intset-entries", "512")
 
 
-def test_object_replies(mdiff: Differ) -> None:
-    mdiff.run("""
+def test_object_replies(ddiff: Differ) -> None:
+    ddiff.run("""
         OBJECT HELP
         OBJECT IDLETIME nokey
         OBJECT FREQ nokey
@@ -225,9 +197,9 @@ def test_object_replies(mdiff: Differ) -> None:
     """)
 
 
-def test_idletime_is_real(redis_mem: ServerProcess, ts_mem: ServerProcess) -> None:
+def test_idletime_is_real(redis_dbg: ServerProcess, ts_dbg: ServerProcess) -> None:
     """The Redis suite's introspection-2 tests, on both servers at once."""
-    clients = [RawClient(redis_mem.port), RawClient(ts_mem.port)]
+    clients = [RawClient(redis_dbg.port), RawClient(ts_dbg.port)]
     try:
         for c in clients:
             c.call("SET", "foo", "bar")
@@ -249,9 +221,9 @@ def test_idletime_is_real(redis_mem: ServerProcess, ts_mem: ServerProcess) -> No
             c.close()
 
 
-def test_lfu_counter(mdiff: Differ) -> None:
+def test_lfu_counter(ddiff: Differ) -> None:
     try:
-        mdiff.run("""
+        ddiff.run("""
             OBJECT FREQ k
             CONFIG SET maxmemory-policy allkeys-lfu
             SET k v
@@ -260,16 +232,16 @@ def test_lfu_counter(mdiff: Differ) -> None:
             CONFIG SET lfu-log-factor 0
         """)
         for _ in range(20):
-            mdiff.both("GET", "k")
+            ddiff.both("GET", "k")
         # With lfu-log-factor 0 every access counts: 5 + 20.
-        mdiff.check("OBJECT", "FREQ", "k")
-        mdiff.check("CONFIG", "SET", "lfu-log-factor", "10")
+        ddiff.check("OBJECT", "FREQ", "k")
+        ddiff.check("CONFIG", "SET", "lfu-log-factor", "10")
         for _ in range(200):
-            mdiff.both("GET", "k")
-        ref, ours = mdiff.both("OBJECT", "FREQ", "k")
+            ddiff.both("GET", "k")
+        ref, ours = ddiff.both("OBJECT", "FREQ", "k")
         # Logarithmic from there: p = 1 / ((25 - 5) * 10 + 1) per access.
         assert 25 <= _int(ours) < 35 and 25 <= _int(ref) < 35
     finally:
-        mdiff.both("CONFIG", "SET", "maxmemory-policy", "noeviction")
-        mdiff.both("CONFIG", "SET", "lfu-log-factor", "10")
-    mdiff.check("OBJECT", "FREQ", "k")
+        ddiff.both("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        ddiff.both("CONFIG", "SET", "lfu-log-factor", "10")
+    ddiff.check("OBJECT", "FREQ", "k")
