@@ -45,9 +45,10 @@ def reload_reply(s: Session, argv: list[bytes]) -> Reply:
         nonempty = [i for i, db in enumerate(store.dbs) if db.data]
         try:
             await _rebuild(server, store, save)
-        except Exception as e:  # storage unreachable, fenced: nothing was dropped
+        except Exception as e:  # storage unreachable, fenced: the data stays as it was
             log.error("DEBUG RELOAD failed: %s", e)
-            return ErrorReply(LOAD_FAILED if not save else b"ERR")
+            # Redis: -ERR when the save fails, its load error when the load does.
+            return ErrorReply(LOAD_FAILED if server.loading else b"ERR")
         finally:
             server.loading = False
         after_load(server, nonempty)

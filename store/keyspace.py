@@ -68,8 +68,18 @@ _new_tuple = tuple.__new__
 TRIM_STEP = 64
 
 TouchCallback = Callable[[int, bytes], None]
-# What `Store.reset` keeps: how the server is wired to the store, not its data.
-_WIRING = ("sink", "on_expired", "follower", "default_sync", "observers", "dirty_all")
+# What `Store.reset` keeps: how the server is wired to the store (and its expiry
+# count, a statistic), not its data.
+_WIRING = (
+    "sink",
+    "on_expired",
+    "follower",
+    "default_sync",
+    "observers",
+    "dirty_all",
+    "expired_keys",
+    "snapshot_every",
+)
 _DB_STATE = tuple(a for a in Database.__slots__ if a != "index")
 
 

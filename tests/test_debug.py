@@ -11,7 +11,9 @@ import time
 
 import pytest
 
+from store import Store
 from tests.conftest import Differ, ServerProcess, start_temporalstore
+from tests.helpers import make_session, run
 from tests.resp_client import RawClient
 
 DEBUG_ON = ["--enable-debug-command", "yes"]
@@ -475,3 +477,68 @@ def test_other_clients_get_loading_during_reload(ts_dbg: ServerProcess) -> None:
         c.call("FLUSHALL")
     finally:
         c.close()
+
+
+def test_store_reset_and_undo() -> None:
+    """Store.reset empties the store in place (sessions keep their Database objects);
+    the function it returns puts everything back."""
+    s, _sink = make_session()
+    run(s, "SET", "a", "1")
+    run(s, "HSET", "h", "f", "v")
+    run(s, "EXPIRE", "a", "100")
+    store = s.store
+    dbs = list(store.dbs)
+    lsn = store.lsn
+    undo = store.reset()
+    assert store.dbs == dbs and all(a is b for a, b in zip(store.dbs, dbs, strict=True))
+    assert store.lsn == 0 and not store.dbs[0].data and not store.dbs[0].expires
+    undo()
+    assert store.lsn == lsn
+    assert run(s, "GET", "a") == b"1" and run(s, "TTL", "a") > 90
+    assert run(s, "HGET", "h", "f") == b"v"
+
+
+def test_reload_without_storage_and_failed_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without storage DEBUG RELOAD round-trips a checkpoint image in memory; a rebuild
+    that fails answers an error and leaves the data as it was."""
+    s, _sink = make_session()
+    s.server.config.params["enable-debug-command"] = "yes"
+    run(s, "SET", "a", "1")
+    run(s, "RPUSH", "l", "x", "y")
+    digest = run(s, "DEBUG", "DIGEST")
+    assert run(s, "DEBUG", "RELOAD") == b"OK"
+    assert run(s, "DEBUG", "DIGEST") == digest
+    assert run(s, "LRANGE", "l", "0", "-1") == [b"x", b"y"]
+
+    def broken(self: object, head: object, items: object) -> int:
+        raise ValueError("unreadable image")
+
+    monkeypatch.setattr(Store, "import_image", broken)
+    assert run(s, "DEBUG", "RELOAD") == b"ERR Error trying to load the RDB dump"
+    assert not s.server.loading
+    assert run(s, "DEBUG", "DIGEST") == digest
+    assert run(s, "GET", "a") == b"1"
+
+
+def test_reload_with_storage_down_keeps_the_data() -> None:
+    """Storage unreachable: RELOAD's checkpoint fails (-ERR, as a failed save), and
+    RELOAD NOSAVE's rebuild fails after the drop (Redis' load error): either way the
+    data in memory is what it was and the server goes on."""
+    p = start_temporalstore([*DEBUG_ON, "--fault-injection", "yes"])
+    try:
+        c = RawClient(p.port)
+        c.call("SET", "a", "1")
+        c.call("ZADD", "z", "1", "m")
+        digest = c.call("DEBUG", "DIGEST")
+        assert c.call("TS.WAITDURABLE", "5000").startswith(b":")
+        assert c.call("TS.FAULT", "OUTAGE", "ON") == b"+OK\r\n"
+        assert c.call("DEBUG", "RELOAD") == b"-ERR\r\n"
+        assert c.call("DEBUG", "RELOAD", "NOSAVE") == b"-ERR Error trying to load the RDB dump\r\n"
+        assert c.call("DEBUG", "DIGEST") == digest
+        assert c.call("GET", "a") == b"$1\r\n1\r\n"
+        assert c.call("TS.FAULT", "OUTAGE", "OFF") == b"+OK\r\n"
+        assert c.call("DEBUG", "RELOAD") == b"+OK\r\n"
+        assert c.call("DEBUG", "DIGEST") == digest
+        c.close()
+    finally:
+        p.stop()
