@@ -403,18 +403,16 @@ def _htstats(s: Session, argv: list[bytes]) -> Reply:
 
 
 def _dict_stats(n: int) -> bytes:
-    """Redis' dictGetStats header for a table of `n` entries: our dicts are open
-    addressing, so only the sizes are shown (Redis omits the chain figures of an
-    empty table the same way)."""
+    """Redis' dictGetStats header for one of our dicts of `n` entries. Python's dicts
+    use open addressing: no chains to report, and the table size is CPython's (the
+    smallest power of two, at least 8, whose two thirds hold `n`)."""
     if n == 0:
         return b"No stats available for empty dictionaries\n"
-    size = 4
-    while size < n:
+    size = 8
+    while size * 2 // 3 < n:
         size *= 2
-    return b"Hash table 0 stats (main hash table):\n table size: %d\n number of elements: %d\n" % (
-        size,
-        n,
-    )
+    head = b"Hash table 0 stats (main hash table):\n"
+    return head + b" table size: %d\n number of elements: %d\n" % (size, n)
 
 
 def _htstats_key(s: Session, argv: list[bytes]) -> Reply:
