@@ -39,15 +39,16 @@ In our architecture:
   them; we keep them durable).
 - MALLCTL and MALLCTL-STR: this process has no jemalloc, so every name is unknown
   (jemalloc's ENOENT, as redis-server answers an unknown name).
-- LISTPACK and QUICKLIST print the element layout to the server's log (Redis prints
-  it on stdout).
+- LISTPACK and QUICKLIST log the key's encoding and element count (Redis prints the
+  node layout on stdout); both answer Redis' status line.
+- HTSTATS and HTSTATS-KEY show our dicts' sizes (open addressing: no chains).
 - Redis-only internals with nothing behind them here answer what Redis answers in
   the matching configuration: CLIENT-EVICTION (maxmemory-clients is 0),
   DROP-CLUSTER-PACKET-FILTER, CLUSTERLINK (no cluster mode), REPLICATE (no replicas
-  read Redis' stream), CONFIG-REWRITE-FORCE-ALL (no config file), AOF-FLUSH-SLEEP (OK:
-  there is no AOF to slow). SEGFAULT, PANIC, ASSERT, OOM, RESTART and CRASH-AND-RECOVER
-  are refused: stopping the process would lose nothing but skips the graceful drain
-  of the durable layer, so we answer the unknown-subcommand error instead.
+  read Redis' stream), CONFIG-REWRITE-FORCE-ALL (no config file: Redis' "Bad
+  address"), AOF-FLUSH-SLEEP (OK: there is no AOF to slow down).
+- SEGFAULT, PANIC, ASSERT, OOM, RESTART and CRASH-AND-RECOVER (crashing or restarting
+  the process on purpose) are not served: they answer the unknown-subcommand error.
 """
 
 from __future__ import annotations
@@ -406,12 +407,12 @@ def _dict_stats(n: int) -> bytes:
     """Redis' dictGetStats header for one of our dicts of `n` entries. Python's dicts
     use open addressing: no chains to report, and the table size is CPython's (the
     smallest power of two, at least 8, whose two thirds hold `n`)."""
+    head = b"Hash table 0 stats (main hash table):\n"
     if n == 0:
-        return b"No stats available for empty dictionaries\n"
+        return head + b"No stats available for empty dictionaries\n"
     size = 8
     while size * 2 // 3 < n:
         size *= 2
-    head = b"Hash table 0 stats (main hash table):\n"
     return head + b" table size: %d\n number of elements: %d\n" % (size, n)
 
 
@@ -550,7 +551,7 @@ _SUBCOMMANDS: dict[bytes, tuple[Any, tuple[int, ...]]] = {
     b"stringmatch-test": (_stringmatch_test, (2,)),
     b"set-disable-deny-scripts": (_flag("allow_deny_scripts"), (3,)),
     b"config-rewrite-force-all": (
-        lambda s, a: ErrorReply(b"ERR CONFIG-REWRITE-FORCE-ALL failed: No such file or directory"),
+        lambda s, a: ErrorReply(b"ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address"),
         (2,),
     ),
     b"client-eviction": (lambda s, a: ErrorReply(b"ERR maxmemory-clients is disabled."), (2,)),

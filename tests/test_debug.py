@@ -119,6 +119,8 @@ def test_help_and_errors(ddiff: Differ) -> None:
         DEBUG QUICKLIST nokey
         DEBUG HTSTATS 99
         DEBUG HTSTATS x
+        DEBUG CONFIG-REWRITE-FORCE-ALL
+        DEBUG STRINGMATCH-TEST
         DEBUG HTSTATS-KEY nokey
         SET s abc
         RPUSH l a b
