@@ -22,9 +22,10 @@ In our architecture:
   set that fits the listpack/intset limits again is compact again). Storage holds every
   write, so NOFLUSH MERGE gives the same dataset; NOFLUSH without MERGE over a dataset
   that is not empty answers Redis' error and changes nothing (Redis would stop at the
-  first duplicate). LOADAOF is the log equivalent: every write made durable, then the
-  same rebuild without a new checkpoint. A server without storage round-trips a
-  checkpoint image in memory.
+  first duplicate). Inside MULTI/EXEC or a script both are refused (the block's
+  writes are not committed yet: `commands.reload`). LOADAOF is the log equivalent:
+  every write made durable, then the same rebuild without a new checkpoint. A server
+  without storage round-trips a checkpoint image in memory.
 - OBJECT prints Redis' line with our figures: `at:` the value's address in our
   process, the encoding OBJECT ENCODING reports, `serializedlength` the length of the
   value in Redis' RDB encoding without compression, the LRU clock of the key's last

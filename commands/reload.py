@@ -3,6 +3,10 @@ rebuild from storage (or, without storage, from a checkpoint image in memory), a
 what follows it as it follows a load in Redis: values take the encodings Redis gives
 on load, sessions see the new databases, watchers of every non-empty database are
 told, and LRU/LFU tracking starts afresh.
+
+Unlike Redis, they are refused inside MULTI/EXEC and scripts (IN_EXEC): the block's
+writes so far are applied in memory but committed only when it ends, so storage
+cannot hold them for the rebuild.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ log = logging.getLogger("temporalstore")
 RELOAD_OPTIONS = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 LOAD_FAILED = b"ERR Error trying to load the RDB dump"
 _OPTIONS = {b"merge", b"noflush", b"nosave"}
+IN_EXEC = "ERR DEBUG RELOAD and LOADAOF cannot run inside MULTI/EXEC or a script here"
 
 
 def reload_reply(s: Session, argv: list[bytes]) -> Reply:
     """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE], or DEBUG LOADAOF (no new checkpoint)."""
+    if s.in_exec:
+        # Inside EXEC (or a script) the block's writes are applied but not committed:
+        # storage cannot hold them yet, so a rebuild from it would lose them.
+        raise CommandError(IN_EXEC)
     aof = argv[1].lower() == b"loadaof"  # LOADAOF takes no options (Redis ignores any)
     opts = set() if aof else {opt.lower() for opt in argv[2:]}
     if not opts <= _OPTIONS:

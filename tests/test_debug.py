@@ -417,6 +417,25 @@ def test_reload_rebuilds_from_storage(ts_dbg: ServerProcess) -> None:
         c.close()
 
 
+def test_reload_refused_inside_exec_and_scripts(ts_dbg: ServerProcess) -> None:
+    c = RawClient(ts_dbg.port)
+    try:
+        c.call("MULTI")
+        c.call("SET", "inexec", "1")
+        c.call("DEBUG", "RELOAD")
+        assert c.call("EXEC") == (
+            b"*2\r\n+OK\r\n-ERR DEBUG RELOAD and LOADAOF cannot run inside MULTI/EXEC "
+            b"or a script here\r\n"
+        )
+        assert c.call("GET", "inexec") == b"$1\r\n1\r\n"
+        c.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1")
+        got = c.call("EVAL", "return redis.call('debug', 'loadaof')", "0")
+        assert got.startswith(b"-ERR DEBUG RELOAD and LOADAOF cannot run inside")
+        c.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")
+    finally:
+        c.close()
+
+
 def test_reload_watch_and_loading(ts_dbg: ServerProcess) -> None:
     a, b = RawClient(ts_dbg.port), RawClient(ts_dbg.port)
     try:
