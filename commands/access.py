@@ -99,6 +99,10 @@ def idle_seconds(db: Database, key: bytes) -> int:
 
 
 def frequency(db: Database, key: bytes) -> int:
-    """OBJECT FREQ: the key's decayed LFU counter."""
+    """OBJECT FREQ: the key's decayed LFU counter; a key not read since the policy
+    took effect has a new key's counter, decayed from its last write."""
     atime = db.atime
-    return atime.freq(key) if isinstance(atime, LfuCounters) else LFU_INIT_VAL
+    if isinstance(atime, LfuCounters) and key in atime:
+        return atime.freq(key)
+    written = ((last_access(db, key) // 60) & 65535) << 8 | LFU_INIT_VAL
+    return _decayed(written, _minutes())
