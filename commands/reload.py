@@ -106,22 +106,30 @@ def after_load(server: ServerState, nonempty: list[int]) -> None:
 
 
 def load_encoding(v: Any) -> Any:
-    """The value with the encoding Redis gives it when loading it: compact when it fits
-    the listpack/intset limits in force, converted when it does not."""
+    """The value with the encoding Redis gives it when DEBUG RELOAD saves and loads it
+    (rdbLoadObject): a compact value (listpack, intset) is saved as such and converted
+    only if it has more entries than the limit now allows; a converted one is loaded
+    compact again when it fits the limits (entries, and element lengths), and an intset
+    needs integers."""
     t = type(v)
-    if t is dict or t is HashTable:
+    if t is dict:
+        return HashTable(v) if len(v) > LIMITS.hash_entries else v
+    if t is HashTable:
         limit = LIMITS.hash_value
-        fits = len(v) <= LIMITS.hash_entries and all(
+        if len(v) <= LIMITS.hash_entries and all(
             len(f) <= limit and len(x) <= limit for f, x in v.items()
-        )
-        if fits != (t is dict):
-            return dict(v) if fits else HashTable(v)
-    elif t is set or t is HashSet:
-        fits = len(v) <= LIMITS.set_entries and all(map(is_int_member, v))
-        if fits != (t is set):
-            return set(v) if fits else HashSet(v)
+        ):
+            return dict(v)
+    elif t is set:
+        return HashSet(v) if len(v) > LIMITS.set_entries else v
+    elif t is HashSet:
+        if len(v) <= LIMITS.set_entries and all(map(is_int_member, v)):
+            return set(v)
     elif t is ZSet:
-        v.big = not (
-            len(v) <= LIMITS.zset_entries and all(len(m) <= LIMITS.zset_value for m in v.scores)
-        )
+        if v.big:
+            v.big = not (
+                len(v) <= LIMITS.zset_entries and all(len(m) <= LIMITS.zset_value for m in v.scores)
+            )
+        else:
+            v.big = len(v) > LIMITS.zset_entries
     return v

@@ -173,6 +173,20 @@ def test_encodings_follow_the_limits(ddiff: Differ) -> None:
             OBJECT ENCODING h
             OBJECT ENCODING s
             OBJECT ENCODING si
+            ZADD zl 1 abcdef
+            HSET hl f abcdef
+            CONFIG SET zset-max-listpack-value 3
+            CONFIG SET hash-max-listpack-value 3
+            DEBUG RELOAD
+            OBJECT ENCODING zl
+            OBJECT ENCODING hl
+            OBJECT ENCODING z3
+            CONFIG SET zset-max-listpack-entries 1
+            CONFIG SET set-max-intset-entries 1
+            DEBUG RELOAD
+            OBJECT ENCODING z2
+            OBJECT ENCODING zl
+            OBJECT ENCODING s2
         """)
     finally:
         ddiff.both("CONFIG", "SET", "zset-max-listpack-entries", "128")
