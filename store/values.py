@@ -14,6 +14,13 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+# Redis 7.0's defaults for the compact encodings; `LIMITS` holds the ones in force.
+HASH_MAX_LISTPACK_ENTRIES = 512
+HASH_MAX_LISTPACK_VALUE = 64
+SET_MAX_INTSET_ENTRIES = 512
+ZSET_MAX_LISTPACK_ENTRIES = 128
+ZSET_MAX_LISTPACK_VALUE = 64
+
 
 class EncodingLimits:
     """The compact-encoding limits in force: Redis 7.0's defaults, changed by CONFIG SET
@@ -24,11 +31,11 @@ class EncodingLimits:
     __slots__ = ("hash_entries", "hash_value", "set_entries", "zset_entries", "zset_value")
 
     def __init__(self) -> None:
-        self.hash_entries = 512
-        self.hash_value = 64
-        self.set_entries = 512
-        self.zset_entries = 128
-        self.zset_value = 64
+        self.hash_entries = HASH_MAX_LISTPACK_ENTRIES
+        self.hash_value = HASH_MAX_LISTPACK_VALUE
+        self.set_entries = SET_MAX_INTSET_ENTRIES
+        self.zset_entries = ZSET_MAX_LISTPACK_ENTRIES
+        self.zset_value = ZSET_MAX_LISTPACK_VALUE
 
 
 LIMITS = EncodingLimits()
