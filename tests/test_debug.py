@@ -5,7 +5,6 @@ and RELOAD rebuilding the store from storage for real (also across a restart).""
 from __future__ import annotations
 
 import re
-import socket
 import threading
 import time
 
@@ -474,30 +473,36 @@ def test_reload_survives_restart() -> None:
         p.stop()
 
 
-def test_other_clients_get_loading_during_reload(ts_dbg: ServerProcess) -> None:
-    """While the store is rebuilt, others are answered -LOADING (or wait for it)."""
+def test_other_clients_never_see_a_half_built_store(ts_dbg: ServerProcess) -> None:
+    """While the store is dropped and rebuilt, another client's reads are answered
+    -LOADING or wait: never a missing key."""
     c = RawClient(ts_dbg.port)
+    other = RawClient(ts_dbg.port)
     try:
         c.call("FLUSHALL")
         c.call("DEBUG", "POPULATE", "200000")
-        other = socket.create_connection(("127.0.0.1", ts_dbg.port))
-        other.settimeout(30)
         c.send(b"*2\r\n$5\r\nDEBUG\r\n$6\r\nRELOAD\r\n")
-        seen = b""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            other.sendall(b"*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n")
-            got = other.recv(256)
-            seen += got
-            if got.startswith(b"$"):
-                break
-            time.sleep(0.01)
+        replies = []
+        done = False
+        c.sock.settimeout(0.001)
+        deadline = time.monotonic() + 60
+        while not done and time.monotonic() < deadline:
+            replies.append(other.call("GET", "key:199999"))
+            try:
+                c._fill()
+                done = b"\r\n" in c.buf
+            except TimeoutError:
+                pass
+        c.sock.settimeout(30)
         assert c.read_reply() == b"+OK\r\n"
-        assert b"-LOADING" in seen or seen.startswith(b"$")
-        other.close()
+        assert replies and all(
+            r == b"$12\r\nvalue:199999\r\n" or r.startswith(b"-LOADING") for r in replies
+        ), {r[:40] for r in replies}
+        assert other.call("GET", "key:199999") == b"$12\r\nvalue:199999\r\n"
         c.call("FLUSHALL")
     finally:
         c.close()
+        other.close()
 
 
 def test_store_reset_and_undo() -> None:
