@@ -18,6 +18,7 @@ from commands.config_table import (
     config_table,
     shown_config_value,
 )
+from commands.dispatch import protected_allowed
 from commands.errors import LOADING, SYNTAX, CommandError
 from commands.glob import glob_match
 from commands.registry import ADMIN, LOADING_STALE, command, container
@@ -78,9 +79,10 @@ def cmd_config_set(s: Session, argv: list[bytes]) -> Reply:
             continue
         if error:
             continue
-        if "immutable" in p.flags or "protected" in p.flags:
-            why = "immutable" if "immutable" in p.flags else "protected"
-            error = CONFIG_FAILED.format(typed, f"can't set {why} config")
+        if "immutable" in p.flags:
+            error = CONFIG_FAILED.format(typed, "can't set immutable config")
+        elif "protected" in p.flags and not protected_allowed(s, "enable-protected-configs"):
+            error = CONFIG_FAILED.format(typed, "can't set protected config")
         elif s.server.loading and "deny_loading" in p.flags:
             error = LOADING
         elif p.name in seen:

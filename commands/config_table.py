@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from commands.access import policy_changed
 from commands.limits import config_changed, memtoull, merge_output_limits
 from commands.notify import set_flags
 from commands.ops_state import normalize_percentiles, ops_config_changed
 from commands.parsing import string2ll
 from commands.redis_table import command_data
 from commands.session import Config, ServerState
+from store.values import LIMITS
 
 log = logging.getLogger("temporalstore")
 
@@ -220,6 +222,12 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
         )
     if name == "latency-tracking-info-percentiles":
         return normalize_percentiles(value)
+    if name == "dir":  # protected: reached only with enable-protected-configs
+        try:
+            os.chdir(value)
+        except OSError as e:
+            raise ValueError(e.strerror or str(e)) from None
+        return value
     if name in ("port", "bind") and value != config_get_value(server, name):
         if name == "port":
             raise ValueError("Unable to listen on this port. Check server logs.")
@@ -263,6 +271,16 @@ def set_at_start(config: Config, name: str, value: str) -> None:
         config.params[name] = _enum(p, value) if kind == "enum" else _numeric(p, value)
 
 
+# Parameters that set the compact-encoding limits (store.values.LIMITS), by canonical name.
+_ENCODING_LIMITS = {
+    "hash-max-listpack-entries": "hash_entries",
+    "hash-max-listpack-value": "hash_value",
+    "set-max-intset-entries": "set_entries",
+    "zset-max-listpack-entries": "zset_entries",
+    "zset-max-listpack-value": "zset_value",
+}
+
+
 def config_store(server: ServerState, name: str, value: str) -> None:
     cfg = server.config
     if name == "requirepass":
@@ -272,5 +290,9 @@ def config_store(server: ServerState, name: str, value: str) -> None:
         config_values(server)[name] = value
     if name == "notify-keyspace-events":
         set_flags(server, value)
+    if name in _ENCODING_LIMITS:
+        setattr(LIMITS, _ENCODING_LIMITS[name], int(value))
+    if name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time"):
+        policy_changed(server.store.dbs, config_values(server))
     config_changed(server, name, value)
     ops_config_changed(server, name, value)

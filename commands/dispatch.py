@@ -25,7 +25,7 @@ from commands.errors import (
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
-from commands.registry import COMMANDS, Command, CommandStats, Flag
+from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import Session
 from store import PrunedError
@@ -72,6 +72,27 @@ def lookup(argv: list[bytes]) -> Command | bytes:
     return cmd
 
 
+def is_local_client(s: Session) -> bool:
+    """Redis' islocalClient: a Unix socket, or a TCP peer at 127.0.0.1 or ::1 (an
+    in-process session, which has no address, is local too)."""
+    host = s.addr.rpartition(":")[0] if ":" in s.addr else s.addr
+    return host in ("", "127.0.0.1", "[::1]") or host.startswith("/")
+
+
+def protected_allowed(s: Session, config: str) -> bool:
+    """Redis' allowProtectedAction: the config (no|yes|local) lets this client act."""
+    allowed = s.server.config.params.get(config, "no")
+    return allowed == "yes" or (allowed == "local" and is_local_client(s))
+
+
+def protected_refusal(s: Session, cmd: Command) -> bytes | None:
+    """Redis' refusal of a protected command (DEBUG, MODULE) its config does not allow."""
+    if protected_allowed(s, cmd.protected):
+        return None
+    name = cmd.name.partition("|")[0].upper()
+    return PROTECTED_REFUSAL.format(name, cmd.protected).encode()
+
+
 class Dispatcher:
     """Executes requests for sessions. One per server."""
 
@@ -91,6 +112,8 @@ class Dispatcher:
             assert isinstance(found, Command)
             cmd = found
         s.last_cmd_name = cmd.name
+        if cmd.protected and (refused := protected_refusal(s, cmd)) is not None:
+            return self.reject(s, refused, argv, cmd)
         if not s.authenticated and not cmd.flags & Flag.NO_AUTH and s.server.users.auth_required():
             return self.reject(s, NOAUTH.encode(), argv, cmd)
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:

@@ -16,6 +16,7 @@ from commands import snapshot_io
 from commands import dump
 from commands import tracking
 from commands import client_control, slowlog, latency, lolwut
+from commands import debug, memory
 
 # isort: on
 
@@ -27,6 +28,7 @@ __all__ = [
     "client_control",
     "config",
     "connection",
+    "debug",
     "dump",
     "durability",
     "geo",
@@ -39,6 +41,7 @@ __all__ = [
     "lcs",
     "lists",
     "lolwut",
+    "memory",
     "pubsub",
     "replication",
     "scripting",

@@ -30,7 +30,7 @@ from commands.replies import NULL_ARRAY, Encoded, Reply
 from commands.session import Session
 from commands.zset_ranges import build_zset
 from commands.zsets import _zadd
-from store.values import ZSET_MAX_LISTPACK_ENTRIES, ZSET_MAX_LISTPACK_VALUE
+from store.values import LIMITS
 
 # -- geohash arithmetic (geohash.c) ------------------------------------------------------
 
@@ -617,9 +617,7 @@ def _georadius(s: Session, argv: list[bytes], src: int, flags: int) -> Reply:
             out.append(item)
         return out
     items = sorted((d / conv if storedist else sc, m) for m, d, sc, _, _ in points)
-    big = len(items) > ZSET_MAX_LISTPACK_ENTRIES or any(
-        len(m) > ZSET_MAX_LISTPACK_VALUE for _, m in items
-    )
+    big = len(items) > LIMITS.zset_entries or any(len(m) > LIMITS.zset_value for _, m in items)
     return store_result(s, store, build_zset(items, big) if items else None)
 
 

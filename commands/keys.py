@@ -25,6 +25,7 @@ from bisect import bisect_left
 from collections import deque
 from itertools import islice
 
+from commands.access import frequency, idle_seconds
 from commands.common import parse_scan_cursor
 from commands.errors import (
     DB_INDEX_OUT_OF_RANGE,
@@ -65,7 +66,6 @@ W = Flag.WRITE | Flag.FAST
 ULONG_MAX = 2**64 - 1
 SHARED_REFCOUNT = 2**31 - 1  # Redis' refcount of its shared small integers
 SHARED_INTEGERS = 10000
-LFU_INIT_VAL = 5
 _SECONDS_MIN = -(-LLONG_MIN // 1000)  # C's LLONG_MIN / 1000 (truncated toward zero)
 _SECONDS_MAX = LLONG_MAX // 1000
 _HALF = 1 << 63
@@ -168,24 +168,21 @@ def cmd_unlink(s: Session, argv: list[bytes]) -> Reply:
     return _delete(s, argv)
 
 
-def _count_live(s: Session, argv: list[bytes]) -> int:
-    get = s.db.get
-    return sum(1 for key in argv[1:] if get(key) is not None)
-
-
 @command("exists", -2, R, 1, -1, 1)
 def cmd_exists(s: Session, argv: list[bytes]) -> Reply:
-    return _count_live(s, argv)
+    peek = s.db.peek  # not an access (Redis' LOOKUP_NOTOUCH)
+    return sum(1 for key in argv[1:] if peek(key) is not None)
 
 
 @command("touch", -2, R, 1, -1, 1)
 def cmd_touch(s: Session, argv: list[bytes]) -> Reply:
-    return _count_live(s, argv)
+    get = s.db.get  # an access: the keys' idle times restart
+    return sum(1 for key in argv[1:] if get(key) is not None)
 
 
 @command("type", 2, R, 1, 1, 1)
 def cmd_type(s: Session, argv: list[bytes]) -> Reply:
-    v = s.db.get(argv[1])
+    v = s.db.peek(argv[1])
     return Simple(b"none" if v is None else type_name(v))
 
 
@@ -449,7 +446,7 @@ def cmd_pexpireat(s: Session, argv: list[bytes]) -> Reply:
 def _ttl(s: Session, key: bytes, ms: bool, absolute: bool) -> int:
     """TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no expiry."""
     db = s.db
-    if db.get(key) is None:
+    if db.peek(key) is None:
         return -2
     at = db.expires.get(key)
     if at is None:
@@ -504,38 +501,41 @@ def object_encoding(v: object, made_by: str = "") -> bytes:
 
 @command("object|encoding", 3, Flag.READONLY, 2, 2, 1)
 def cmd_object_encoding(s: Session, argv: list[bytes]) -> Reply:
-    v = s.db.get(argv[2])
+    v = s.db.peek(argv[2])
     return None if v is None else object_encoding(v, writer_of(s, argv[2]))
 
 
 @command("object|freq", 3, Flag.READONLY, 2, 2, 1)
 def cmd_object_freq(s: Session, argv: list[bytes]) -> Reply:
-    if s.db.get(argv[2]) is None:
+    if s.db.peek(argv[2]) is None:
         return None
     if not _lfu(s):
         raise CommandError(FREQ_NOT_LFU)
-    return LFU_INIT_VAL
+    return frequency(s.db, argv[2])
 
 
 @command("object|idletime", 3, Flag.READONLY, 2, 2, 1)
 def cmd_object_idletime(s: Session, argv: list[bytes]) -> Reply:
-    if s.db.get(argv[2]) is None:
+    if s.db.peek(argv[2]) is None:
         return None
     if _lfu(s):
         raise CommandError(IDLETIME_LFU)
-    return 0
+    return idle_seconds(s.db, argv[2])
 
 
-@command("object|refcount", 3, Flag.READONLY, 2, 2, 1)
-def cmd_object_refcount(s: Session, argv: list[bytes]) -> Reply:
-    v = s.db.get(argv[2])
-    if v is None:
-        return None
+def refcount(s: Session, v: object) -> int:
+    """OBJECT REFCOUNT of a value: Redis' shared small integers count as INT_MAX."""
     if type(v) is bytes and len(v) <= 4 and _shared_integers(s):
         n = string2ll(v)
         if n is not None and 0 <= n < SHARED_INTEGERS:
             return SHARED_REFCOUNT
     return 1
+
+
+@command("object|refcount", 3, Flag.READONLY, 2, 2, 1)
+def cmd_object_refcount(s: Session, argv: list[bytes]) -> Reply:
+    v = s.db.peek(argv[2])
+    return None if v is None else refcount(s, v)
 
 
 @command("object|help", 2, Flag.LOADING | Flag.STALE)

@@ -9,7 +9,7 @@ from typing import Any
 import lupa.lua51 as lupa
 
 from commands.parsing import format_double
-from commands.replies import NULL_ARRAY, Encoded, ErrorReply, Push, Simple, Verbatim
+from commands.replies import NULL_ARRAY, BigNumber, Encoded, ErrorReply, Push, Simple, Verbatim
 from commands.resp import encode
 
 MAX_REPLY_DEPTH = 256  # nesting of a script's reply (Python's stack bounds ours)
@@ -40,8 +40,8 @@ def to_lua(lua: Any, r: Any, resp: int) -> Any:
     if t is list or t is tuple or t is Push:
         return lua.table_from([to_lua(lua, x, resp) for x in r])
     if t is bool:
-        if resp == 2:
-            return 1 if r else False
+        if resp == 2:  # RESP2 has no booleans: Redis sends :1 and :0
+            return 1 if r else 0
         return r
     if t is float:
         if resp == 2:
@@ -73,6 +73,8 @@ def to_lua(lua: Any, r: Any, resp: int) -> Any:
         return lua.table_from({b"set": st})
     if t is Encoded:
         return to_lua(lua, parse_resp(bytes(r)), resp)
+    if t is BigNumber:
+        return bytes(r) if resp == 2 else lua.table_from({b"big_number": bytes(r)})
     if isinstance(r, bytes | bytearray | memoryview):
         return bytes(r)
     if isinstance(r, int):
@@ -229,8 +231,12 @@ def _parse(data: bytes, pos: int) -> tuple[Any, int]:
     if kind == b"#":
         return line == b"t", pos
     if kind == b"(":
-        return line, pos
+        return BigNumber(line), pos
     n = int(line)
+    if kind == b"|":  # attributes: skipped, as Redis' Lua conversion does
+        for _ in range(2 * n):
+            _, pos = _parse(data, pos)
+        return _parse(data, pos)
     if n < 0:
         return NULL_ARRAY, pos
     if kind == b"%":

@@ -644,9 +644,11 @@ class ScriptEngine:
 
     def _refuse(self, run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
         """Redis' scriptCall checks, in its order: the error text, or None."""
-        if cmd.flags & Flag.NOSCRIPT or (cmd.name.startswith("ts.") and cmd.name not in TS_ALLOWED):
-            return NOT_ALLOWED
         caller = run.caller
+        if (cmd.flags & Flag.NOSCRIPT and not caller.server.debug.allow_deny_scripts) or (
+            cmd.name.startswith("ts.") and cmd.name not in TS_ALLOWED
+        ):
+            return NOT_ALLOWED
         if not caller.acl_all:
             result, _ = check_user(self._user(caller), cmd, argv)
             if result:

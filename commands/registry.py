@@ -67,6 +67,9 @@ class Command:
     subcommands: dict[bytes, Command] | None = None
     is_write: bool = False
     is_tx_control: bool = False
+    # The immutable config (no|yes|local) that allows it, for Redis' protected
+    # commands (DEBUG, MODULE); "" for every other command.
+    protected: str = ""
 
     def keys(self, argv: list[bytes]) -> list[bytes]:
         """The key arguments of a call, by the declared positions."""
@@ -77,6 +80,15 @@ class Command:
 
 
 COMMANDS: dict[bytes, Command] = {}
+
+# Redis' protected commands and the config that allows each (processCommand refuses
+# them, with PROTECTED_REFUSAL, unless it is "yes", or "local" for a local client).
+PROTECTED_BY = {"debug": "enable-debug-command", "module": "enable-module-command"}
+PROTECTED_REFUSAL = (
+    "ERR {} command not allowed. If the {} option is set to "
+    '"local", you can run it from a local connection, otherwise you need to set this '
+    "option in the configuration file, and then restart the server."
+)
 
 
 def _lookup_table(name: str) -> tuple[dict[bytes, Command], bytes]:
@@ -112,6 +124,7 @@ def command(
             step=step,
             is_write=bool(flags & Flag.WRITE),
             is_tx_control=bool(flags & Flag.TX_CONTROL),
+            protected=PROTECTED_BY.get(name.partition("|")[0], ""),
         )
         table[short] = cmd
         if table is COMMANDS:
@@ -123,7 +136,14 @@ def command(
 
 def container(name: str, arity: int = -2, flags: Flag = NO_FLAGS) -> None:
     """Declare a command that only dispatches to subcommands (CLIENT, CONFIG, ...)."""
-    cmd = Command(name=name, handler=None, arity=arity, flags=flags, subcommands={})
+    cmd = Command(
+        name=name,
+        handler=None,
+        arity=arity,
+        flags=flags,
+        subcommands={},
+        protected=PROTECTED_BY.get(name, ""),
+    )
     COMMANDS[name.encode()] = cmd
     COMMANDS[name.upper().encode()] = cmd
 

@@ -30,6 +30,12 @@ class Verbatim(bytes):
     __slots__ = ()
 
 
+class BigNumber(bytes):
+    """A big number (RESP3 `(`), its decimal digits; a bulk string in RESP2."""
+
+    __slots__ = ()
+
+
 class Encoded(bytes):
     """A reply already encoded in RESP for the connection's protocol, written as is."""
 

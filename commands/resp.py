@@ -24,7 +24,16 @@ from commands.errors import (
 )
 from commands.limits import PROTO_MAX_BULK_DEFAULT
 from commands.parsing import format_double, string2ll
-from commands.replies import NULL_ARRAY, Encoded, ErrorReply, Frames, Push, Simple, Verbatim
+from commands.replies import (
+    NULL_ARRAY,
+    BigNumber,
+    Encoded,
+    ErrorReply,
+    Frames,
+    Push,
+    Simple,
+    Verbatim,
+)
 
 INLINE_MAX = 64 * 1024
 PROTO_MAX_BULK_LEN = PROTO_MAX_BULK_DEFAULT  # until CONFIG SET proto-max-bulk-len
@@ -295,6 +304,8 @@ def encode(r: Any, resp: int, out: list[bytes]) -> None:
             encode(x, resp, out)
     elif t is bytearray or t is memoryview:
         out.append(b"$%d\r\n%b\r\n" % (len(r), r))
+    elif t is BigNumber:
+        out.append(b"$%d\r\n%b\r\n" % (len(r), r) if resp == 2 else b"(%b\r\n" % r)
     elif isinstance(r, int):
         out.append(b":%d\r\n" % r)
     elif isinstance(r, bytes):

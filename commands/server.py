@@ -10,8 +10,6 @@ LASTSAVE · SAVE · BGSAVE [SCHEDULE]
     layer's next check and replies at once. Both record the time LASTSAVE reports (for
     BGSAVE, when it was asked). Without a durable layer (in-process) they only record it.
 SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
-DEBUG subcommand [arg ...]
-    Refused exactly as a default Redis 7.0 server refuses it (enable-debug-command no).
 """
 
 from __future__ import annotations
@@ -30,11 +28,6 @@ INVALID_FIRST_DB = "ERR invalid first DB index"
 INVALID_SECOND_DB = "ERR invalid second DB index"
 DB_OUT_OF_RANGE = "ERR DB index is out of range"
 NO_SHUTDOWN = "ERR No shutdown in progress."
-DEBUG_REFUSED = (
-    "ERR DEBUG command not allowed. If the enable-debug-command option is set to "
-    '"local", you can run it from a local connection, otherwise you need to set this '
-    "option in the configuration file, and then restart the server."
-)
 
 
 # -- keyspace ------------------------------------------------------------------------------
@@ -163,8 +156,3 @@ def cmd_shutdown(s: Session, argv: list[bytes]) -> Reply:
         raise CommandError(NO_SHUTDOWN)
     s.server.shutdown_requested()
     return CloseAfterReply(Frames())  # Redis exits without replying
-
-
-@command("debug", -2, ADMIN)
-def cmd_debug(s: Session, argv: list[bytes]) -> Reply:
-    raise CommandError(DEBUG_REFUSED)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from commands.access import policy_changed
 from commands.limits import Limits, rss_bytes
 from commands.ops_state import OpsState
 from commands.registry import CommandStats
@@ -132,6 +133,8 @@ class Durability(Protocol):
 
     def checkpoint_soon(self) -> None: ...
 
+    async def reload(self, save: bool, dropping: Callable[[], None]) -> None: ...
+
 
 class Faults(Protocol):
     """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""
@@ -164,6 +167,19 @@ class SaveStats:
     lastsave: int = field(default_factory=lambda: int(time.time()))
     lsn_at_save: int = 0
     saves: int = 0
+
+
+@dataclass
+class DebugSettings:
+    """What DEBUG switches (commands.debug), read where each takes effect."""
+
+    active_expire: bool = True  # SET-ACTIVE-EXPIRE: the cron's expiry cycle runs
+    pause_cron: bool = False  # PAUSE-CRON: the server cron does nothing
+    allow_deny_scripts: bool = False  # SET-DISABLE-DENY-SCRIPTS: noscript commands in scripts
+    skip_checksum_validation: bool = False  # SET-SKIP-CHECKSUM-VALIDATION (RESTORE payloads)
+    quicklist_packed_threshold: int = 1 << 30  # list elements this big get a node each
+    reply_buffer_peak_reset_ms: int = 5000  # REPLYBUFFER PEAK-RESET-TIME (-1: never)
+    reply_buffer_resizing: bool = True  # REPLYBUFFER RESIZING
 
 
 @dataclass
@@ -220,6 +236,8 @@ class ServerState:
         self.run_id = "".join(f"{b:02x}" for b in os.urandom(20))
         self.replid = hashlib.sha1(self.run_id.encode()).hexdigest()  # INFO replication
         self.save_stats = SaveStats()
+        self.debug = DebugSettings()
+        policy_changed(store.dbs, self.config.params)  # LRU or LFU (commands.access)
         self.rates = Rates()
         self.peak_memory = STARTUP_RSS  # INFO memory raises it as it samples
         # Whether `config.params` has been filled with Redis' defaults (commands.config).

@@ -30,7 +30,7 @@ from commands.replies import Reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from store.ops import DEL, KEEP_TTL, SADD, SET, SREM
-from store.values import SET_MAX_INTSET_ENTRIES, HashSet, is_int_member, new_set
+from store.values import LIMITS, HashSet, is_int_member, new_set
 
 NUMKEYS_NOT_POSITIVE = "ERR numkeys should be greater than 0"
 NUMKEYS_TOO_MANY = "ERR Number of keys can't be greater than number of args"
@@ -61,7 +61,7 @@ class IntSetReply(set[bytes]):
 
 def fits_intset(members: set[bytes]) -> bool:
     """Whether Redis would build this result as an intset."""
-    return len(members) <= SET_MAX_INTSET_ENTRIES and all(map(is_int_member, members))
+    return len(members) <= LIMITS.set_entries and all(map(is_int_member, members))
 
 
 def stored_reply(v: set[bytes]) -> Reply:

@@ -17,7 +17,7 @@ from commands.errors import MIN_MAX_NOT_FLOAT, MIN_MAX_NOT_STRING, NOT_POSITIVE,
 from commands.parsing import get_range_long, strtod
 from commands.replies import Reply
 from commands.session import Session
-from store.values import ZSET_MAX_LISTPACK_ENTRIES, ZSET_MAX_LISTPACK_VALUE, ZSet
+from store.values import LIMITS, ZSet
 
 LONG_MAX = 2**63 - 1
 
@@ -222,9 +222,7 @@ def build_zset(items: Iterable[tuple[float, bytes]], big: bool = False) -> ZSet:
     z = ZSet()
     scores = z.scores
     for sc, m in items:
-        if not big and (
-            len(scores) >= ZSET_MAX_LISTPACK_ENTRIES or len(m) > ZSET_MAX_LISTPACK_VALUE
-        ):
+        if not big and (len(scores) >= LIMITS.zset_entries or len(m) > LIMITS.zset_value):
             big = True
         if not big and sc == 0.0:
             sc = 0.0

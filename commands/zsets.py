@@ -84,7 +84,7 @@ from commands.zset_ranges import (
     walk,
 )
 from store.ops import ZADD, ZREM
-from store.values import ZSET_MAX_LISTPACK_ENTRIES, ZSET_MAX_LISTPACK_VALUE, ZSet
+from store.values import LIMITS, ZSet
 
 # Error texts of this family (Redis' words).
 XX_AND_NX = "ERR XX and NX options at the same time are not compatible"
@@ -147,7 +147,7 @@ def _zadd(s: Session, argv: list[bytes], flags: int) -> Reply:
         if xx:
             return None if incr else 0
         current: dict[bytes, float] = {}
-        big = len(argv[i + 1]) > ZSET_MAX_LISTPACK_VALUE
+        big = LIMITS.zset_entries == 0 or len(argv[i + 1]) > LIMITS.zset_value
         size = 0
     else:
         current = z.scores
@@ -175,9 +175,7 @@ def _zadd(s: Session, argv: list[bytes], flags: int) -> Reply:
                 changes[m] = 0.0 if not big and score == 0.0 else score
                 updated += 1
         elif not xx:
-            if not big and (
-                size + 1 > ZSET_MAX_LISTPACK_ENTRIES or len(m) > ZSET_MAX_LISTPACK_VALUE
-            ):
+            if not big and (size + 1 > LIMITS.zset_entries or len(m) > LIMITS.zset_value):
                 big = True
             size += 1
             changes[m] = 0.0 if not big and score == 0.0 else score
@@ -340,7 +338,7 @@ def _zrange(
         if reverse:
             lo, hi = len(z) - hi, len(z) - lo
         items = walk(z, lo, hi, reverse, 0, -1)
-        big = len(items) > ZSET_MAX_LISTPACK_ENTRIES
+        big = len(items) > LIMITS.zset_entries
     elif rangetype == _SCORE:
         lo, hi = score_span(z, sr)
         items = walk(z, lo, hi, reverse, offset, limit)
@@ -534,9 +532,7 @@ def _setop(s: Session, argv: list[bytes], op: int, dst: bytes | None, card: bool
     if dst is not None:
         if not items:
             return store_result(s, dst, None)
-        big = len(items) > ZSET_MAX_LISTPACK_ENTRIES or any(
-            len(m) > ZSET_MAX_LISTPACK_VALUE for m in result
-        )
+        big = len(items) > LIMITS.zset_entries or any(len(m) > LIMITS.zset_value for m in result)
         return store_result(s, dst, build_zset(items, big))
     return entries_reply(s, items, withscores)
 

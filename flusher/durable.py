@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("temporalstore")
 
+RELOAD_DRAIN_S = 60.0
+"""How long DEBUG RELOAD waits for every write to be durable before it drops memory."""
 CHECKPOINT_POLL_S = 0.5
 """How often the background task asks whether a checkpoint is due."""
 
@@ -99,6 +101,8 @@ class DurableStore:
         self._closed = False
         self._requested = False
         self._checkpoint_lock = asyncio.Lock()
+        # Rebuilds a store from this storage as a restart does (DEBUG RELOAD).
+        self.rebuild: Callable[[Store], Awaitable[Any]] | None = None
 
     @property
     def sync(self) -> bool:
@@ -249,6 +253,36 @@ class DurableStore:
                 except (ObjectStoreError, FencedError) as e:
                     self.last_checkpoint_status = "err"
                     log.warning("checkpoint failed: %s", e)
+
+    async def reload(self, save: bool, dropping: Callable[[], None]) -> None:
+        """DEBUG RELOAD: a checkpoint first (if `save`), every write made durable,
+        then the store's in-memory state dropped (`dropping` is told just before) and
+        rebuilt from storage as a restart does (`rebuild`, set by whoever took the
+        prefix over: replay.recover). If the rebuild fails the dropped state is put
+        back and the error raised."""
+        if self.rebuild is None:
+            raise ObjectStoreError("this server cannot rebuild its store from storage")
+        async with self._checkpoint_lock:  # no background checkpoint of a half-built store
+            await self._reload(save, dropping)
+
+    async def _reload(self, save: bool, dropping: Callable[[], None]) -> None:
+        assert self.rebuild is not None
+        if save:
+            await self._checkpoint()
+        if not await self.drain(RELOAD_DRAIN_S):
+            raise ObjectStoreError(self.last_error())
+        store = self.store
+        lsn = store.lsn
+        dropping()
+        undo = store.reset()
+        try:
+            await self.rebuild(store)
+            if store.lsn != lsn:
+                raise ObjectStoreError(f"storage holds LSN {store.lsn}, the store had {lsn}")
+        except BaseException:
+            undo()
+            raise
+        log.warning("DB reloaded by DEBUG RELOAD (LSN %d)", lsn)
 
     def checkpoint_soon(self) -> None:
         """Ask the background task for a checkpoint at its next check (BGSAVE)."""

@@ -114,6 +114,17 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
         "0",
         "TS.SEAL is refused while history pinned by seals and branches is past this; 0: no cap",
     ),
+    (
+        "enable-debug-command",
+        "no",
+        "no|yes|local: allow DEBUG (local: from loopback and Unix socket clients only)",
+    ),
+    (
+        "enable-protected-configs",
+        "no",
+        "no|yes|local: allow CONFIG SET of protected configs (dir, dbfilename)",
+    ),
+    ("enable-module-command", "no", "no|yes|local: allow MODULE"),
     ("client-output-buffer-limit", None, 'per class: "<class> <hard> <soft> <seconds> ..."'),
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
@@ -140,6 +151,9 @@ REDIS_PARAM_FLAGS = (
     "client-query-buffer-limit",
     "proto-max-bulk-len",
     "tls-auth-clients",
+    "enable-debug-command",
+    "enable-protected-configs",
+    "enable-module-command",
 )
 
 

@@ -355,6 +355,8 @@ class Node:
             store, self.objects, self.progress, after=self.recovery
         )
         durable = DurableStore(store, self.objects, self.durability, manifest, self.recovery)
+        objects = self.objects
+        durable.rebuild = lambda st: recover(st, objects)  # DEBUG RELOAD
         backlog = Backlog(store.lsn + 1, lambda: durable.durable_lsn)
         durable.flusher.tap = backlog.append_chunk
         backlog.fill = durable.flusher.encode_pending

@@ -696,15 +696,19 @@ class Server:
     async def _cron(self) -> None:
         """Active expiry and the used memory against maxmemory, ten times a second
         (Redis' hz 10); idle clients and output buffer limits once a second."""
-        store = self.state.store
         ticks = 0
+        state = self.state
         while True:
             await asyncio.sleep(0.1)
-            began = time.monotonic()
-            store.active_expire()
-            sync_expired(self.state)
-            self.state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))
-            sample_memory(self.state)
+            if state.debug.pause_cron or state.loading:  # DEBUG PAUSE-CRON, DEBUG RELOAD
+                continue
+            state.store.tick()  # the LRU clock
+            if state.debug.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 stops the cycle
+                began = time.monotonic()
+                state.store.active_expire()
+                state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))
+            sync_expired(state)
+            sample_memory(state)
             ticks += 1
             if ticks % 10 == 0:
                 self.close_idle_clients()

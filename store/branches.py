@@ -15,6 +15,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from store import database as _database
 from store.asof import undo_versions
 from store.chains import VersionEntry, _entry_lsn
 from store.database import Database
@@ -173,6 +174,13 @@ class BranchDatabase(Database):
     def get(self, key: bytes) -> Any:
         """As `Database.get`, without asking the overlay whether it has expiries
         (that counts the main line's keys at the fork)."""
+        v = self.odata.get(key)
+        if v is None:
+            return v
+        self.atime[key] = _database.LRU_CLOCK
+        return self.unexpired(key, v, self.oexpires.get(key))
+
+    def peek(self, key: bytes) -> Any:
         v = self.odata.get(key)
         return v if v is None else self.unexpired(key, v, self.oexpires.get(key))
 

@@ -12,6 +12,18 @@ from store.chains import Chains
 
 _time = time.time
 
+# Redis' LRU clock: whole seconds, advanced by the server cron (`tick_lru_clock`, ten
+# times a second). A read of a key stores it as the key's last access time (one dict
+# store on the read path); OBJECT IDLETIME is the clock minus the newest of that and
+# the key's last write (the time of its newest version).
+LRU_CLOCK = int(_time())
+
+
+def tick_lru_clock() -> int:
+    global LRU_CLOCK
+    LRU_CLOCK = int(_time())
+    return LRU_CLOCK
+
 
 def now_ms() -> int:
     return int(_time() * 1000)
@@ -21,6 +33,7 @@ class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
     __slots__ = (
+        "atime",
         "chains",
         "data",
         "expires",
@@ -45,6 +58,9 @@ class Database:
         self.on_expire = on_expire
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
+        # key -> LRU clock at its last read (commands.access: may hold deleted keys
+        # until pruned; under an LFU maxmemory-policy, the LFU counters instead).
+        self.atime: dict[bytes, int] = {}
         self.chains = Chains()
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
         # key -> LSN of the newest version retention dropped: older states are gone.
@@ -57,11 +73,30 @@ class Database:
         self.frozen_ms: int | None = None
 
     def get(self, key: bytes) -> Any:
-        """The live value, or None; an expired key is removed on the way (lazy expiry)."""
+        """The live value, or None; an expired key is removed on the way (lazy expiry).
+        A read: the key's last access time becomes now."""
+        v = self.data.get(key)
+        if v is not None:
+            self.atime[key] = LRU_CLOCK
+            if self.expires:
+                return self.unexpired(key, v, self.expires.get(key))
+        return v
+
+    def peek(self, key: bytes) -> Any:
+        """`get` without counting as an access (TTL, TYPE, EXISTS, OBJECT: Redis'
+        LOOKUP_NOTOUCH)."""
         v = self.data.get(key)
         if v is not None and self.expires:
             return self.unexpired(key, v, self.expires.get(key))
         return v
+
+    def prune_atime(self) -> None:
+        """Forget the access times of keys that no longer exist, once they are as many
+        as the live keys (amortized O(1) per deletion)."""
+        atime, data = self.atime, self.data
+        if len(atime) > 2 * len(data) + 1024:
+            kept = type(atime)((k, t) for k, t in atime.items() if k in data)
+            self.atime = kept
 
     def unexpired(self, key: bytes, v: Any, at: int | None) -> Any:
         """`v`, or None if its expiry time `at` has come (removing the key)."""

@@ -47,6 +47,7 @@ from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
 from store.database import Database as Database
 from store.database import now_ms as now_ms
+from store.database import tick_lru_clock
 from store.ops import APPLY, CREATED, DEL, Op, Undo, apply_op
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
@@ -67,6 +68,19 @@ _new_tuple = tuple.__new__
 TRIM_STEP = 64
 
 TouchCallback = Callable[[int, bytes], None]
+# What `Store.reset` keeps: how the server is wired to the store (and its expiry
+# count, a statistic), not its data.
+_WIRING = (
+    "sink",
+    "on_expired",
+    "follower",
+    "default_sync",
+    "observers",
+    "dirty_all",
+    "expired_keys",
+    "snapshot_every",
+)
+_DB_STATE = tuple(a for a in Database.__slots__ if a != "index")
 
 
 class Store:
@@ -138,6 +152,32 @@ class Store:
         # change (commands.scripting compiles them again when it sees a new one).
         self.functions: dict[bytes, bytes] = {}
         self.extra_state["functions"] = (self._save_functions, self._load_functions)
+
+    def reset(self) -> Callable[[], None]:
+        """Drop the in-memory state (DEBUG RELOAD, before rebuilding from storage): an
+        empty store again, keeping its wiring (sink, observers, expiry hook, follower
+        flag, default durability, the parts registered in `extra_state`) and its
+        Database objects (sessions hold them). Returns what puts the dropped state
+        back, should the rebuild fail."""
+        old = dict(self.__dict__)
+        old_dbs = [(db, [getattr(db, a) for a in _DB_STATE]) for db in self.dbs]
+        Store.__init__(self, len(self.dbs), self.history, self.sink)
+        for name in _WIRING:
+            setattr(self, name, old[name])
+        self.extra_state = {**old["extra_state"], **self.extra_state}
+        self.dbs = [db for db, _ in old_dbs]
+        for db in self.dbs:
+            Database.__init__(db, db.index, self._expired)
+            db.chains.time_of = self.time_of
+
+        def undo() -> None:
+            self.__dict__.clear()
+            self.__dict__.update(old)
+            for db, values in old_dbs:
+                for attr, value in zip(_DB_STATE, values, strict=True):
+                    setattr(db, attr, value)
+
+        return undo
 
     # -- the transaction -----------------------------------------------------------
 
@@ -521,7 +561,7 @@ class Store:
 
     def apply_swap(self, a: int, b: int) -> None:
         da, db_ = self.dbs[a], self.dbs[b]
-        for attr in ("data", "expires", "chains", "heap"):
+        for attr in ("data", "expires", "chains", "heap", "atime"):
             va, vb = getattr(da, attr), getattr(db_, attr)
             setattr(da, attr, vb)
             setattr(db_, attr, va)
@@ -536,6 +576,13 @@ class Store:
         self.expired_keys += 1
         if self.on_expired is not None:
             self.on_expired(db.ident, key)
+
+    def tick(self) -> None:
+        """The server cron's housekeeping: advance the LRU clock, forget the access
+        times of deleted keys."""
+        tick_lru_clock()
+        for db in self.dbs:
+            db.prune_atime()
 
     def active_expire(self) -> int:
         """Remove keys whose time has come (Redis' active expiry); commits them."""
@@ -602,7 +649,10 @@ class Store:
                 weight -= 1 if type(e) is bytes else len(e)
                 n += 1
             skip = len(self.index_lsns) - len(keys)
-            self.index_from = self.index_lsns[skip + n]
+            # Past the newest entry when one commit alone wrote more than INDEX_KEYS
+            # keys (a FLUSHALL of a big database): the index then starts after it.
+            lsns = self.index_lsns
+            self.index_from = lsns[skip + n] if skip + n < len(lsns) else lsns[-1] + 1
             del keys[:n]
             self._index_weighed -= n
         self._index_weight = weight

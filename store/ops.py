@@ -18,9 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from store.values import (
-    HASH_MAX_LISTPACK_ENTRIES,
-    HASH_MAX_LISTPACK_VALUE,
-    SET_MAX_INTSET_ENTRIES,
+    LIMITS,
     HashSet,
     HashTable,
     ZSet,
@@ -191,10 +189,8 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     for f, v in pairs:
         h[f] = v
     if type(h) is dict and (
-        len(h) > HASH_MAX_LISTPACK_ENTRIES
-        or any(
-            len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE for f, v in pairs
-        )
+        len(h) > LIMITS.hash_entries
+        or any(len(f) > LIMITS.hash_value or len(v) > LIMITS.hash_value for f, v in pairs)
     ):
         db.data[key] = HashTable(h)
     return undo
@@ -282,7 +278,7 @@ def _apply_sadd(db: Database, key: bytes, op: Op) -> Undo:
         undo = ((SREM, added),) if added else ()
     s.update(members)
     if type(s) is set and (
-        len(s) > SET_MAX_INTSET_ENTRIES or not all(is_int_member(m) for m in members)
+        len(s) > LIMITS.set_entries or not all(is_int_member(m) for m in members)
     ):
         db.data[key] = HashSet(s)
     return undo

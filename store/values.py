@@ -14,12 +14,31 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-# Redis 7.0 defaults for the compact encodings.
+# Redis 7.0's defaults for the compact encodings; `LIMITS` holds the ones in force.
 HASH_MAX_LISTPACK_ENTRIES = 512
 HASH_MAX_LISTPACK_VALUE = 64
 SET_MAX_INTSET_ENTRIES = 512
 ZSET_MAX_LISTPACK_ENTRIES = 128
 ZSET_MAX_LISTPACK_VALUE = 64
+
+
+class EncodingLimits:
+    """The compact-encoding limits in force: Redis 7.0's defaults, changed by CONFIG SET
+    hash-max-listpack-entries/-value, set-max-intset-entries and
+    zset-max-listpack-entries/-value (and their ziplist aliases). A value converts once
+    it passes them and stays converted (until DEBUG RELOAD)."""
+
+    __slots__ = ("hash_entries", "hash_value", "set_entries", "zset_entries", "zset_value")
+
+    def __init__(self) -> None:
+        self.hash_entries = HASH_MAX_LISTPACK_ENTRIES
+        self.hash_value = HASH_MAX_LISTPACK_VALUE
+        self.set_entries = SET_MAX_INTSET_ENTRIES
+        self.zset_entries = ZSET_MAX_LISTPACK_ENTRIES
+        self.zset_value = ZSET_MAX_LISTPACK_VALUE
+
+
+LIMITS = EncodingLimits()
 
 
 class HashTable(dict[bytes, bytes]):
@@ -60,7 +79,7 @@ class ZSet:
         self.scores[member] = score
         self.order.add((score, member))
         if not self.big and (
-            len(self.scores) > ZSET_MAX_LISTPACK_ENTRIES or len(member) > ZSET_MAX_LISTPACK_VALUE
+            len(self.scores) > LIMITS.zset_entries or len(member) > LIMITS.zset_value
         ):
             self.big = True
         return old
@@ -86,9 +105,9 @@ class ZSet:
 
 def new_hash(pairs: dict[bytes, bytes]) -> dict[bytes, bytes]:
     """A hash of the right encoding for its contents."""
-    if len(pairs) > HASH_MAX_LISTPACK_ENTRIES or any(
-        len(f) > HASH_MAX_LISTPACK_VALUE or len(v) > HASH_MAX_LISTPACK_VALUE
-        for f, v in pairs.items()
+    limit = LIMITS.hash_value
+    if len(pairs) > LIMITS.hash_entries or any(
+        len(f) > limit or len(v) > limit for f, v in pairs.items()
     ):
         return HashTable(pairs)
     return pairs
@@ -107,7 +126,7 @@ def is_int_member(m: bytes) -> bool:
 
 def new_set(members: set[bytes]) -> set[bytes]:
     """A set of the right encoding for its contents."""
-    if len(members) > SET_MAX_INTSET_ENTRIES or not all(is_int_member(m) for m in members):
+    if len(members) > LIMITS.set_entries or not all(is_int_member(m) for m in members):
         return HashSet(members)
     return members
 

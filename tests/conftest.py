@@ -199,6 +199,22 @@ def ts_server() -> Iterator[ServerProcess]:
     p.stop()
 
 
+@pytest.fixture(scope="module")
+def redis_dbg() -> Iterator[ServerProcess]:
+    """A redis-server of the module's own with DEBUG enabled."""
+    p = start_redis(["--enable-debug-command", "yes"])
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def ts_dbg() -> Iterator[ServerProcess]:
+    """A TemporalStore server of the module's own with DEBUG enabled."""
+    p = start_temporalstore(["--enable-debug-command", "yes"])
+    yield p
+    p.stop()
+
+
 class Differ:
     """Sends each command to both servers over raw sockets and compares replies."""
 
@@ -260,16 +276,30 @@ class Differ:
             self.check(*shlex.split(line), unordered=unordered)
 
 
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def diff(
-    request: pytest.FixtureRequest, redis_ref: ServerProcess, ts_server: ServerProcess
+def _differ(
+    request: pytest.FixtureRequest, ref: ServerProcess, ours: ServerProcess
 ) -> Iterator[Differ]:
-    d = Differ(redis_ref.port, ts_server.port, request.param)
+    d = Differ(ref.port, ours.port, request.param)
     yield d
     counts = request.config.stash.setdefault(CASES_KEY, [0, 0])
     counts[0] += d.cases
     counts[1] += d.attempts
     d.close()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def diff(
+    request: pytest.FixtureRequest, redis_ref: ServerProcess, ts_server: ServerProcess
+) -> Iterator[Differ]:
+    yield from _differ(request, redis_ref, ts_server)
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def ddiff(
+    request: pytest.FixtureRequest, redis_dbg: ServerProcess, ts_dbg: ServerProcess
+) -> Iterator[Differ]:
+    """`diff` on the DEBUG-enabled servers (`redis_dbg`, `ts_dbg`)."""
+    yield from _differ(request, redis_dbg, ts_dbg)
 
 
 CASES_KEY = pytest.StashKey[list[int]]()

@@ -285,9 +285,12 @@ class DifferentialMachine(RuleBasedStateMachine):
         self.in_multi = False
 
     def teardown(self) -> None:
+        if self.in_multi:
+            self._both(("DISCARD",))
+        # The whole dataset at once: Redis' digest of every key, value and expiry.
+        ref, ours = self._both(("DEBUG", "DIGEST"))
+        assert ours == ref, f"DEBUG DIGEST (RESP{self.resp})\nredis: {ref!r}\nours:  {ours!r}"
         for c in (self.ref, self.ours):
-            if self.in_multi:
-                c.call("DISCARD")
             c.close()
 
     def _both(self, args: tuple[str, ...]) -> tuple[bytes, bytes]:
@@ -335,13 +338,13 @@ class DifferentialMachine(RuleBasedStateMachine):
 
 @pytest.mark.parametrize("resp", [2, 3], ids=["resp2", "resp3"])
 def test_random_sequences_match_redis(
-    resp: int, redis_ref: ServerProcess, ts_server: ServerProcess
+    resp: int, redis_dbg: ServerProcess, ts_dbg: ServerProcess
 ) -> None:
     class Machine(DifferentialMachine):
         pass
 
-    Machine.ref_port = redis_ref.port
-    Machine.ours_port = ts_server.port
+    Machine.ref_port = redis_dbg.port
+    Machine.ours_port = ts_dbg.port
     Machine.resp = resp
     run_state_machine_as_test(
         Machine,
