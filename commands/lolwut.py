@@ -233,25 +233,11 @@ MODULE_HELP = [
     "UNLOAD <name>",
     "    Unload a module.",
 ]
-NOT_ALLOWED = (
-    'ERR MODULE command not allowed. If the enable-module-command option is set to "local", '
-    "you can run it from a local connection, otherwise you need to set this option in the "
-    "configuration file, and then restart the server."
-)
 LOAD_FAILED = "ERR Error loading the extension. Please check the server logs."
 NO_SUCH_MODULE = "ERR Error unloading module: no such module with that name"
 MODULE_FLAGS = Flag.ADMIN | Flag.NOSCRIPT
 
 container("module", -2)
-
-
-def _allowed(s: Session) -> None:
-    """Redis' allowProtectedAction for enable-module-command."""
-    setting = s.server.config.params.get("enable-module-command", "no")
-    host = s.addr.rsplit(":", 1)[0].strip("[]")
-    local = host.startswith("127.") or host in ("::1", "") or host.startswith("::ffff:127.")
-    if setting != "yes" and not (setting == "local" and local):
-        raise CommandError(NOT_ALLOWED)
 
 
 @command("module|list", 2, MODULE_FLAGS)
@@ -265,7 +251,6 @@ def cmd_module_help(s: Session, argv: list[bytes]) -> Reply:
 
 
 def _load(s: Session, argv: list[bytes]) -> Reply:
-    _allowed(s)
     log.warning(
         "Module %s failed to load: this server cannot load Redis modules",
         argv[2].decode("utf-8", "replace"),
@@ -285,5 +270,4 @@ def cmd_module_loadex(s: Session, argv: list[bytes]) -> Reply:
 
 @command("module|unload", 3, MODULE_FLAGS | Flag.NO_ASYNC_LOADING)
 def cmd_module_unload(s: Session, argv: list[bytes]) -> Reply:
-    _allowed(s)
     raise CommandError(NO_SUCH_MODULE)

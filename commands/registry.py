@@ -83,7 +83,13 @@ COMMANDS: dict[bytes, Command] = {}
 
 # Redis' protected commands and the config that allows each (processCommand refuses
 # them, with PROTECTED_REFUSAL, unless it is "yes", or "local" for a local client).
-PROTECTED_BY = {"debug": "enable-debug-command", "module": "enable-module-command"}
+# Redis 7.0 flags DEBUG and MODULE's LOAD, LOADEX and UNLOAD (not LIST or HELP).
+PROTECTED_BY = {
+    "debug": "enable-debug-command",
+    "module|load": "enable-module-command",
+    "module|loadex": "enable-module-command",
+    "module|unload": "enable-module-command",
+}
 PROTECTED_REFUSAL = (
     "ERR {} command not allowed. If the {} option is set to "
     '"local", you can run it from a local connection, otherwise you need to set this '
@@ -124,7 +130,7 @@ def command(
             step=step,
             is_write=bool(flags & Flag.WRITE),
             is_tx_control=bool(flags & Flag.TX_CONTROL),
-            protected=PROTECTED_BY.get(name.partition("|")[0], ""),
+            protected=PROTECTED_BY.get(name, ""),
         )
         table[short] = cmd
         if table is COMMANDS:
