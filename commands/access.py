@@ -85,12 +85,34 @@ def policy_changed(dbs: list[Database], params: dict[str, str]) -> None:
 
 
 def last_access(db: Database, key: bytes) -> int:
-    """The LRU clock (seconds) at the key's last read or write."""
+    """The LRU clock (seconds) at the key's last read or write (or, until its next
+    write, the access time RESTORE ... IDLETIME gave it)."""
     atime = db.atime
     read = 0 if isinstance(atime, LfuCounters) else atime.get(key, 0)
     chain: Any = db.chains.get(key)
     written = chain[-1].time_ms // 1000 if chain else 0
+    given = db.idle_set.get(key) if db.idle_set else None
+    if given is not None:
+        if written <= given[0]:
+            # Reads within the RESTORE's own second (its notifications and tracking
+            # read the key) do not count.
+            return read if read > given[0] else given[1]
+        del db.idle_set[key]  # written since: the write is its last access
     return max(read, written)
+
+
+def restored(db: Database, key: bytes, idle: int, freq: int) -> None:
+    """RESTORE ... IDLETIME / FREQ (Redis' objectSetLRUOrLFU): the key's idle time
+    under an LRU policy, or its LFU counter under an LFU one; -1 when not given."""
+    atime = db.atime
+    if isinstance(atime, LfuCounters):
+        if freq >= 0:
+            dict.__setitem__(atime, key, (_minutes() << 8) | freq)
+    elif idle >= 0:
+        atime.pop(key, None)
+        # Marked with the wall-clock second (the cron's LRU clock may lag it by up to a
+        # tick), the second of the RESTORE's own version.
+        db.idle_set[key] = (int(time.time()), max(database.LRU_CLOCK - idle, 0))
 
 
 def idle_seconds(db: Database, key: bytes) -> int:

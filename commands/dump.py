@@ -3,13 +3,14 @@ a payload from redis-server restores here, and one of ours in redis-server.
 
 RESTORE is one write (one version of the key) and notifies `restore` (after `new`),
 as Redis does; a payload whose TTL has already passed deletes a key it REPLACEs
-(`del`) and adds nothing. IDLETIME and FREQ are checked as Redis checks them; the
-store does not track access times or frequencies (OBJECT IDLETIME and FREQ answer
-as for a key just written), so they change nothing else.
+(`del`) and adds nothing. IDLETIME sets the key's idle time under an LRU (or no)
+maxmemory-policy, FREQ its LFU counter under an LFU one, as Redis' objectSetLRUOrLFU
+(`commands.access.restored`); DEBUG SET-SKIP-CHECKSUM-VALIDATION 1 skips the CRC.
 """
 
 from __future__ import annotations
 
+from commands.access import restored
 from commands.errors import (
     BAD_DATA_FORMAT,
     BAD_PAYLOAD,
@@ -86,7 +87,7 @@ def cmd_restore(s: Session, argv: list[bytes]) -> Reply:
     if ttl < 0:
         raise CommandError(INVALID_TTL)
     payload = argv[3]
-    if not payload_ok(payload):
+    if not payload_ok(payload, s.server.debug.skip_checksum_validation):
         raise CommandError(BAD_PAYLOAD)
     try:
         value = load_payload(payload)
@@ -99,4 +100,5 @@ def cmd_restore(s: Session, argv: list[bytes]) -> Reply:
             s.store.apply(db, key, (DEL,))
         return OK
     s.store.apply(db, key, (SET, value, ttl or None))
+    restored(db, key, idle, freq)
     return OK

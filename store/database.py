@@ -42,6 +42,7 @@ class Database:
         "frozen_ms",
         "heap",
         "ident",
+        "idle_set",
         "index",
         "on_expire",
         "overlay",
@@ -61,6 +62,9 @@ class Database:
         # key -> LRU clock at its last read (commands.access: may hold deleted keys
         # until pruned; under an LFU maxmemory-policy, the LFU counters instead).
         self.atime: dict[bytes, int] = {}
+        # key -> (LRU clock when RESTORE ... IDLETIME set it, the access time it set):
+        # the key's last access until it is written again (commands.access).
+        self.idle_set: dict[bytes, tuple[int, int]] = {}
         self.chains = Chains()
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
         # key -> LSN of the newest version retention dropped: older states are gone.

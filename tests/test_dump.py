@@ -702,3 +702,30 @@ def test_stream_deleted_fields_survive_restarts(redis_ref: ServerProcess, tmp_pa
             c.close()
         finally:
             again.stop()
+
+
+def test_restore_idletime_and_freq_set_the_access_clock(ts_dbg: ServerProcess) -> None:
+    """RESTORE ... IDLETIME under an LRU policy sets OBJECT IDLETIME (until the key is
+    written again); FREQ under an LFU policy sets OBJECT FREQ."""
+    c = RawClient(ts_dbg.port)
+    try:
+        c.call("SET", "lru:src", "v")
+        payload = parse(c.call("DUMP", "lru:src"))[1]
+        c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+        assert c.call("RESTORE", "lru:k", "0", payload, "IDLETIME", "1000") == b"+OK\r\n"
+        idle = int(c.call("OBJECT", "IDLETIME", "lru:k")[1:-2])
+        assert 1000 <= idle <= 1010
+        time.sleep(1.1)  # access times are whole seconds
+        c.call("SET", "lru:k", "new")  # a write is an access
+        assert int(c.call("OBJECT", "IDLETIME", "lru:k")[1:-2]) <= 2
+        c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+        assert c.call("RESTORE", "lfu:k", "0", payload, "FREQ", "100") == b"+OK\r\n"
+        assert c.call("OBJECT", "FREQ", "lfu:k") == b":100\r\n"
+        bad = payload[:-1] + bytes([payload[-1] ^ 1])
+        assert c.call("RESTORE", "crc:k", "0", bad).startswith(b"-ERR DUMP payload")
+        assert c.call("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1") == b"+OK\r\n"
+        assert c.call("RESTORE", "crc:k", "0", bad) == b"+OK\r\n"
+    finally:
+        c.call("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "0")
+        c.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        c.close()
