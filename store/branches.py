@@ -215,7 +215,12 @@ class BranchDatabase(Database):
 
 class Branch:
     def __init__(
-        self, store: Store, name: bytes, fork_lsn: int, created_ms: int, parent: bytes | None
+        self,
+        store: Store,
+        name: bytes,
+        fork_lsn: int,
+        created_ms: int,
+        parent: bytes | None = None,
     ) -> None:
         self.name = name
         self.fork_lsn = fork_lsn
@@ -284,7 +289,9 @@ class Branches(dict[bytes, Branch]):
                 dbs.append(
                     (data.own, list(data.deleted), expires.own, list(expires.deleted), chains)
                 )
-            out.append((b.name, b.fork_lsn, b.created_ms, dbs, b.parent))
+            # A branch of the main line is saved as before branches of branches existed.
+            parent = () if b.parent is None else (b.parent,)
+            out.append((b.name, b.fork_lsn, b.created_ms, dbs, *parent))
         return out
 
     def load(self, saved: Any) -> None:

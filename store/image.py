@@ -47,7 +47,8 @@ def export_image(store: Store) -> Iterator[Any]:
         "index_times": store.index_times.tobytes(),
         "index_keys": windex.export(store.index_keys),
         "index_from": store.index_from,
-        "snapshots": [tuple(snap) for snap in store.snapshots.values()],
+        # A seal without META is saved as before snapshots had metadata.
+        "snapshots": [tuple(snap) if snap.meta else snap[:4] for snap in store.snapshots.values()],
         "extra": store.checkpoint_extra(),
         "cmd_names": keyspace.cmd_names(),
     }

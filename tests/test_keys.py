@@ -941,7 +941,7 @@ def test_object_under_lfu_and_lru_policies(diff: Differ) -> None:
             OBJECT IDLETIME missing
             CONFIG SET maxmemory-policy volatile-lfu
             OBJECT IDLETIME k
-            CONFIG SET maxmemory 100mb
+            CONFIG SET maxmemory 16gb
             CONFIG SET maxmemory-policy allkeys-lru
             SET small 42
             OBJECT REFCOUNT small
