@@ -161,7 +161,7 @@ class BranchDatabase(Database):
     def get(self, key: bytes) -> Any:
         """As `Database.get`, without asking the overlay whether it has expiries
         (that counts the main line's keys at the fork)."""
-        v = self.odata.get(key)
+        v: Any = self.odata.get(key)
         return v if v is None else self.unexpired(key, v, self.oexpires.get(key))
 
     def own(self, key: bytes) -> None:

@@ -14,24 +14,16 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+# Subclasses of builtins stay Python classes: store.containers is never compiled.
+from store.containers import HashSet as HashSet
+from store.containers import HashTable as HashTable
+
 # Redis 7.0 defaults for the compact encodings.
 HASH_MAX_LISTPACK_ENTRIES = 512
 HASH_MAX_LISTPACK_VALUE = 64
 SET_MAX_INTSET_ENTRIES = 512
 ZSET_MAX_LISTPACK_ENTRIES = 128
 ZSET_MAX_LISTPACK_VALUE = 64
-
-
-class HashTable(dict[bytes, bytes]):
-    """A hash that has outgrown the listpack encoding (Redis never converts back)."""
-
-    __slots__ = ()
-
-
-class HashSet(set[bytes]):
-    """A set that has outgrown the intset encoding (Redis never converts back)."""
-
-    __slots__ = ()
 
 
 class ZSet:
