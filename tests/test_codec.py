@@ -42,7 +42,15 @@ def _strict(r: UpdateRecord) -> bytes:
         min_size=1,
         max_size=4,
     ),
-    st.one_of(st.none(), st.builds(WriteMeta, st.integers(0, 99), st.binary(max_size=4))),
+    st.one_of(
+        st.none(),
+        st.builds(
+            WriteMeta,
+            st.integers(0, 99),
+            st.binary(max_size=4),
+            st.none() | st.binary(max_size=4),
+        ),
+    ),
 )
 def test_plain_records_encode_as_the_strict_packer_does(ops: list[Any], meta: Any) -> None:
     r = UpdateRecord(7, 1_700_000_000_000, tuple(ops), tuple("set" for _ in ops), meta)
