@@ -30,28 +30,31 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "native"
 
 
-def _state() -> tuple[list[str], str]:
-    """(the modules the build compiled, as `package.module`; why it is or is not used)."""
+def state(root: Path) -> tuple[list[str], str, str]:
+    """For the sources under `root` and their build in `root/build/native`: (the
+    modules the build compiled, as `package.module`; the state in one word, as INFO
+    temporalstore shows it in `compiled_build`; why)."""
     if os.environ.get("TEMPORALSTORE_PURE", "") not in ("", "0"):
-        return [], "pure: TEMPORALSTORE_PURE is set"
+        return [], "pure", "TEMPORALSTORE_PURE is set"
     try:
-        manifest = json.loads((BUILD / "manifest.json").read_text())
+        manifest = json.loads((root / "build" / "native" / "manifest.json").read_text())
     except (OSError, ValueError):
-        return [], "pure: no compiled build"
+        return [], "absent", "no compiled build"
     if manifest.get("abi") != sysconfig.get_config_var("EXT_SUFFIX"):
-        return [], "pure: the build is for another interpreter"
+        return [], "other-interpreter", "the build is for another interpreter"
     sources: dict[str, str] = manifest.get("modules", {})
     for rel, sha in sorted(sources.items()):
         try:
-            now = hashlib.sha256((ROOT / rel).read_bytes()).hexdigest()
+            now = hashlib.sha256((root / rel).read_bytes()).hexdigest()
         except OSError:
             now = ""
         if now != sha:
-            return [], f"pure: {rel} changed since the build"
-    return [rel[: -len(".py")].replace("/", ".") for rel in sorted(sources)], "compiled"
+            return [], "stale", f"{rel} changed since the build"
+    names = [rel[: -len(".py")].replace("/", ".") for rel in sorted(sources)]
+    return names, "compiled", f"{len(names)} modules compiled by mypyc"
 
 
-MODULES, STATE = _state()
+MODULES, STATE, REASON = state(ROOT)
 
 
 def extend(path: list[str], package: str) -> list[str]:
