@@ -31,7 +31,7 @@ from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
 from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
-from store import HistoryPolicy, Store
+from store import HistoryPolicy, Store, native
 from store.secrets import redact
 from store.settings import DEFAULTS
 
@@ -301,6 +301,7 @@ async def serve(config: Config) -> int:
     port = await server.start(config.host, config.port, tls, int(config.params.get("tls-port", 0)))
     if plain:
         log.info("listening on %s:%d", config.host, port)
+    log.info("hot path: %s (%s)", native.STATE, native.REASON)
     if tls is not None:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     progress = LoadProgress(state)

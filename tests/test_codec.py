@@ -44,6 +44,7 @@ def _strict(r: UpdateRecord) -> bytes:
     ),
     st.one_of(
         st.none(),
+        # Every field given: a compiled WriteMeta's annotations do not say its types.
         st.builds(
             WriteMeta,
             st.integers(0, 99),
