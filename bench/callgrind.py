@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,9 +21,7 @@ import time
 from pathlib import Path
 
 from bench import rb
-from bench.proc import BIN, SERVER_CPU, _spawn, free_port, pin, tmpdir, wait_pong
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.proc import OURS, _spawn, free_port, ours_argv, tmpdir, wait_pong
 
 
 def _total(outfile: Path) -> int:
@@ -47,24 +44,10 @@ def per_command(cmd: str, pipeline: int, requests: int, pure: bool) -> dict[str,
     work = tmpdir("callgrind")
     out = work / "callgrind.out"
     port = free_port()
-    argv = pin(
-        SERVER_CPU,
-        [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            str(BIN / "python"),
-            "-m",
-            "proxy.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--storage",
-            f"file://{work}/data",
-            "--log-level",
-            "warning",
-        ],
-    )
+    base = ours_argv(port, f"file://{work}/data")
+    at = base.index(OURS)  # after the CPU pinning: valgrind runs the server's Python
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    argv = [*base[:at], *valgrind, sys.executable, *base[at:]]
     env = {"TEMPORALSTORE_PURE": "1" if pure else "0"}
     srv = _spawn("temporalstore-callgrind", argv, port, env)
     try:
@@ -103,7 +86,6 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("loads", nargs="+", help="command:pipeline, e.g. set:16")
     args = ap.parse_args(argv)
-    os.chdir(ROOT)  # `python -m proxy.cli` runs this tree's sources
     for spec in args.loads:
         cmd, _, p = spec.partition(":")
         res = per_command(cmd, int(p or 1), args.requests, args.pure)
