@@ -54,6 +54,11 @@ MODULES = [
     "commands/zsets.py",
     "commands/zset_ranges.py",
     "commands/keys.py",
+    "commands/limits.py",
+    "commands/notify.py",
+    "commands/transactions.py",
+    "commands/longdouble.py",
+    "commands/points.py",
     "store/accounting.py",
     "store/asof.py",
     "store/branches.py",
@@ -80,6 +85,8 @@ EXCLUDED = {
     "commands/replies.py": "subclasses of bytes, list and set (the reply types)",
     "store/views.py": "a view database is shared through weak references (Store.views), "
     "which a compiled class does not take",
+    "commands/session.py": "ServerState keys a WeakKeyDictionary (one Lua engine per server)",
+    "proxy/server.py": "Connection derives from asyncio.Protocol, a Python class",
 }
 
 
