@@ -96,12 +96,16 @@ def digest(rel: str) -> str:
 
 def wanted() -> dict[str, object]:
     """What a build of the current sources records: a build is current iff equal."""
-    import mypy.version
+    try:
+        import mypy.version
 
+        mypy_version = mypy.version.__version__
+    except ImportError:
+        mypy_version = "not installed"
     return {
         "group": GROUP,
         "abi": sysconfig.get_config_var("EXT_SUFFIX"),
-        "mypy": mypy.version.__version__,
+        "mypy": mypy_version,
         "script": digest("tools/compiled.py"),
         "modules": {rel: digest(rel) for rel in MODULES},
     }
