@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest compat redis-server etcd chromium node-deps install clean bench soak cluster redis-suite
+.PHONY: run test lint typecheck layers pytest pytest-pure native compat redis-server etcd chromium node-deps install clean bench soak cluster redis-suite
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,13 +15,21 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+# The compiled hot path (tools/compiled.py): mypyc compiles the reader, dispatch, the
+# common command families, the store and the codec into build/native/ when a C compiler
+# and Python's headers exist; it rebuilds when a compiled source changed (the build's
+# manifest holds their SHA-256) and does nothing otherwise. store/native.py uses the
+# build only while it matches the sources; TEMPORALSTORE_PURE=1 runs all Python.
+native: $(STAMP)
+	$(BIN)/python tools/compiled.py build
 
-run: $(STAMP)
+install: $(STAMP) native
+
+run: install
 	$(BIN)/temporalstore serve
 
 # A group on this machine: etcd and three nodes on one storage directory (Ctrl-C stops).
-cluster: $(STAMP) etcd
+cluster: install etcd
 	$(BIN)/python tools/cluster.py
 
 # Debian's redis-server is the reference for the differential tests.
@@ -70,13 +78,21 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) redis-server etcd chromium node-deps
+pytest: install redis-server etcd chromium node-deps
 	$(BIN)/pytest -q
 
-test: lint typecheck layers pytest
+# A fast subset on pure Python (TEMPORALSTORE_PURE=1: the compiled build stays off the
+# packages' paths), so the fallback stays identical to the compiled build.
+PURE_TESTS := tests/test_compiled.py tests/test_reader.py tests/test_protocol.py \
+	tests/test_strings.py tests/test_transactions.py tests/test_scripting.py \
+	tests/test_temporal.py tests/test_store.py tests/test_codec.py
+pytest-pure: $(STAMP) redis-server
+	TEMPORALSTORE_PURE=1 $(BIN)/pytest -q $(PURE_TESTS)
+
+test: lint typecheck layers pytest pytest-pure
 
 # Prints "differential: N of M command cases identical to redis-server".
-compat: $(STAMP) redis-server node-deps
+compat: install redis-server node-deps
 	$(BIN)/pytest -q tests
 
 # The Redis 7.0 project's own test suite (fetched from Debian's pool into .cache/, never
@@ -90,7 +106,7 @@ redis-suite: $(STAMP) redis-server
 
 # Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
 # bench-results.json (see bench/run.py).
-bench: $(STAMP) redis-server etcd
+bench: install redis-server etcd
 	$(BIN)/python -m bench.run
 
 # The long versions of the reliability tests (about 13 minutes): a million fuzzed
@@ -101,7 +117,7 @@ bench: $(STAMP) redis-server etcd
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py \
 	tests/test_history_bounds.py tests/test_slices.py tests/test_failover.py tests/test_export.py
-soak: $(STAMP) redis-server etcd
+soak: install redis-server etcd
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \
 	  --junitxml=soak-results.xml $(SOAK_TESTS); status=$$?; \
@@ -109,4 +125,4 @@ soak: $(STAMP) redis-server etcd
 	  docs/reliability.md && exit $$status
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/js/node_modules
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/js/node_modules build

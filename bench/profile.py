@@ -55,7 +55,26 @@ def _name(frame: str) -> str:
     return f"{m['fn']} ({m['file']})" if m else frame
 
 
+def _compiled_packages() -> dict[str, str]:
+    """Short module name -> package of the compiled build (build/native/manifest.json):
+    mypyc names a compiled function `CPyDef_<module>___<function>` (`CPyPy_` for its
+    entry from Python), all in one C file, so its frame carries no package path."""
+    try:
+        manifest = json.loads((Path(__file__).resolve().parent.parent / _MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {Path(rel).stem: rel.split("/")[0] for rel in manifest.get("modules", {})}
+
+
+_MANIFEST = "build/native/manifest.json"
+_COMPILED = _compiled_packages()
+_MYPYC = re.compile(r"^CPy(?:Def|Py)_(?P<mod>[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*?)___")
+
+
 def _area(frame: str) -> str:
+    m = _MYPYC.match(frame)
+    if m and m["mod"] in _COMPILED:
+        frame = f"{_COMPILED[m['mod']]}/"
     for needle, area in AREAS:
         if needle in frame:
             return area
@@ -98,7 +117,11 @@ def summarize(raw: str, top: int = 15) -> dict[str, Any]:
 
     skip = ("<module>", "main (proxy/cli.py)", "run (uvloop/", "Runner.run", "Thread._bootstrap")
     inclusive = Counter(
-        {f: n for f, n in incl.items() if f.endswith(".py)") and not f.startswith(skip)}
+        {
+            f: n
+            for f, n in incl.items()
+            if (f.endswith(".py)") or f.startswith("CPyDef_")) and not f.startswith(skip)
+        }
     )
     return {
         "samples": total,

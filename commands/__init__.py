@@ -27,3 +27,8 @@
 Handlers read and write only through `store`; they never touch sockets or storage, and
 this package imports no other of ours but `store`.
 """
+
+from store.native import extend as _extend
+
+# The compiled build, when it is used, comes first on this package's path (store/native.py).
+__path__ = _extend(__path__, __name__)

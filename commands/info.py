@@ -28,6 +28,7 @@ from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
 from commands.scripting import memory as scripting_memory
 from commands.session import STARTUP_RSS, Session
+from store import native
 from store.secrets import redact  # credentials in a URL are never shown
 
 CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
@@ -259,6 +260,8 @@ flush_interval_ms:{cfg.flush_interval_ms}
 role:{role}
 applied_lsn:{store.lsn}
 replica_lag_ms:{lag}
+compiled:{compiled[0]}/{compiled[1]}
+compiled_build:{build}
 """)
 
 
@@ -436,6 +439,8 @@ def _info_temporalstore(s: Session) -> str:
         storage=redact(s.server.config.storage),
         role=s.server.replication.role,
         lag=s.server.replication.lag_ms(),
+        compiled=native.loaded(),
+        build=native.STATE,
     )
 
 

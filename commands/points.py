@@ -12,6 +12,7 @@ Reading a key's state at a point is here too, since BACK needs the key's chain.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from commands.errors import SYNTAX, CommandError
@@ -54,7 +55,7 @@ def clock_of(s: Session, lsn: int) -> int:
     return store.time_of(lsn) if lsn < store.lsn else now_ms()
 
 
-def chains_and_floors(s: Session) -> tuple[dict[bytes, list[VersionEntry]], dict[bytes, int]]:
+def chains_and_floors(s: Session) -> tuple[Mapping[bytes, list[VersionEntry]], dict[bytes, int]]:
     """The selected database's version chains and floors, as this connection sees
     them (a view's chains end at its point; its floors are the main line's)."""
     floors = s.store.dbs[s.dbi].floors if s.view_lsn is not None else s.db.floors

@@ -7,7 +7,7 @@ rest. `commands.resp` encodes them as RESP2 or RESP3 for the connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,20 @@ class Frames(list[Any]):
     """Several replies to one command, written back to back (SUBSCRIBE a b c)."""
 
     __slots__ = ()
+
+
+class IntSetReply(set[bytes]):
+    """A set reply whose members go out in ascending numeric order, as Redis
+    writes an intset."""
+
+    __slots__ = ("order",)
+
+    def __init__(self, members: Iterable[bytes]) -> None:
+        self.order = sorted(members, key=int)
+        super().__init__(self.order)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.order)
 
 
 class _NullArray:

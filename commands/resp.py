@@ -270,11 +270,15 @@ def encode(r: Any, resp: int, out: list[bytes]) -> None:
         else:
             out.append(b",%b\r\n" % d)
     elif isinstance(r, dict):
+        # A map that repeats a key (XREAD STREAMS k k, COMMAND DOCS get get) is a dict
+        # subclass with its own `__len__` and `items`: asked of the object itself (the
+        # compiled build would read a plain dict's size).
+        m: Any = r
         if resp == 2:
-            out.append(b"*%d\r\n" % (2 * len(r)))
+            out.append(b"*%d\r\n" % (2 * len(m)))
         else:
-            out.append(b"%%%d\r\n" % len(r))
-        for k, v in r.items():
+            out.append(b"%%%d\r\n" % len(m))
+        for k, v in m.items():
             encode(k, resp, out)
             encode(v, resp, out)
     elif isinstance(r, set | frozenset):

@@ -19,14 +19,14 @@ from __future__ import annotations
 import random
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from itertools import islice
 
 from commands.common import get_set, parse_scan_cursor, parse_scan_options, store_result
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
 from commands.parsing import LLONG_MAX, get_int, string2ll
 from commands.registry import Flag, command
-from commands.replies import Reply
+from commands.replies import IntSetReply, Reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from store.ops import DEL, KEEP_TTL, SADD, SET, SREM
@@ -43,20 +43,6 @@ RO = Flag.READONLY
 # SPOP replaces the set by its survivors once they are few (Redis' "move strategy").
 SPOP_MOVE_STRATEGY_MUL = 5
 ULONG_MAX = 2**64 - 1
-
-
-class IntSetReply(set[bytes]):
-    """A set reply whose members go out in ascending numeric order, as Redis
-    writes an intset."""
-
-    __slots__ = ("order",)
-
-    def __init__(self, members: Iterable[bytes]) -> None:
-        self.order = sorted(members, key=int)
-        super().__init__(self.order)
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self.order)
 
 
 def fits_intset(members: set[bytes]) -> bool:

@@ -20,3 +20,8 @@
 
 Imports only `store`.
 """
+
+from store.native import extend as _extend
+
+# The compiled build, when it is used, comes first on this package's path (store/native.py).
+__path__ = _extend(__path__, __name__)

@@ -23,3 +23,8 @@
 The RESP codec itself (reply encoding, the exact request parser, protocol errors)
 lives in `commands.resp`; authentication, ACLs and every command in `commands`.
 Knows nothing of data types or storage formats."""
+
+from store.native import extend as _extend
+
+# The compiled build, when it is used, comes first on this package's path (store/native.py).
+__path__ = _extend(__path__, __name__)

@@ -37,7 +37,7 @@ from proxy.tls import TLSConfigError, server_context
 from proxy.web import HttpServer
 from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
-from store import HistoryPolicy, Store
+from store import HistoryPolicy, Store, native
 from store.secrets import redact
 from store.settings import DEFAULTS
 from temporalstore.cli import add_export_flags, add_import_flags, export_main, import_main
@@ -380,6 +380,7 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     port = await server.start(config.host, config.port, tls, int(config.params.get("tls-port", 0)))
     if plain:
         log.info("listening on %s:%d", config.host, port)
+    log.info("hot path: %s (%s)", native.STATE, native.REASON)
     if tls is not None:
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     http: HttpServer | None = None

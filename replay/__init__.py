@@ -11,3 +11,8 @@
 The running durable layer is `flusher.durable`; the CLI starts it after
 `take_over`. Imports only `flusher` and `store`.
 """
+
+from store.native import extend as _extend
+
+# The compiled build, when it is used, comes first on this package's path (store/native.py).
+__path__ = _extend(__path__, __name__)

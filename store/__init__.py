@@ -9,6 +9,11 @@ transaction (begin, apply, commit or roll back) at the single commit point that
 assigns LSNs and hands records to the sink, and replay of persisted records (in
 bulk where it can: `bulkreplay`)."""
 
+from store.native import extend as _extend
+
+# The compiled build, when it is used, comes first on this package's path (store/native.py).
+__path__ = _extend(__path__, __name__)
+
 import store.stream  # noqa: F401  (registers the stream type and its ops)
 from store.asof import PrunedError
 from store.chains import VersionEntry

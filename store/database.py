@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from store.chains import Chains
 
@@ -29,6 +31,9 @@ def now_ms() -> int:
     return int(_time() * 1000)
 
 
+# A view (store.views.ViewDatabase) is a Python subclass, also in the compiled build:
+# sessions share views through weak references, which compiled classes do not take.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
@@ -57,15 +62,20 @@ class Database:
         self.ident: Any = index
         self.overlay = False  # a branch database: copy a key in before changing it
         self.on_expire = on_expire
-        self.data: dict[bytes, Any] = {}
-        self.expires: dict[bytes, int] = {}
+        # Typed as the abstract mappings they are read through: a branch database holds
+        # overlays here and a view database read-only look-alikes, so the compiled build
+        # (tools/compiled.py) must neither check that they are dicts nor call dict's own
+        # methods on them. The same holds for `chains` (`Chains.get` unpacks packed
+        # versions, which dict.get, as the compiled code would call it, does not).
+        self.data: MutableMapping[bytes, Any] = {}
+        self.expires: MutableMapping[bytes, int] = {}
         # key -> LRU clock at its last read (commands.access: may hold deleted keys
         # until pruned; under an LFU maxmemory-policy, the LFU counters instead).
         self.atime: dict[bytes, int] = {}
         # key -> (LRU clock when RESTORE ... IDLETIME set it, the access time it set):
         # the key's last access until it is written again (commands.access).
         self.idle_set: dict[bytes, tuple[int, int]] = {}
-        self.chains = Chains()
+        self.chains: Any = Chains()
         self.heap: list[tuple[int, bytes]] = []  # (expire_ms, key) for active expiry
         # key -> LSN of the newest version retention dropped: older states are gone.
         self.floors: dict[bytes, int] = {}

@@ -114,7 +114,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
         store.index_keys = [()] * len(store.index_lsns)
         store.index_from = int(head["lsn"]) + 1
     dbs = store.dbs
-    names: list[str] = head.get("cmd_names", [])
+    names: list[str] = list(head.get("cmd_names", ()))
     table = keyspace.translate_codes(names)
     version_entry, write_meta = keyspace.VersionEntry, keyspace.WriteMeta
     for item in items:

@@ -22,7 +22,7 @@ import time
 import weakref
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from store import bulkreplay, image, windex
@@ -740,7 +740,7 @@ class Store:
     def _save_functions(self) -> list[list[bytes]] | None:
         return [[name, code] for name, code in self.functions.items()] or None
 
-    def _load_functions(self, libs: list[list[bytes]]) -> None:
+    def _load_functions(self, libs: Iterable[Sequence[bytes]]) -> None:
         self.functions = {bytes(name): bytes(code) for name, code in libs}
 
     def apply_db_op(self, dbi: int, op: Op, lsn: int, time_ms: int) -> None:

@@ -14,6 +14,10 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+# Subclasses of builtins stay Python classes: store.containers is never compiled.
+from store.containers import HashSet as HashSet
+from store.containers import HashTable as HashTable
+
 # Redis 7.0's defaults for the compact encodings; `LIMITS` holds the ones in force.
 HASH_MAX_LISTPACK_ENTRIES = 512
 HASH_MAX_LISTPACK_VALUE = 64
@@ -39,18 +43,6 @@ class EncodingLimits:
 
 
 LIMITS = EncodingLimits()
-
-
-class HashTable(dict[bytes, bytes]):
-    """A hash that has outgrown the listpack encoding (Redis never converts back)."""
-
-    __slots__ = ()
-
-
-class HashSet(set[bytes]):
-    """A set that has outgrown the intset encoding (Redis never converts back)."""
-
-    __slots__ = ()
 
 
 class ZSet:

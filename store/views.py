@@ -154,7 +154,7 @@ class ViewDatabase(Database):
         self.states = _PointStates(store, dbi, lsn, at_ms)
         self.data = _Values(self.states)  # type: ignore[assignment]
         self.expires = _Expires(self.states)  # type: ignore[assignment]
-        self.chains = _Chains(main.chains, lsn)  # type: ignore[assignment]
+        self.chains = _Chains(main.chains, lsn)
         self.floors = main.floors
 
     def cached_bytes(self) -> int:

@@ -14,7 +14,7 @@ then compares every key).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 # Key references the index keeps (about 60 bytes each with the key): past twice
@@ -61,7 +61,7 @@ def export(entries: list[Any]) -> list[Any]:
     return [e if type(e) is bytes else [[d, k] for d, k in e] for e in entries]
 
 
-def restore(saved: list[Any]) -> list[Any]:
+def restore(saved: Iterable[Any]) -> list[Any]:
     """The index from a checkpoint's header (idents back to ints or (branch, n))."""
     out: list[Any] = []
     for e in saved:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hypothesis import strategies as st
+
 import commands.families  # noqa: F401  (registers every command)
 from commands.dispatch import DISPATCHER
 from commands.replies import Deferred
 from commands.session import ServerState, Session
-from store import HistoryPolicy, Store, UpdateRecord
+from store import HistoryPolicy, Store, UpdateRecord, WriteMeta
 
 
 class ListSink:
@@ -62,3 +64,11 @@ def read_value(r: Any, key: bytes, kind: bytes) -> Any:
     if kind == b"zset":
         return r.zrange(key, 0, -1, withscores=True)
     return r.xrange(key)
+
+
+def write_metas(max_id: int, size: int) -> Any:
+    """A Hypothesis strategy: None or a `WriteMeta` with every field given (a compiled
+    WriteMeta's annotations do not say its field types, so `st.builds` cannot infer
+    them)."""
+    blob = st.binary(max_size=size)
+    return st.none() | st.builds(WriteMeta, st.integers(0, max_id), blob, st.none() | blob)

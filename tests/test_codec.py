@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flusher.codec import _pack, decode_record, encode_record
-from store import UpdateRecord, WriteMeta
+from store import UpdateRecord
 from store.values import HashSet, HashTable, ZSet
+from tests.helpers import write_metas
 
 PLAIN = st.one_of(
     st.binary(max_size=20),
@@ -42,7 +43,7 @@ def _strict(r: UpdateRecord) -> bytes:
         min_size=1,
         max_size=4,
     ),
-    st.one_of(st.none(), st.builds(WriteMeta, st.integers(0, 99), st.binary(max_size=4))),
+    write_metas(99, 4),
 )
 def test_plain_records_encode_as_the_strict_packer_does(ops: list[Any], meta: Any) -> None:
     r = UpdateRecord(7, 1_700_000_000_000, tuple(ops), tuple("set" for _ in ops), meta)

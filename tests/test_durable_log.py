@@ -22,6 +22,7 @@ from replay.replay import recover
 from replay.startup import take_over
 from store import Store, UpdateRecord, WriteMeta
 from store.values import HashTable
+from tests.helpers import write_metas
 
 T = TypeVar("T")
 LSN = st.integers(min_value=0, max_value=10**20 - 1)  # what a name holds
@@ -83,7 +84,7 @@ def test_an_object_decodes_to_what_was_encoded(magic: bytes, first: int, raw: by
         st.tuples(
             st.binary(max_size=8),
             st.binary(max_size=8),
-            st.one_of(st.none(), st.builds(WriteMeta, st.integers(0, 9), st.binary(max_size=3))),
+            write_metas(9, 3),
         ),
         min_size=1,
         max_size=20,
