@@ -183,7 +183,7 @@ class BranchDatabase(Database):
         return self.unexpired(key, v, self.oexpires.get(key))
 
     def peek(self, key: bytes) -> Any:
-        v = self.odata.get(key)
+        v: Any = self.odata.get(key)
         return v if v is None else self.unexpired(key, v, self.oexpires.get(key))
 
     def own(self, key: bytes) -> None:

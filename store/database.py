@@ -31,28 +31,32 @@ def now_ms() -> int:
     return int(_time() * 1000)
 
 
+# What a database holds besides its number (Store.reset saves and restores it; read by
+# name because a compiled class has no __slots__ to read).
+DB_STATE = (
+    "atime",
+    "chains",
+    "data",
+    "expires",
+    "floor_mark",
+    "floors",
+    "frozen_ms",
+    "heap",
+    "ident",
+    "idle_set",
+    "on_expire",
+    "overlay",
+    "trim_next",
+)
+
+
 # A view (store.views.ViewDatabase) is a Python subclass, also in the compiled build:
 # sessions share views through weak references, which compiled classes do not take.
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Database:
     """One numbered database: values, absolute expiry times and version chains."""
 
-    __slots__ = (
-        "atime",
-        "chains",
-        "data",
-        "expires",
-        "floor_mark",
-        "floors",
-        "frozen_ms",
-        "heap",
-        "ident",
-        "idle_set",
-        "index",
-        "on_expire",
-        "overlay",
-        "trim_next",
-    )
+    __slots__ = ("index", *DB_STATE)
 
     def __init__(
         self, index: int, on_expire: Callable[[Database, bytes], None] | None = None

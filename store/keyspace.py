@@ -45,9 +45,9 @@ from store.chains import _entry_lsn as _entry_lsn
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
+from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
-from store.database import tick_lru_clock
 from store.ops import APPLY, CREATED, DEL, Op, Undo, apply_op
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
@@ -67,6 +67,43 @@ _new_tuple = tuple.__new__
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP = 64
 
+# Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
+# copy; tests/test_store.py checks the list against a pure-Python Store's).
+STORE_STATE = (
+    "_index_many",
+    "_index_weighed",
+    "_index_weight",
+    "_pin",
+    "branches",
+    "cmd",
+    "commit_time",
+    "dbs",
+    "default_sync",
+    "deferred_trims",
+    "dirty_all",
+    "expired_keys",
+    "expiry_held",
+    "extra_state",
+    "follower",
+    "functions",
+    "history",
+    "index_from",
+    "index_keys",
+    "index_lsns",
+    "index_times",
+    "last_time_ms",
+    "lsn",
+    "mem",
+    "observers",
+    "on_expired",
+    "pending",
+    "sink",
+    "snapshot_every",
+    "snapshots",
+    "tables",
+    "views",
+    "writer",
+)
 TouchCallback = Callable[[int, bytes], None]
 # What `Store.reset` keeps: how the server is wired to the store (and its expiry
 # count, a statistic), not its data.
@@ -80,7 +117,6 @@ _WIRING = (
     "expired_keys",
     "snapshot_every",
 )
-_DB_STATE = tuple(a for a in Database.__slots__ if a != "index")
 
 
 class Store:
@@ -159,8 +195,8 @@ class Store:
         flag, default durability, the parts registered in `extra_state`) and its
         Database objects (sessions hold them). Returns what puts the dropped state
         back, should the rebuild fail."""
-        old = dict(self.__dict__)
-        old_dbs = [(db, [getattr(db, a) for a in _DB_STATE]) for db in self.dbs]
+        old = {name: getattr(self, name) for name in STORE_STATE}
+        old_dbs = [(db, [getattr(db, a) for a in DB_STATE]) for db in self.dbs]
         Store.__init__(self, len(self.dbs), self.history, self.sink)
         for name in _WIRING:
             setattr(self, name, old[name])
@@ -171,10 +207,10 @@ class Store:
             db.chains.time_of = self.time_of
 
         def undo() -> None:
-            self.__dict__.clear()
-            self.__dict__.update(old)
+            for name, value in old.items():
+                setattr(self, name, value)
             for db, values in old_dbs:
-                for attr, value in zip(_DB_STATE, values, strict=True):
+                for attr, value in zip(DB_STATE, values, strict=True):
                     setattr(db, attr, value)
 
         return undo

@@ -4,6 +4,9 @@ rebuilt from undo chains, and replay of records into an empty store."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -27,6 +30,7 @@ from store import (
 from store.keyspace import LsnMismatch
 from store.ops import CREATED, apply_op
 from store.values import copy_value
+from tests.conftest import ROOT
 from tests.helpers import ListSink, make_session, run
 
 
@@ -484,3 +488,18 @@ def test_failing_handler_rolls_back_all_it_applied(monkeypatch: pytest.MonkeyPat
     ]
     assert store.dbs[0].get(b"h") == before[0][(0, b"h")][0]
     assert b"other" not in store.dbs[0].data
+
+
+def test_store_state_names_every_attribute() -> None:
+    """Store.reset (DEBUG RELOAD) saves and restores the attributes STORE_STATE names:
+    the list must be every attribute a (pure-Python) Store has."""
+    code = (
+        "import store.keyspace as k; s = k.Store(databases=2); "
+        "print(sorted(set(vars(s)) ^ set(k.STORE_STATE)))"
+    )
+    env = {**os.environ, "TEMPORALSTORE_PURE": "1"}
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
