@@ -69,41 +69,16 @@ TRIM_STEP = 64
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
+# fmt: off
 STORE_STATE = (
-    "_index_many",
-    "_index_weighed",
-    "_index_weight",
-    "_pin",
-    "branches",
-    "cmd",
-    "commit_time",
-    "dbs",
-    "default_sync",
-    "deferred_trims",
-    "dirty_all",
-    "expired_keys",
-    "expiry_held",
-    "extra_state",
-    "follower",
-    "functions",
-    "history",
-    "index_from",
-    "index_keys",
-    "index_lsns",
-    "index_times",
-    "last_time_ms",
-    "lsn",
-    "mem",
-    "observers",
-    "on_expired",
-    "pending",
-    "sink",
-    "snapshot_every",
-    "snapshots",
-    "tables",
-    "views",
+    "_index_many", "_index_weighed", "_index_weight", "_pin", "branches", "cmd",
+    "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
+    "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
+    "index_keys", "index_lsns", "index_times", "last_time_ms", "lsn", "mem", "observers",
+    "on_expired", "pending", "sink", "snapshot_every", "snapshots", "tables", "views",
     "writer",
 )
+# fmt: on
 TouchCallback = Callable[[int, bytes], None]
 # What `Store.reset` keeps: how the server is wired to the store (and its expiry
 # count, a statistic), not its data.
