@@ -22,7 +22,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from commands.errors import SYNTAX, CommandError
-from commands.glob import match_filter
 from commands.parsing import get_int
 from commands.points import Point, parse_point, state_as_of
 from commands.registry import Flag, command
@@ -37,6 +36,7 @@ from commands.snapshot_codec import (
     enc,
     encode_value,
 )
+from commands.temporal import history_keys
 from store import now_ms
 from store.ops import RESTORE
 
@@ -106,11 +106,7 @@ def _sorted_keys(s: Session, point: Point, pattern: bytes | None) -> list[bytes]
     if cached is not None and cached[0] == tag:
         keys: list[bytes] = cached[1]
         return keys
-    db = s.store.dbs[s.dbi]
-    keys = sorted(set(db.data).union(db.chains))
-    match = match_filter(pattern)
-    if match is not None:
-        keys = [k for k in keys if match(k)]
+    keys = sorted(history_keys(s, pattern))
     s.extra[_CACHE] = (tag, keys)
     return keys
 

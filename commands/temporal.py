@@ -112,7 +112,7 @@ def read_shape(s: Session, value: Any) -> Reply:
     raise CommandError("ERR unsupported value type")
 
 
-def _keys(s: Session, pattern: bytes | None) -> list[bytes]:
+def history_keys(s: Session, pattern: bytes | None) -> list[bytes]:
     """Every key of the selected database with a value or a history."""
     db = s.store.dbs[s.dbi]
     keys = dict.fromkeys(db.data)
@@ -558,7 +558,7 @@ def cmd_ts_restore(s: Session, argv: list[bytes]) -> Reply:
         if argv[i].lower() != b"match" or i + 2 != len(argv):
             raise CommandError(SYNTAX)
         pattern = argv[i + 1]
-    keys = _keys(s, pattern)
+    keys = history_keys(s, pattern)
     # Read every old state first, so a PRUNED key fails the command before any write.
     if not sliced(s, len(keys)):
         states = [(key, *state_as_of(s, key, point)) for key in keys]

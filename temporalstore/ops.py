@@ -30,10 +30,15 @@ STRATEGIES = ("fail", "ours", "theirs")
 DIFF_PAGE = 500
 
 
+def safe_name(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, anything but letters, digits, -, _ and . as -."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:limit]
+
+
 def snapshot_name(trigger: str) -> str:
     """A new snapshot's name: the trigger (when it is a usable name), the time and a random
     suffix, so that two seals of one trigger never collide."""
-    stem = "".join(c if c.isalnum() or c in "-_." else "-" for c in trigger)[:40] or "snap"
+    stem = safe_name(trigger, 40) or "snap"
     return f"{stem}-{int(_time.time() * 1000)}-{secrets.token_hex(3)}"
 
 

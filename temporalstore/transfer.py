@@ -18,7 +18,7 @@ from typing import IO, Any
 from typing_extensions import Unpack
 
 from temporalstore.errors import TemporalError
-from temporalstore.ops import Command, Op
+from temporalstore.ops import Command, Op, safe_name
 from temporalstore.types import ExportOptions, ImportOptions
 
 FORMAT = "temporalstore-export"
@@ -184,8 +184,7 @@ def target(checked: Checked, source: str, **options: Unpack[ImportOptions]) -> T
 def default_branch(header: dict[str, Any]) -> str:
     snap = header.get("snapshot") or {}
     stem = str(snap.get("name") or f"lsn-{header.get('lsn')}")
-    stem = "".join(c if c.isalnum() or c in "-_." else "-" for c in stem)[:60]
-    return f"import-{stem}"
+    return f"import-{safe_name(stem, 60)}"
 
 
 def open_out(path: str | None) -> Callable[[], IO[bytes]]:
