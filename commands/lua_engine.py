@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import lupa.lua51 as lupa
 
-from commands import lua_libs
+from commands import lua_bytecode, lua_libs
 from commands.acl import check_user
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
 from commands.errors import READONLY, READONLY_VIEW, CommandError
@@ -111,6 +111,7 @@ class Run:
     ro: bool
     is_eval: bool
     start: float = field(default_factory=time.monotonic)
+    fixed_before: int = 0  # the expiry clock fixed before this run (store.database)
     write_dirty: bool = False
     timed_out: bool = False
     killed: bool = False
@@ -431,6 +432,11 @@ class ScriptEngine:
         def tick() -> bytes | None:
             return self._tick()
 
+        def spread(f: Callable[..., Any], n: int, args: Any) -> Any:
+            """`f` called with the `n` values of Lua table `args` (a call with more
+            arguments than lupa passes; `wide` in lua_sandbox.lua)."""
+            return f(*[args[i] for i in range(1, int(n) + 1)])
+
         return {
             b"call": call,
             b"pcall": pcall,
@@ -444,6 +450,8 @@ class ScriptEngine:
             b"register_function": register_function,
             b"unwrap": unwrap,
             b"tick": tick,
+            b"spread": spread,
+            b"untail": lua_bytecode.untail,
             b"random": self.rng.random,
             b"randomseed": lambda seed: self.rng.seed(int(seed)),
             b"version": REDIS_VERSION,
