@@ -45,6 +45,7 @@ from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.session import ServerState, Session
+from store.database import fix_time, now_ms
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 NOTBUSY = "NOTBUSY No scripts in execution right now."
@@ -205,6 +206,8 @@ def _execute(
         return reply, errors
 
     eng.run = Run(s, ss, name, argv, flags, ro, is_eval)
+    # Keys expire as of the script's start for all of it (Redis' scriptTimeSnapshot).
+    eng.run.fixed_before = fix_time(now_ms())
     threshold = eng.busy_threshold_ms()
     if threshold <= 0 or s.in_exec:
         # No time limit (or inside EXEC, which answers at once): run in place.
@@ -264,6 +267,8 @@ def _timed_out(s: Session, eng: ScriptEngine, task: Job, is_eval: bool) -> Reply
 
 
 def _finish(s: Session, eng: ScriptEngine) -> None:
+    if eng.run is not None:
+        fix_time(eng.run.fixed_before)
     eng.run = None
     # The commit that follows is the caller's (its LSN, its sync wait).
     s.store.begin(s.last_cmd_name, s)
