@@ -39,7 +39,7 @@ import lupa.lua51 as lupa
 from commands import lua_bytecode, lua_libs
 from commands.acl import check_user
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
-from commands.errors import READONLY, READONLY_VIEW, CommandError
+from commands.errors import NOREPLICAS, READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
 from commands.lua_convert import error_text, to_lua
 from commands.lua_library import NAME_ERROR, library_metadata, valid_name
@@ -671,6 +671,8 @@ class ScriptEngine:
                 return READONLY.encode()
             if not run.write_dirty and server.durability is not None and server.durability.fenced:
                 return server.durability.fenced.encode()
+            if not run.write_dirty and server.replication.replicas_short():
+                return NOREPLICAS.encode()
         if (
             server.over_maxmemory
             and not run.flags & FLAG_ALLOW_OOM

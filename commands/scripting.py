@@ -25,7 +25,7 @@ from typing import Any
 from commands.common import help_reply
 from commands.dispatch import command_stats, count_error
 from commands.durability import deferred
-from commands.errors import CommandError
+from commands.errors import NOREPLICAS, CommandError
 from commands.glob import glob_match
 from commands.lua_convert import to_resp
 from commands.lua_engine import (
@@ -161,6 +161,8 @@ def _prepare(s: Session, flags: int, ro: bool) -> None:
             raise CommandError("READONLY Can not run script with write flag on readonly replica")
         if ro:
             raise CommandError("ERR Can not execute a script with write flag using *_ro command.")
+        if server.replication.replicas_short():
+            raise CommandError(NOREPLICAS)
     if server.over_maxmemory and not flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES):
         raise CommandError(
             "OOM allow-oom flag is not set on the script, "
