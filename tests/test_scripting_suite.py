@@ -7,13 +7,13 @@ replayed after a restart."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 from tests.conftest import Differ, start_temporalstore, until
 from tests.test_replication import replicated
+from tests.test_scripting import fresh  # noqa: F401  (scripts and functions flushed)
 
 UNPACK = "local a = {} for i=1,7999 do a[i] = 1 end "
 
@@ -60,27 +60,21 @@ LIB = (
 )
 
 
-@pytest.fixture
-def fresh(diff: Differ) -> Iterator[Differ]:
-    for c in (diff.ref, diff.ours):
-        c.call("SCRIPT", "FLUSH")
-        c.call("FUNCTION", "FLUSH")
-    yield diff
-
-
-def test_calls_with_thousands_of_arguments(fresh: Differ) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_calls_with_thousands_of_arguments(diff: Differ) -> None:
     for script in MASSIVE:
-        fresh.check("EVAL", script, 0)
-    fresh.check("FUNCTION", "LOAD", LIB)
+        diff.check("EVAL", script, 0)
+    diff.check("FUNCTION", "LOAD", LIB)
     for n in ("10", "7999", "20000"):
-        fresh.check("FCALL", "push_many", 1, "fl", n)
-        fresh.check("FCALL", "fail_many", 0, n)
-    fresh.check("LLEN", "fl")
+        diff.check("FCALL", "push_many", 1, "fl", n)
+        diff.check("FCALL", "fail_many", 0, n)
+    diff.check("LLEN", "fl")
 
 
-def test_tail_call_errors_name_the_line(fresh: Differ) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_tail_call_errors_name_the_line(diff: Differ) -> None:
     for script in TAIL_CALLS:
-        fresh.check("EVAL", script, 0)
+        diff.check("EVAL", script, 0)
 
 
 def test_keys_expire_as_of_the_script_start(ddiff: Differ) -> None:
@@ -126,8 +120,9 @@ def test_keys_expire_as_of_the_script_start(ddiff: Differ) -> None:
     )
 
 
-def test_cluster_commands_without_cluster_mode(fresh: Differ) -> None:
-    fresh.run(
+@pytest.mark.usefixtures("fresh")
+def test_cluster_commands_without_cluster_mode(diff: Differ) -> None:
+    diff.run(
         """
         CLUSTER INFO
         CLUSTER HELP
@@ -150,13 +145,14 @@ def test_cluster_commands_without_cluster_mode(fresh: Differ) -> None:
     )
 
 
-def test_not_enough_good_replicas(fresh: Differ) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_not_enough_good_replicas(diff: Differ) -> None:
     """min-replicas-to-write on a primary without replicas: writes and write scripts
     are refused with -NOREPLICAS (as Redis' suite runs it)."""
-    fresh.run("SET x 'some value'")
-    fresh.run("CONFIG SET min-replicas-to-write 1")
+    diff.run("SET x 'some value'")
+    diff.run("CONFIG SET min-replicas-to-write 1")
     try:
-        fresh.run(
+        diff.run(
             """
             EVAL "#!lua flags=no-writes\\nreturn redis.call('get','x')" 1 x
             EVAL "return redis.call('get','x')" 1 x
@@ -180,8 +176,8 @@ def test_not_enough_good_replicas(fresh: Differ) -> None:
             """
         )
     finally:
-        fresh.run("CONFIG SET min-replicas-to-write 0")
-    fresh.run("SET x 3")
+        diff.run("CONFIG SET min-replicas-to-write 0")
+    diff.run("SET x 3")
 
 
 def test_good_replicas_are_counted() -> None:
