@@ -189,6 +189,7 @@ class LuaState:
         self.compile_fn = api[b"compile"]
         self.run_fn = api[b"run"]
         self.run_load_fn = api[b"run_load"]
+        self.gc(b"collect")  # what setting up left behind: a new state holds only what it uses
 
     def compile(self, code: bytes, chunkname: bytes) -> tuple[Any, bytes | None]:
         r = self.compile_fn(code, chunkname, self.env)
