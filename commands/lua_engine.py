@@ -91,6 +91,7 @@ TS_ALLOWED = frozenset(
 )
 
 LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
+SLICE = 0.05  # seconds a timed-out script's commands run at a stretch (the loop waits)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
@@ -148,8 +149,8 @@ class Worker:
     run in place (its commands ran on the worker while the loop's thread waited, so
     nothing else touched the store). One that runs longer sets the server busy: the
     loop goes on, answering -BUSY to other clients (SCRIPT KILL, FUNCTION KILL and the
-    other allow-busy commands still run), and the script's further commands are run
-    on the loop (`ScriptEngine.on_loop`)."""
+    other allow-busy commands still run), and the script's further commands run in
+    slices during which the loop's thread waits again (`ScriptEngine.borrow`)."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -228,13 +229,16 @@ class ScriptEngine:
         self._owner: dict[bytes, bytes] = {}
         self.names: dict[bytes, bytes] = {}
         # Running past busy-reply-threshold (see `Worker`): `marshal` is set (under
-        # `gate`) once the loop runs again; the script's commands then run on the
-        # loop, its open transaction kept aside in `stash` between them.
+        # `gate`) once the loop runs again, its open transaction kept aside in
+        # `stash`; the script's commands then run in slices (`borrow`): the loop's
+        # thread puts the transaction back and waits until `give_back` (`lent`).
         self.worker: Worker | None = None
         self.gate = threading.Lock()
         self.marshal = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stash: tuple[list[Any], int] = ([], 0)
+        self.lent: threading.Event | None = None  # set to hand the loop's thread back
+        self.slice_end = 0.0
 
     # -- the script cache and libraries ----------------------------------------------
 
@@ -538,6 +542,8 @@ class ScriptEngine:
 
     def _tick(self) -> bytes | None:
         """The count hook's callback: the error ending the run, or None."""
+        if self.lent is not None and time.monotonic() >= self.slice_end:
+            self.give_back()
         run = self.run
         if run is None:
             if self.loading is not None and time.monotonic() - self.load_started > LOAD_TIMEOUT:
@@ -575,14 +581,17 @@ class ScriptEngine:
             if direct:
                 reply = self._command(run, argv)
         if not direct:
-            reply = self.on_loop(lambda: self._command(run, argv, stashed=True))
+            self.borrow()
+            reply = self._command(run, argv)
+        if self.lent is not None and time.monotonic() >= self.slice_end:
+            self.give_back()
         if type(reply) is ErrorReply:
             return self._err(st, bytes(reply))
         return to_lua(st.lua, reply, run.session.resp), False
 
-    def _command(self, run: Run, argv: list[bytes], stashed: bool = False) -> Any:
-        """Run one command of the script (on the thread that owns the store: the
-        loop's when the script has timed out): its reply, or an ErrorReply."""
+    def _command(self, run: Run, argv: list[bytes]) -> Any:
+        """Run one command of the script (on the worker while the loop's thread
+        waits): its reply, or an ErrorReply."""
         cmd_or_err = lookup(argv)
         if type(cmd_or_err) is bytes:
             if lookup_for_call(argv) is None:
@@ -597,16 +606,7 @@ class ScriptEngine:
             return self._rejected(run, refused, cmd)
         if cmd.is_write:
             run.write_dirty = True
-        s = run.session
-        store = s.store
-        if stashed:  # the script's open transaction, kept aside while the loop runs
-            store.pending, store.commit_time = self.stash
-        try:
-            reply = DISPATCHER.call(s, cmd, argv)
-        finally:
-            if stashed:
-                self.stash = (store.pending, store.commit_time)
-                store.pending, store.commit_time = [], 0
+        reply = DISPATCHER.call(run.session, cmd, argv)
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             reply = reply.on_timeout
@@ -623,25 +623,42 @@ class ScriptEngine:
             command_stats(s, cmd).rejected += 1
         return ErrorReply(text)
 
-    def on_loop(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` on the event loop's thread and wait for its result (the worker
-        thread, once the script has timed out)."""
-        assert self.loop is not None
-        done = threading.Event()
-        box: list[Any] = []
+    def borrow(self) -> None:
+        """(The worker, the script having timed out) have the loop's thread wait
+        while the script's commands run for a slice of SLICE seconds, as before the
+        timeout: it puts the script's open transaction back in the store and waits
+        until `give_back` (the next command past the slice's end, the count hook, or
+        the script's end calls it). One thread-switch per slice, not per command."""
+        assert self.loop is not None and self.run is not None
+        store = self.run.session.store
+        granted, back = threading.Event(), threading.Event()
 
-        def job() -> None:
-            try:
-                box.append(fn())
-            except Exception:
-                log.exception("error running a script's command")
-                box.append(ErrorReply(b"ERR internal error while running a script's command"))
-            finally:
-                done.set()
+        def lend() -> None:  # on the loop's thread
+            store.pending, store.commit_time = self.stash
+            self.stash = ([], 0)
+            with self.gate:
+                self.marshal = False
+            self.lent = back
+            granted.set()
+            back.wait()
 
-        self.loop.call_soon_threadsafe(job)
-        done.wait()
-        return box[0]
+        self.loop.call_soon_threadsafe(lend)
+        granted.wait()
+        self.slice_end = time.monotonic() + SLICE
+
+    def give_back(self) -> None:
+        """End a slice (on the worker): the script's transaction aside again, the
+        loop's thread goes on answering others."""
+        back = self.lent
+        if back is None or self.run is None:
+            return
+        store = self.run.session.store
+        self.stash = (store.pending, store.commit_time)
+        store.pending, store.commit_time = [], 0
+        with self.gate:
+            self.marshal = True
+        self.lent = None
+        back.set()
 
     def _err(self, st: LuaState, text: bytes) -> tuple[Any, bool]:
         """A command's error as Lua sees it: counted in the stats already (when the

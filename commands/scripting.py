@@ -191,12 +191,15 @@ def _execute(
 
     def job() -> Outcome:
         """Everything that touches Lua: the run and the reply's conversion."""
-        if is_eval:
-            state.rawset(state.backing, b"KEYS", lua_keys)
-            state.rawset(state.backing, b"ARGV", lua_args)
-            ok, res = state.run_fn(fn)
-        else:
-            ok, res = state.run_fn(fn, lua_keys, lua_args)
+        try:
+            if is_eval:
+                state.rawset(state.backing, b"KEYS", lua_keys)
+                state.rawset(state.backing, b"ARGV", lua_args)
+                ok, res = state.run_fn(fn)
+            else:
+                ok, res = state.run_fn(fn, lua_keys, lua_args)
+        finally:
+            eng.give_back()  # a slice of a timed-out run (lua_engine.ScriptEngine.borrow)
         errors: list[bytes] = []
         if ok:
             out: list[bytes] = []
