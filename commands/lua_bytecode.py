@@ -22,6 +22,7 @@ import struct
 
 HEADER = b"\x1bLuaQ\x00\x01\x04\x08\x04\x08\x00"  # 5.1, little endian, int 4, size_t 8
 OP_MOVE = 0
+OP_LOADK = 1
 OP_GETTABLE = 6
 OP_CALL = 28
 OP_TAILCALL = 29
@@ -87,22 +88,36 @@ def _function(r: _Reader) -> int:
     return changed
 
 
+def _writer(code: list[int], pc: int, reg: int) -> int:
+    """The pc of the last instruction before `pc` that writes register `reg`, or -1."""
+    while pc > 0:
+        pc -= 1
+        ins = code[pc]
+        if ins & 0x3F in WRITES_A and (ins >> 6) & 0xFF == reg:
+            return pc
+    return -1
+
+
 def _calls_redis(code: list[int], pc: int, constants: list[bytes | None]) -> bool:
     """Whether the call at `pc` calls a function read as `x.call` or `x.pcall`, or a
     local copied from one (`local call = redis.call`; followed a few moves back)."""
     reg = (code[pc] >> 6) & 0xFF
     for _ in range(4):
-        while pc > 0:
-            pc -= 1
-            ins = code[pc]
-            if ins & 0x3F in WRITES_A and (ins >> 6) & 0xFF == reg:
-                break
-        else:
+        pc = _writer(code, pc, reg)
+        if pc < 0:
             return False
+        ins = code[pc]
         op = ins & 0x3F
         if op == OP_GETTABLE:
             c = (ins >> 14) & 0x1FF
-            return bool(c & 0x100) and constants[c & 0xFF] in CALL_NAMES
+            if c & 0x100:
+                k = c & 0xFF
+            else:  # a key beyond the first 256 constants is loaded into a register
+                at = _writer(code, pc, c)
+                if at < 0 or code[at] & 0x3F != OP_LOADK:
+                    return False
+                k = code[at] >> 14
+            return k < len(constants) and constants[k] in CALL_NAMES
         if op != OP_MOVE:
             return False
         reg = ins >> 23  # B: the register copied

@@ -44,6 +44,8 @@ TAIL_CALLS = [
     "local function f(n) if n == 0 then return 7 end return f(n-1) end\nreturn f(100000)",
     "return loadstring('\\nreturn redis.call(\"nosuch\")')()",
     "return pcall(redis.call, 'nosuch')",
+    # More than 256 constants: the key 'call' is loaded into a register first.
+    "local t = {" + ",".join(f"'c{i}'" for i in range(300)) + "}\nreturn redis.call('nosuch')",
     "return {pcall(function() return redis.call('nosuch') end)}",
 ]
 
