@@ -164,8 +164,8 @@ mathlib.randomseed = function(seed) py.randomseed(tonumber(seed) or 0) end
 local dump = string.dump
 local function untail(f)
   local patched = py.untail(dump(f))
-  if patched then f = assert(loadstring(patched)) end
-  return f
+  local g = patched and loadstring(patched)
+  return g or f
 end
 
 -- Code loaded by a script runs in the script's globals; binary chunks are refused
