@@ -296,3 +296,4 @@ def config_store(server: ServerState, name: str, value: str) -> None:
         policy_changed(server.store.dbs, config_values(server))
     config_changed(server, name, value)
     ops_config_changed(server, name, value)
+    server.replication.configure(name, value)

@@ -13,6 +13,7 @@ from commands.errors import (
     FENCED,
     LOADING,
     NOAUTH,
+    NOREPLICAS,
     NOT_IN_MULTI,
     READONLY,
     READONLY_VIEW,
@@ -93,6 +94,13 @@ def protected_refusal(s: Session, cmd: Command) -> bytes | None:
     return PROTECTED_REFUSAL.format(name, cmd.protected).encode()
 
 
+def _writes(s: Session, cmd: Command) -> bool:
+    """A write command, or an EXEC whose queue holds one (Redis' is_write_command)."""
+    if cmd.is_write:
+        return True
+    return cmd.name == "exec" and s.multi is not None and any(c.is_write for c, _ in s.multi)
+
+
 class Dispatcher:
     """Executes requests for sessions. One per server."""
 
@@ -121,6 +129,9 @@ class Dispatcher:
         server = s.server
         if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
             return self.reject(s, OOM.encode(), argv, cmd)
+        if server.replication.min_replicas and _writes(s, cmd):  # min-replicas-to-write
+            if server.replication.replicas_short():
+                return self.reject(s, NOREPLICAS.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:

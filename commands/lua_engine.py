@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import lupa.lua51 as lupa
 
-from commands import lua_libs
+from commands import lua_bytecode, lua_libs
 from commands.acl import check_user
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
-from commands.errors import READONLY, READONLY_VIEW, CommandError
+from commands.errors import NOREPLICAS, READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
 from commands.lua_convert import error_text, to_lua
 from commands.lua_library import NAME_ERROR, library_metadata, valid_name
@@ -91,6 +91,7 @@ TS_ALLOWED = frozenset(
 )
 
 LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
+SLICE = 0.05  # seconds a timed-out script's commands run at a stretch (the loop waits)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
@@ -111,6 +112,7 @@ class Run:
     ro: bool
     is_eval: bool
     start: float = field(default_factory=time.monotonic)
+    fixed_before: int = 0  # the expiry clock fixed before this run (store.database)
     write_dirty: bool = False
     timed_out: bool = False
     killed: bool = False
@@ -147,8 +149,8 @@ class Worker:
     run in place (its commands ran on the worker while the loop's thread waited, so
     nothing else touched the store). One that runs longer sets the server busy: the
     loop goes on, answering -BUSY to other clients (SCRIPT KILL, FUNCTION KILL and the
-    other allow-busy commands still run), and the script's further commands are run
-    on the loop (`ScriptEngine.on_loop`)."""
+    other allow-busy commands still run), and the script's further commands run in
+    slices during which the loop's thread waits again (`ScriptEngine.borrow`)."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -188,6 +190,7 @@ class LuaState:
         self.compile_fn = api[b"compile"]
         self.run_fn = api[b"run"]
         self.run_load_fn = api[b"run_load"]
+        self.gc(b"collect")  # what setting up left behind: a new state holds only what it uses
 
     def compile(self, code: bytes, chunkname: bytes) -> tuple[Any, bytes | None]:
         r = self.compile_fn(code, chunkname, self.env)
@@ -226,13 +229,16 @@ class ScriptEngine:
         self._owner: dict[bytes, bytes] = {}
         self.names: dict[bytes, bytes] = {}
         # Running past busy-reply-threshold (see `Worker`): `marshal` is set (under
-        # `gate`) once the loop runs again; the script's commands then run on the
-        # loop, its open transaction kept aside in `stash` between them.
+        # `gate`) once the loop runs again, its open transaction kept aside in
+        # `stash`; the script's commands then run in slices (`borrow`): the loop's
+        # thread puts the transaction back and waits until `give_back` (`lent`).
         self.worker: Worker | None = None
         self.gate = threading.Lock()
         self.marshal = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stash: tuple[list[Any], int] = ([], 0)
+        self.lent: threading.Event | None = None  # set to hand the loop's thread back
+        self.slice_end = 0.0
 
     # -- the script cache and libraries ----------------------------------------------
 
@@ -431,6 +437,11 @@ class ScriptEngine:
         def tick() -> bytes | None:
             return self._tick()
 
+        def spread(f: Callable[..., Any], n: int, args: Any) -> Any:
+            """`f` called with the `n` values of Lua table `args` (a call with more
+            arguments than lupa passes; `wide` in lua_sandbox.lua)."""
+            return f(*[args[i] for i in range(1, int(n) + 1)])
+
         return {
             b"call": call,
             b"pcall": pcall,
@@ -444,6 +455,8 @@ class ScriptEngine:
             b"register_function": register_function,
             b"unwrap": unwrap,
             b"tick": tick,
+            b"spread": spread,
+            b"untail": lua_bytecode.untail,
             b"random": self.rng.random,
             b"randomseed": lambda seed: self.rng.seed(int(seed)),
             b"version": REDIS_VERSION,
@@ -529,6 +542,8 @@ class ScriptEngine:
 
     def _tick(self) -> bytes | None:
         """The count hook's callback: the error ending the run, or None."""
+        if self.lent is not None and time.monotonic() >= self.slice_end:
+            self.give_back()
         run = self.run
         if run is None:
             if self.loading is not None and time.monotonic() - self.load_started > LOAD_TIMEOUT:
@@ -566,14 +581,17 @@ class ScriptEngine:
             if direct:
                 reply = self._command(run, argv)
         if not direct:
-            reply = self.on_loop(lambda: self._command(run, argv, stashed=True))
+            self.borrow()
+            reply = self._command(run, argv)
+        if self.lent is not None and time.monotonic() >= self.slice_end:
+            self.give_back()
         if type(reply) is ErrorReply:
             return self._err(st, bytes(reply))
         return to_lua(st.lua, reply, run.session.resp), False
 
-    def _command(self, run: Run, argv: list[bytes], stashed: bool = False) -> Any:
-        """Run one command of the script (on the thread that owns the store: the
-        loop's when the script has timed out): its reply, or an ErrorReply."""
+    def _command(self, run: Run, argv: list[bytes]) -> Any:
+        """Run one command of the script (on the worker while the loop's thread
+        waits): its reply, or an ErrorReply."""
         cmd_or_err = lookup(argv)
         if type(cmd_or_err) is bytes:
             if lookup_for_call(argv) is None:
@@ -588,16 +606,7 @@ class ScriptEngine:
             return self._rejected(run, refused, cmd)
         if cmd.is_write:
             run.write_dirty = True
-        s = run.session
-        store = s.store
-        if stashed:  # the script's open transaction, kept aside while the loop runs
-            store.pending, store.commit_time = self.stash
-        try:
-            reply = DISPATCHER.call(s, cmd, argv)
-        finally:
-            if stashed:
-                self.stash = (store.pending, store.commit_time)
-                store.pending, store.commit_time = [], 0
+        reply = DISPATCHER.call(run.session, cmd, argv)
         if type(reply) is Blocked:
             assert isinstance(reply, Blocked)
             reply = reply.on_timeout
@@ -614,25 +623,42 @@ class ScriptEngine:
             command_stats(s, cmd).rejected += 1
         return ErrorReply(text)
 
-    def on_loop(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` on the event loop's thread and wait for its result (the worker
-        thread, once the script has timed out)."""
-        assert self.loop is not None
-        done = threading.Event()
-        box: list[Any] = []
+    def borrow(self) -> None:
+        """(The worker, the script having timed out) have the loop's thread wait
+        while the script's commands run for a slice of SLICE seconds, as before the
+        timeout: it puts the script's open transaction back in the store and waits
+        until `give_back` (the next command past the slice's end, the count hook, or
+        the script's end calls it). One thread-switch per slice, not per command."""
+        assert self.loop is not None and self.run is not None
+        store = self.run.session.store
+        granted, back = threading.Event(), threading.Event()
 
-        def job() -> None:
-            try:
-                box.append(fn())
-            except Exception:
-                log.exception("error running a script's command")
-                box.append(ErrorReply(b"ERR internal error while running a script's command"))
-            finally:
-                done.set()
+        def lend() -> None:  # on the loop's thread
+            store.pending, store.commit_time = self.stash
+            self.stash = ([], 0)
+            with self.gate:
+                self.marshal = False
+            self.lent = back
+            granted.set()
+            back.wait()
 
-        self.loop.call_soon_threadsafe(job)
-        done.wait()
-        return box[0]
+        self.loop.call_soon_threadsafe(lend)
+        granted.wait()
+        self.slice_end = time.monotonic() + SLICE
+
+    def give_back(self) -> None:
+        """End a slice (on the worker): the script's transaction aside again, the
+        loop's thread goes on answering others."""
+        back = self.lent
+        if back is None or self.run is None:
+            return
+        store = self.run.session.store
+        self.stash = (store.pending, store.commit_time)
+        store.pending, store.commit_time = [], 0
+        with self.gate:
+            self.marshal = True
+        self.lent = None
+        back.set()
 
     def _err(self, st: LuaState, text: bytes) -> tuple[Any, bool]:
         """A command's error as Lua sees it: counted in the stats already (when the
@@ -663,6 +689,8 @@ class ScriptEngine:
                 return READONLY.encode()
             if not run.write_dirty and server.durability is not None and server.durability.fenced:
                 return server.durability.fenced.encode()
+            if not run.write_dirty and server.replication.replicas_short():
+                return NOREPLICAS.encode()
         if (
             server.over_maxmemory
             and not run.flags & FLAG_ALLOW_OOM

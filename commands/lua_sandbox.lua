@@ -99,10 +99,26 @@ end
 
 local function err_table(msg) return {err = msg} end
 
+-- lupa hands a Python function at most about 8,000 arguments (it needs Lua stack
+-- slots of its own); Redis' Lua takes as many as `unpack` gives (LUAI_MAXCSTACK). A
+-- call with many arguments passes them to Python as one table instead (`py.spread`
+-- calls `f` with them). Not a tail call: the error handler finds the script's line
+-- a frame further down, past this chunk's frames.
+local WIDE = 256
+local function wide(f)
+  local spread = py.spread
+  return function(...)
+    local n = select('#', ...)
+    local r
+    if n <= WIDE then r = f(...) else r = spread(f, n, {...}) end
+    return r
+  end
+end
+
 local function redis_api(functions)
   local api = {
-    call = py.call,
-    pcall = py.pcall,
+    call = wide(py.call),
+    pcall = wide(py.pcall),
     error_reply = py.error_reply,
     status_reply = py.status_reply,
     sha1hex = py.sha1hex,
@@ -142,13 +158,26 @@ local mathlib = copy(math)
 mathlib.random = random
 mathlib.randomseed = function(seed) py.randomseed(tonumber(seed) or 0) end
 
+-- Compiled code's `return redis.call(...)` tail calls made ordinary calls (`wide`
+-- is a Lua function: a tail call to it would drop the frame whose line an error names;
+-- commands.lua_bytecode).
+local dump = string.dump
+local function untail(f)
+  local patched = py.untail(dump(f))
+  local g = patched and loadstring(patched)
+  return g or f
+end
+
 -- Code loaded by a script runs in the script's globals; binary chunks are refused
 -- (as Redis 7.0 does: loadstring gives nil).
 local env_of_state
 local function safe_loadstring(code, chunkname)
   if type(code) == 'string' and code:byte(1) == 27 then return nil, 'binary chunks are not allowed' end
   local f, err = loadstring(code, chunkname)
-  if f then setfenv(f, env_of_state) end
+  if f then
+    f = untail(f)
+    setfenv(f, env_of_state)
+  end
   return f, err
 end
 
@@ -240,6 +269,7 @@ end
 local function compile(code, chunkname, env)
   local f, err = loadstring(code, chunkname)
   if not f then return nil, err end
+  f = untail(f)
   setfenv(f, env)
   return f
 end

@@ -55,6 +55,9 @@ class ReplicationState:
     link_down_since: float = field(default_factory=time.time)
     links: dict[int, ReplicaLink] = field(default_factory=dict)
     apply_delay_ms: int = 0  # the newest applied record: primary commit to applied here
+    # min-replicas-to-write and min-replicas-max-lag (seconds), as CONFIG SET leaves them.
+    min_replicas: int = 0
+    min_replicas_lag: int = 10
     group: GroupView | None = None  # --group: what the Sentinel protocol answers
     # Installed by the proxy: start streaming to a link; switch role (host None: NO ONE).
     follow: Callable[[Session, int], Reply] | None = None
@@ -92,6 +95,30 @@ class ReplicationState:
             self.apply_delay_ms = max(0, int(self.last_io * 1000) - commit_ms)
         if self._applied is not None:
             self._applied.set()
+
+    def good_replicas(self) -> int:
+        """Replicas whose last acknowledgement is at most min-replicas-max-lag seconds
+        old (Redis' refreshGoodSlavesCount, in whole seconds as Redis counts them)."""
+        now = int(time.time())
+        lag = self.min_replicas_lag
+        return sum(1 for link in self.links.values() if now - int(link.last_ack) <= lag)
+
+    def replicas_short(self) -> bool:
+        """A primary with min-replicas-to-write set and fewer good replicas than that:
+        writes are refused with -NOREPLICAS (Redis' checkGoodReplicasStatus)."""
+        return (
+            not self.is_replica
+            and self.min_replicas > 0
+            and self.min_replicas_lag > 0
+            and self.good_replicas() < self.min_replicas
+        )
+
+    def configure(self, name: str, value: str) -> None:
+        """CONFIG SET of min-replicas-to-write or min-replicas-max-lag."""
+        if name == "min-replicas-to-write":
+            self.min_replicas = int(value)
+        elif name == "min-replicas-max-lag":
+            self.min_replicas_lag = int(value)
 
     def count_acked(self, lsn: int) -> int:
         return sum(1 for link in self.links.values() if link.acked >= lsn)
@@ -146,6 +173,8 @@ class ReplicationState:
                 lines.append(f"master_link_down_since_seconds:{int(now - self.link_down_since)}")
             lines += ["slave_priority:100", "slave_read_only:1", "replica_announced:1"]
         lines.append(f"connected_slaves:{len(self.links)}")
+        if self.min_replicas and self.min_replicas_lag:
+            lines.append(f"min_slaves_good_slaves:{self.good_replicas()}")
         for i, link in enumerate(self.links.values()):
             lag = int(now - link.last_ack)
             lines.append(

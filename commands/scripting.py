@@ -25,7 +25,7 @@ from typing import Any
 from commands.common import help_reply
 from commands.dispatch import command_stats, count_error
 from commands.durability import deferred
-from commands.errors import CommandError
+from commands.errors import NOREPLICAS, CommandError
 from commands.glob import glob_match
 from commands.lua_convert import to_resp
 from commands.lua_engine import (
@@ -45,6 +45,7 @@ from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.session import ServerState, Session
+from store.database import fix_time, now_ms
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 NOTBUSY = "NOTBUSY No scripts in execution right now."
@@ -160,6 +161,8 @@ def _prepare(s: Session, flags: int, ro: bool) -> None:
             raise CommandError("READONLY Can not run script with write flag on readonly replica")
         if ro:
             raise CommandError("ERR Can not execute a script with write flag using *_ro command.")
+        if server.replication.replicas_short():
+            raise CommandError(NOREPLICAS)
     if server.over_maxmemory and not flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES):
         raise CommandError(
             "OOM allow-oom flag is not set on the script, "
@@ -188,12 +191,15 @@ def _execute(
 
     def job() -> Outcome:
         """Everything that touches Lua: the run and the reply's conversion."""
-        if is_eval:
-            state.rawset(state.backing, b"KEYS", lua_keys)
-            state.rawset(state.backing, b"ARGV", lua_args)
-            ok, res = state.run_fn(fn)
-        else:
-            ok, res = state.run_fn(fn, lua_keys, lua_args)
+        try:
+            if is_eval:
+                state.rawset(state.backing, b"KEYS", lua_keys)
+                state.rawset(state.backing, b"ARGV", lua_args)
+                ok, res = state.run_fn(fn)
+            else:
+                ok, res = state.run_fn(fn, lua_keys, lua_args)
+        finally:
+            eng.give_back()  # a slice of a timed-out run (lua_engine.ScriptEngine.borrow)
         errors: list[bytes] = []
         if ok:
             out: list[bytes] = []
@@ -205,6 +211,8 @@ def _execute(
         return reply, errors
 
     eng.run = Run(s, ss, name, argv, flags, ro, is_eval)
+    # Keys expire as of the script's start for all of it (Redis' scriptTimeSnapshot).
+    eng.run.fixed_before = fix_time(now_ms())
     threshold = eng.busy_threshold_ms()
     if threshold <= 0 or s.in_exec:
         # No time limit (or inside EXEC, which answers at once): run in place.
@@ -264,6 +272,8 @@ def _timed_out(s: Session, eng: ScriptEngine, task: Job, is_eval: bool) -> Reply
 
 
 def _finish(s: Session, eng: ScriptEngine) -> None:
+    if eng.run is not None:
+        fix_time(eng.run.fixed_before)
     eng.run = None
     # The commit that follows is the caller's (its LSN, its sync wait).
     s.store.begin(s.last_cmd_name, s)

@@ -36,6 +36,7 @@ from commands.errors import (
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
+from store.database import fix_time
 from store.keyspace import now_ms
 
 TX = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
@@ -119,6 +120,9 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
     replies: list[Reply] = []
     call = DISPATCHER.call
     s.in_exec = True
+    # Keys expire as of EXEC's start for all its commands (Redis 7.0 fixes the time
+    # for a command and those it calls: call()'s fixed_time_expire).
+    fixed_before = fix_time(now_ms())
     try:
         for cmd, cargv in queued:
             denied = None if s.acl_all else exec_denied(s, cmd, cargv)  # rules may have changed
@@ -130,6 +134,7 @@ def cmd_exec(s: Session, argv: list[bytes]) -> Reply:
             replies.append(reply)
     finally:
         s.in_exec = False
+        fix_time(fixed_before)
     return replies
 
 

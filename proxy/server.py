@@ -703,7 +703,10 @@ class Server:
             if state.debug.pause_cron or state.loading:  # DEBUG PAUSE-CRON, DEBUG RELOAD
                 continue
             state.store.tick()  # the LRU clock
-            if state.debug.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 stops the cycle
+            # DEBUG SET-ACTIVE-EXPIRE 0 stops the cycle; as in Redis, it does not run
+            # while a script that ran past busy-reply-threshold goes on (its keys
+            # expire as of its start).
+            if state.debug.active_expire and not state.busy_script:
                 began = time.monotonic()
                 state.store.active_expire()
                 state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))

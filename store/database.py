@@ -31,6 +31,21 @@ def now_ms() -> int:
     return int(_time() * 1000)
 
 
+# Redis 7.0's frozen clock for key expiry (db.c keyIsExpired): while a script or an
+# EXEC runs, keys expire as of the time it started, so a key alive at its start stays
+# alive (and one expired then reads as expired) for all of it. 0: the clock runs.
+FIXED_MS = 0
+
+
+def fix_time(ms: int) -> int:
+    """Expire keys as of `ms` (0: now, each time) from here on; returns the time fixed
+    before, to restore when the script or transaction ends."""
+    global FIXED_MS
+    before = FIXED_MS
+    FIXED_MS = ms
+    return before
+
+
 # What a database holds besides its number (Store.reset saves and restores it; read by
 # name because a compiled class has no __slots__ to read).
 DB_STATE = (
@@ -118,7 +133,7 @@ class Database:
 
     def unexpired(self, key: bytes, v: Any, at: int | None) -> Any:
         """`v`, or None if its expiry time `at` has come (removing the key)."""
-        if at is not None and at <= (self.frozen_ms or now_ms()):
+        if at is not None and at <= (self.frozen_ms or FIXED_MS or now_ms()):
             if self.frozen_ms is None:
                 self.expire_now(key)
             return None
@@ -134,7 +149,7 @@ class Database:
         """Live keys (expired ones are skipped, not removed)."""
         if not self.expires:
             return iter(list(self.data))
-        t = self.frozen_ms or now_ms()
+        t = self.frozen_ms or FIXED_MS or now_ms()
         exp = self.expires
         return iter([k for k in self.data if exp.get(k, t + 1) > t])
 
