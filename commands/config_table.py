@@ -269,15 +269,20 @@ def set_at_start(config: Config, name: str, value: str) -> None:
         config.params[name] = merge_output_limits(current, value.split())
     else:
         config.params[name] = _enum(p, value) if kind == "enum" else _numeric(p, value)
+    if name in _ENCODING_LIMITS:
+        setattr(LIMITS, _ENCODING_LIMITS[name], int(config.params[name]))
 
 
-# Parameters that set the compact-encoding limits (store.values.LIMITS), by canonical name.
+# Parameters that set the compact-encoding limits and stream node sizes
+# (store.values.LIMITS), by canonical name.
 _ENCODING_LIMITS = {
     "hash-max-listpack-entries": "hash_entries",
     "hash-max-listpack-value": "hash_value",
     "set-max-intset-entries": "set_entries",
     "zset-max-listpack-entries": "zset_entries",
     "zset-max-listpack-value": "zset_value",
+    "stream-node-max-entries": "stream_node_entries",
+    "stream-node-max-bytes": "stream_node_bytes",
 }
 
 
