@@ -17,6 +17,7 @@ from commands import dump
 from commands import tracking
 from commands import client_control, slowlog, latency, lolwut
 from commands import debug, memory
+from commands import cluster
 
 # isort: on
 
@@ -26,6 +27,7 @@ __all__ = [
     "branches",
     "client",
     "client_control",
+    "cluster",
     "config",
     "connection",
     "debug",

@@ -146,7 +146,7 @@ _table(
     },
 )
 _table(STRING, ONLY, {"bitop": "set", "pfmerge": "pfadd"})
-_table(GENERIC, ONLY, {"del": "del", "unlink": "del", "getdel": "del"})
+_table(GENERIC, ONLY, {"del": "del", "unlink": "del", "getdel": "del", "migrate": "del"})
 _table(
     LIST,
     AFTER,
