@@ -208,6 +208,9 @@ class ServerState:
         self.channels: dict[bytes, dict[int, Session]] = {}
         self.patterns: dict[bytes, dict[int, Session]] = {}
         self.shutdown_requested: Callable[[], None] = lambda: None
+        # CONFIG SET port: listen on this port instead (0: not at all), keeping the
+        # connections; OSError if it cannot be bound. Set by the server that listens.
+        self.listen_port: Callable[[int], None] | None = None
         self.loading = False
         self.loading_progress: dict[str, Any] = {}
         self.durability: Durability | None = None
