@@ -5,7 +5,8 @@ CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
 CLIENT KILL ip:port
 CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] ...
 CLIENT NO-EVICT ON|OFF · CLIENT GETREDIR · CLIENT TRACKINGINFO · CLIENT HELP
-CLIENT SETINFO LIB-NAME|LIB-VER value · CLIENT NO-TOUCH ON|OFF (both Redis 7.2)
+CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2)
+CLIENT NO-TOUCH (Redis 7.2) is not served: Redis 7.0 answers it as an unknown subcommand.
 
 CLIENT LIST/INFO lines have Redis 7.0's fields in Redis' order; buffer sizes are what an
 idle Redis client reports. CLIENT PAUSE, UNPAUSE, UNBLOCK and REPLY are in
@@ -157,8 +158,6 @@ def _flags(c: Session) -> str:
         out += "c"
     if c.extra.get("no-evict"):
         out += "e"
-    if c.extra.get("no-touch"):
-        out += "T"
     return out or "N"
 
 
@@ -314,15 +313,6 @@ def cmd_client_kill(s: Session, argv: list[bytes]) -> Reply:
 @command("client|no-evict", 3, ADMIN)
 def cmd_client_no_evict(s: Session, argv: list[bytes]) -> Reply:
     s.extra["no-evict"] = _on_off(argv[2])
-    return OK
-
-
-@command("client|no-touch", 3, CONN)
-def cmd_client_no_touch(s: Session, argv: list[bytes]) -> Reply:
-    """Controls whether commands sent by the client affect the LRU/LFU of accessed keys.
-
-    (Redis 7.2; COMMAND DOCS shows the first line.)"""
-    s.extra["no-touch"] = _on_off(argv[2])
     return OK
 
 
