@@ -180,6 +180,9 @@ class DebugSettings:
     quicklist_packed_threshold: int = 1 << 30  # list elements this big get a node each
     reply_buffer_peak_reset_ms: int = 5000  # REPLYBUFFER PEAK-RESET-TIME (-1: never)
     reply_buffer_resizing: bool = True  # REPLYBUFFER RESIZING
+    # DEBUG OBJECT's at: of values INCR changed in place, as Redis does (the address
+    # stays): (db, key) -> (id of the value now, the address it keeps).
+    addresses: dict[tuple[Any, bytes], tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
