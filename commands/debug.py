@@ -28,10 +28,11 @@ In our architecture:
   without storage round-trips a checkpoint image in memory.
 - OBJECT prints Redis' line with our figures: `at:` the value's address in our
   process, with the identities of Redis' objects (`commands.strings.object_address`:
-  one object per shared small integer, INCR's in-place change keeps it), the encoding OBJECT ENCODING reports, `serializedlength` the length of the
-  value in Redis' RDB encoding without compression, the LRU clock of the key's last
-  access and its idle seconds, and for lists the quicklist figures the value would
-  have under list-max-listpack-size.
+  one object per shared small integer, INCR's in-place change keeps it), the
+  encoding OBJECT ENCODING reports, `serializedlength` the length of the value in
+  Redis' RDB encoding without compression, the LRU clock of the key's last access and
+  its idle seconds, and for lists the quicklist figures the value would have under
+  list-max-listpack-size.
 - DIGEST and DIGEST-VALUE compute Redis' digests (`commands.digest`): equal to
   redis-server's for the same data.
 - SET-ACTIVE-EXPIRE 0 stops the cron's expiry cycle (lazy expiry goes on); PAUSE-CRON 1
