@@ -33,7 +33,6 @@ ATTR_SPACES = "ERR {} cannot contain spaces, newlines or special characters."
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 ADMIN = Flag.ADMIN | CONN
-QBUF_ALLOC = 20474  # the query buffer a recently active Redis client holds
 RBS = 1024  # a Redis client's reply buffer once it has shrunk
 BASE_MEMORY = 1824  # the client struct and friends: tot-mem reads like Redis'
 
@@ -174,15 +173,15 @@ def info_line(c: Session, me: Session | None = None, argv: list[bytes] | None = 
     now = time.time()
     current = c is me
     if current and argv is not None:
-        qbuf = sum(len(a) + len(str(len(a))) + 5 for a in argv) + len(str(len(argv))) + 3
+        running = sum(len(a) + len(str(len(a))) + 5 for a in argv) + len(str(len(argv))) + 3
         argv_mem = sum(len(a) for a in argv)
         cmd = "client|" + argv[1].lower().decode("utf-8", "replace")
         idle = 0
     else:
-        qbuf = argv_mem = 0
+        running = argv_mem = 0
         cmd = _last_command(c)
         idle = int(now - c.last_interaction)
-    qbuf_free = QBUF_ALLOC - qbuf if qbuf or idle < 2 else 0
+    qbuf, qbuf_free = c.qbuf.figures(running)
     multi = len(c.multi) if c.multi is not None else -1
     multi_mem = sum(len(a) for _, args in c.multi for a in args) if c.multi else 0
     tot_mem = BASE_MEMORY + qbuf + qbuf_free + multi_mem

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from commands.access import policy_changed
 from commands.limits import Limits, rss_bytes
 from commands.ops_state import OpsState
+from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
 from commands.replstate import ReplicationState
 from commands.users import Users
@@ -323,6 +324,7 @@ class Session:
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()
         self.last_interaction = self.created
+        self.qbuf = QueryBuffer()  # CLIENT LIST's qbuf, qbuf-free (commands.querybuf)
         self.last_cmd = b"NULL"
         self.last_cmd_name = "NULL"  # full name ("client|list") of the last command run
         self.blocked = False

@@ -225,6 +225,7 @@ class Connection(asyncio.Protocol):
         if self.closing:
             return
         requests, error = reader.feed(data)
+        s.qbuf.read(len(data), requests, reader.held())
         if error is QUERY_BUFFER_OVERFLOW:
             # As Redis, logged without the buffer's bytes (they may hold a password).
             log.warning(
