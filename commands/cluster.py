@@ -160,17 +160,15 @@ def _get_socket(server: ServerState, host: bytes, port: bytes, timeout: float) -
 
 def _parse(argv: list[bytes]) -> tuple[bool, bool, list[bytes] | None, int, int]:
     """(copy, replace, AUTH arguments or None, first key, number of keys)."""
-    copy = replace = False
+    flags: set[bytes] = set()
     auth: list[bytes] | None = None
     first, num = 3, 1
     j = 6
     while j < len(argv):
         more = len(argv) - 1 - j
         opt = argv[j].lower()
-        if opt == b"copy":
-            copy = True
-        elif opt == b"replace":
-            replace = True
+        if opt in (b"copy", b"replace"):
+            flags.add(opt)
         elif opt == b"auth":
             if not more:
                 raise CommandError(SYNTAX)
@@ -189,7 +187,7 @@ def _parse(argv: list[bytes]) -> tuple[bool, bool, list[bytes] | None, int, int]
         else:
             raise CommandError(SYNTAX)
         j += 1
-    return copy, replace, auth, first, num
+    return b"copy" in flags, b"replace" in flags, auth, first, num
 
 
 def _failed(s: Session, text: bytes) -> ErrorReply:

@@ -29,6 +29,12 @@ def node_config(diff: Differ, **values: str) -> Iterator[None]:
             diff.both("CONFIG", "SET", name, value)
 
 
+def add_entries(diff: Differ, key: str, count: int, *fv: str) -> None:
+    """XADD entries 1-0 ... count-0 with these fields on both servers."""
+    for i in range(1, count + 1):
+        diff.check("XADD", key, f"{i}-0", *fv)
+
+
 def test_xadd_limit_consecutive_calls(diff: Differ) -> None:
     with node_config(diff, stream_node_max_entries="10"):
         for _ in range(100):
@@ -66,8 +72,7 @@ def test_limit_caps_entries_removed(diff: Differ) -> None:
 def test_default_limit_follows_node_entries(diff: Differ) -> None:
     # Without LIMIT, "~" removes at most 100 nodes' worth of entries.
     with node_config(diff, stream_node_max_entries="1"):
-        for i in range(1, 103):
-            diff.check("XADD", "s", f"{i}-0", "xitem", "v")
+        add_entries(diff, "s", 102, "xitem", "v")
         diff.run("""
             XTRIM s MAXLEN ~ 1
             XLEN s
@@ -106,16 +111,14 @@ def test_node_max_bytes_and_zero_values(diff: Differ) -> None:
             XLEN s
         """)
     with node_config(diff, stream_node_max_entries="0", stream_node_max_bytes="0"):
-        for i in range(1, 251):
-            diff.check("XADD", "t", f"{i}-0", "f", "v")
+        add_entries(diff, "t", 250, "f", "v")
         diff.run("""
             XTRIM t MAXLEN ~ 10
             XTRIM t MAXLEN ~ 10 LIMIT 300
             XLEN t
         """)
     with node_config(diff, stream_node_max_entries="0"):
-        for i in range(1, 301):
-            diff.check("XADD", "u", f"{i}-0", "f", "v")
+        add_entries(diff, "u", 300, "f", "v")
         diff.run("""
             XTRIM u MAXLEN ~ 10
             XLEN u
