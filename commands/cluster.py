@@ -4,6 +4,8 @@ CLUSTER <subcommand> ... · ASKING · READONLY · READWRITE
     Every subcommand Redis 7.0 has (names, arities and flags from
     `redis_commands.json`), answered as redis-server answers them with
     `cluster-enabled no`: "ERR This instance has cluster support disabled".
+RESTORE-ASKING key ttl payload [...]
+    RESTORE under the name a cluster node sends between nodes: the same command here.
 MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
         [AUTH password | AUTH2 username password] [KEYS key [key ...]]
     As redis-server's migrateCommand: each key that exists is sent to the target as
@@ -25,7 +27,7 @@ import weakref
 from typing import Any
 
 from commands.dispatch import command_stats, count_error
-from commands.dump import dump_of
+from commands.dump import cmd_restore, dump_of
 from commands.errors import NOT_INTEGER, SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.redis_table import command_data, typed_names
@@ -80,6 +82,7 @@ def _register_cluster() -> None:
 
 
 _register_cluster()
+command("restore-asking", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)(cmd_restore)
 
 
 class _Cached:

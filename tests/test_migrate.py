@@ -33,7 +33,7 @@ def test_cluster_commands_are_disabled(diff: Differ) -> None:
         READONLY
         READWRITE
         READONLY extra
-        COMMAND INFO cluster|info asking readonly
+        COMMAND INFO cluster|info asking readonly restore-asking
         COMMAND DOCS cluster|slots
     """)
 
@@ -169,3 +169,23 @@ def test_migrate_timeouts_and_refusals(diff: Differ) -> None:
         diff.check("GET", "k")
     finally:
         silent.close()
+
+
+def test_restore_asking_is_restore(diff: Differ) -> None:
+    diff.run("""
+        RPUSH l a b c
+        SET s hello
+    """)
+    ref, ours = diff.both("DUMP", "l")
+    assert ref == ours
+
+    def bulk(reply: bytes) -> bytes:
+        return reply.split(b"\r\n", 1)[1][:-2]
+
+    payload = bulk(diff.ref.call("DUMP", "s"))
+    diff.check("RESTORE-ASKING", "l2", "0", bulk(ref))
+    diff.check("RESTORE-ASKING", "s", "0", payload)
+    diff.check("RESTORE-ASKING", "s", "0", payload, "REPLACE")
+    diff.check("RESTORE-ASKING", "s2", "0", b"bad")
+    diff.check("RESTORE-ASKING", "s2")
+    diff.check("LRANGE", "l2", "0", "-1")
