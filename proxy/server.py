@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import socket
 import ssl
 import time
 from collections import deque
@@ -37,6 +36,7 @@ from commands.replies import (
 )
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
+from proxy.listeners import move_listener
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 
 log = logging.getLogger("temporalstore")
@@ -682,7 +682,7 @@ class Server:
             self.port = srv.sockets[0].getsockname()[1]
         self.host = host
         self.state.config.port = self.port  # 0 without a plain listener, as Redis shows
-        self.state.listen_port = self.listen_on
+        self.state.listen_port = lambda port: move_listener(self, port, lambda: Connection(self))
         if tls is not None:
             srv = await loop.create_server(
                 lambda: Connection(self), host, tls_port, ssl=tls, reuse_address=True, backlog=511
@@ -695,48 +695,6 @@ class Server:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return self.port
-
-    def listen_on(self, port: int) -> None:
-        """CONFIG SET port (Redis' changeListenPort): bind the new port first (OSError,
-        and nothing changes, when it cannot be), then stop listening on the old one;
-        connections stay open. Port 0: no plain TCP listener."""
-        socks: list[socket.socket] = []
-        try:
-            if port:
-                for family, kind, proto, _name, addr in socket.getaddrinfo(
-                    self.host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-                ):
-                    sock = socket.socket(family, kind, proto)
-                    socks.append(sock)
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    if family == socket.AF_INET6:
-                        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                    sock.bind(addr)
-                    sock.listen(511)
-                    sock.setblocking(False)
-        except OSError:
-            for sock in socks:
-                sock.close()
-            raise
-        loop = asyncio.get_running_loop()
-        for srv in self.plain:
-            srv.close()  # listening only: accepted connections go on
-            self.servers.remove(srv)
-        self.plain = []
-
-        def started(task: asyncio.Task[asyncio.base_events.Server]) -> None:
-            if not task.cancelled() and task.exception() is None:
-                srv = task.result()
-                self.plain.append(srv)
-                self.servers.append(srv)
-
-        for sock in socks:
-            task = loop.create_task(loop.create_server(lambda: Connection(self), sock=sock))
-            task.add_done_callback(started)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        self.port = port
-        self.state.config.port = port
 
     def request_shutdown(self) -> None:
         if self.stopping is not None:
