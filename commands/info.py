@@ -20,9 +20,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from commands.cluster import cached_sockets
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
+from commands.migrate import cached_sockets
 from commands.ops_state import format_percentile, hist_percentile, sync_expired
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command

@@ -1,6 +1,6 @@
 """CONFIG SET port: the plain TCP listener moves, as Redis' changeListenPort moves it.
 
-The new port is bound first, on the addresses the server was started with; if that
+The new port is bound first, on the address the server was started with; if that
 fails (OSError), nothing changes. Then the old listeners stop accepting (connections
 they accepted stay open) and the new sockets are served. Port 0: no plain TCP listener,
 as in Redis.
@@ -45,7 +45,7 @@ def bind_port(host: str, port: int) -> list[socket.socket]:
 def move_listener(server: Server, port: int, protocol: Callable[[], asyncio.Protocol]) -> None:
     """Listen on `port` instead of the current plain port (see the module's text),
     each connection served by a new `protocol()`."""
-    socks = bind_port(server.host, port) if port else []
+    socks = bind_port(server.state.config.host, port) if port else []
     loop = asyncio.get_running_loop()
     for srv in server.plain:
         srv.close()  # listening only: accepted connections go on

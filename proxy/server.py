@@ -664,7 +664,6 @@ class Server:
         self.port = 0
         self.tls_port = 0
         self.plain: list[asyncio.base_events.Server] = []  # the plain TCP listeners
-        self.host = ""
 
     async def start(
         self, host: str, port: int, tls: ssl.SSLContext | None = None, tls_port: int = 0
@@ -680,7 +679,6 @@ class Server:
             self.servers.append(srv)
             self.plain = [srv]
             self.port = srv.sockets[0].getsockname()[1]
-        self.host = host
         self.state.config.port = self.port  # 0 without a plain listener, as Redis shows
         self.state.listen_port = lambda port: move_listener(self, port, lambda: Connection(self))
         if tls is not None:
