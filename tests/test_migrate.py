@@ -12,6 +12,9 @@ import pytest
 
 from tests.conftest import Differ, ServerProcess, start_redis
 from tests.resp_client import RawClient
+from tests.test_notifications import events
+from tests.test_notifications import sub as sub  # the subscriber fixture
+from tests.test_pubsub import Pair
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +192,16 @@ def test_restore_asking_is_restore(diff: Differ) -> None:
     diff.check("RESTORE-ASKING", "s2", "0", b"bad")
     diff.check("RESTORE-ASKING", "s2")
     diff.check("LRANGE", "l2", "0", "-1")
+
+
+def test_migrate_notifies_del(diff: Differ, sub: Pair, target: ServerProcess) -> None:
+    """Each key the target took is deleted here with a `del` event, as in Redis (both
+    servers send to the same target database, REPLACE letting the second through)."""
+    script = f"""
+        SET mk v
+        RPUSH ml a b
+        MIGRATE 127.0.0.1 {target.port} "" 5 2000 REPLACE KEYS mk nokey ml
+        SET mk2 v
+        MIGRATE 127.0.0.1 {target.port} mk2 5 2000 COPY REPLACE
+    """
+    assert events(diff, sub, script, "KEA") > 0
