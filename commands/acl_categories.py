@@ -29,7 +29,6 @@ CATEGORY_INDEX = {name: i for i, name in enumerate(CATEGORIES)}
 OWN_CATEGORIES: dict[str, tuple[str, ...]] = {
     "waitaof": ("connection",),
     "client|setinfo": ("connection",),
-    "client|no-touch": ("connection",),
     "ts.meta": ("connection",),
     "ts.checkout": ("read", "connection"),
     "ts.waitdurable": ("connection",),

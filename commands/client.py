@@ -5,7 +5,8 @@ CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
 CLIENT KILL ip:port
 CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] ...
 CLIENT NO-EVICT ON|OFF · CLIENT GETREDIR · CLIENT TRACKINGINFO · CLIENT HELP
-CLIENT SETINFO LIB-NAME|LIB-VER value · CLIENT NO-TOUCH ON|OFF (both Redis 7.2)
+CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2)
+CLIENT NO-TOUCH (Redis 7.2) is not served: Redis 7.0 answers it as an unknown subcommand.
 
 CLIENT LIST/INFO lines have Redis 7.0's fields in Redis' order; buffer sizes are what an
 idle Redis client reports. CLIENT PAUSE, UNPAUSE, UNBLOCK and REPLY are in
@@ -32,7 +33,6 @@ ATTR_SPACES = "ERR {} cannot contain spaces, newlines or special characters."
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 ADMIN = Flag.ADMIN | CONN
-QBUF_ALLOC = 20474  # the query buffer a recently active Redis client holds
 RBS = 1024  # a Redis client's reply buffer once it has shrunk
 BASE_MEMORY = 1824  # the client struct and friends: tot-mem reads like Redis'
 
@@ -157,8 +157,6 @@ def _flags(c: Session) -> str:
         out += "c"
     if c.extra.get("no-evict"):
         out += "e"
-    if c.extra.get("no-touch"):
-        out += "T"
     return out or "N"
 
 
@@ -175,15 +173,15 @@ def info_line(c: Session, me: Session | None = None, argv: list[bytes] | None = 
     now = time.time()
     current = c is me
     if current and argv is not None:
-        qbuf = sum(len(a) + len(str(len(a))) + 5 for a in argv) + len(str(len(argv))) + 3
+        running = sum(len(a) + len(str(len(a))) + 5 for a in argv) + len(str(len(argv))) + 3
         argv_mem = sum(len(a) for a in argv)
         cmd = "client|" + argv[1].lower().decode("utf-8", "replace")
         idle = 0
     else:
-        qbuf = argv_mem = 0
+        running = argv_mem = 0
         cmd = _last_command(c)
         idle = int(now - c.last_interaction)
-    qbuf_free = QBUF_ALLOC - qbuf if qbuf or idle < 2 else 0
+    qbuf, qbuf_free = c.qbuf.figures(running)
     multi = len(c.multi) if c.multi is not None else -1
     multi_mem = sum(len(a) for _, args in c.multi for a in args) if c.multi else 0
     tot_mem = BASE_MEMORY + qbuf + qbuf_free + multi_mem
@@ -314,15 +312,6 @@ def cmd_client_kill(s: Session, argv: list[bytes]) -> Reply:
 @command("client|no-evict", 3, ADMIN)
 def cmd_client_no_evict(s: Session, argv: list[bytes]) -> Reply:
     s.extra["no-evict"] = _on_off(argv[2])
-    return OK
-
-
-@command("client|no-touch", 3, CONN)
-def cmd_client_no_touch(s: Session, argv: list[bytes]) -> Reply:
-    """Controls whether commands sent by the client affect the LRU/LFU of accessed keys.
-
-    (Redis 7.2; COMMAND DOCS shows the first line.)"""
-    s.extra["no-touch"] = _on_off(argv[2])
     return OK
 
 

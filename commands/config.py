@@ -9,9 +9,11 @@ CONFIG RESETSTAT · CONFIG REWRITE · CONFIG HELP
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from commands.common import help_reply
 from commands.config_table import (
+    PORT_UNAVAILABLE,
     ConfigParam,
     config_normalize,
     config_store,
@@ -28,6 +30,8 @@ from commands.session import Session, Stats
 NO_CONFIG_FILE = "ERR The server is running without a config file"
 CONFIG_UNKNOWN = "ERR Unknown option or number of arguments for CONFIG SET - '{}'"
 CONFIG_FAILED = "ERR CONFIG SET failed (possibly related to argument '{}') - {}"
+
+log = logging.getLogger("temporalstore")
 
 container("config", -2)
 
@@ -97,6 +101,16 @@ def cmd_config_set(s: Session, argv: list[bytes]) -> Reply:
             values.append((p.canonical, config_normalize(s.server, p, raw)))
         except ValueError as e:
             raise CommandError(CONFIG_FAILED.format(p.name, e)) from None
+    port = next((int(v) for name, v in values if name == "port"), s.server.config.port)
+    if port != s.server.config.port:
+        # Applied first: when it fails, nothing else has changed (Redis rolls back).
+        try:
+            if s.server.listen_port is None:
+                raise OSError("no listener to move")
+            s.server.listen_port(port)
+        except OSError as e:
+            log.warning("CONFIG SET port %d: %s", port, e)
+            raise CommandError(CONFIG_FAILED.format("port", PORT_UNAVAILABLE)) from None
     for name, value in values:
         config_store(s.server, name, value)
     return OK

@@ -104,8 +104,9 @@ SECRET_PARAMS = frozenset(
 )
 # TLS is set up when the server starts: CONFIG SET may not change these (Redis' texts for
 # a TLS setting or port it cannot apply).
+PORT_UNAVAILABLE = "Unable to listen on this port. Check server logs."
 _SET_AT_START = {
-    "tls-port": "Unable to listen on this port. Check server logs.",
+    "tls-port": PORT_UNAVAILABLE,
     "tls-cert-file": "Unable to update TLS configuration. Check server logs.",
     "tls-key-file": "Unable to update TLS configuration. Check server logs.",
     "tls-ca-cert-file": "Unable to update TLS configuration. Check server logs.",
@@ -228,9 +229,7 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
         except OSError as e:
             raise ValueError(e.strerror or str(e)) from None
         return value
-    if name in ("port", "bind") and value != config_get_value(server, name):
-        if name == "port":
-            raise ValueError("Unable to listen on this port. Check server logs.")
+    if name == "bind" and value != config_get_value(server, name):
         raise ValueError("Failed to bind to specified addresses.")
     return value
 
@@ -269,15 +268,20 @@ def set_at_start(config: Config, name: str, value: str) -> None:
         config.params[name] = merge_output_limits(current, value.split())
     else:
         config.params[name] = _enum(p, value) if kind == "enum" else _numeric(p, value)
+    if name in _ENCODING_LIMITS:
+        setattr(LIMITS, _ENCODING_LIMITS[name], int(config.params[name]))
 
 
-# Parameters that set the compact-encoding limits (store.values.LIMITS), by canonical name.
+# Parameters that set the compact-encoding limits and stream node sizes
+# (store.values.LIMITS), by canonical name.
 _ENCODING_LIMITS = {
     "hash-max-listpack-entries": "hash_entries",
     "hash-max-listpack-value": "hash_value",
     "set-max-intset-entries": "set_entries",
     "zset-max-listpack-entries": "zset_entries",
     "zset-max-listpack-value": "zset_value",
+    "stream-node-max-entries": "stream_node_entries",
+    "stream-node-max-bytes": "stream_node_bytes",
 }
 
 

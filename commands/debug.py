@@ -27,10 +27,12 @@ In our architecture:
   every write made durable, then the same rebuild without a new checkpoint. A server
   without storage round-trips a checkpoint image in memory.
 - OBJECT prints Redis' line with our figures: `at:` the value's address in our
-  process, the encoding OBJECT ENCODING reports, `serializedlength` the length of the
-  value in Redis' RDB encoding without compression, the LRU clock of the key's last
-  access and its idle seconds, and for lists the quicklist figures the value would
-  have under list-max-listpack-size.
+  process, with the identities of Redis' objects (`commands.strings.object_address`:
+  one object per shared small integer, INCR's in-place change keeps it), the
+  encoding OBJECT ENCODING reports, `serializedlength` the length of the value in
+  Redis' RDB encoding without compression, the LRU clock of the key's last access and
+  its idle seconds, and for lists the quicklist figures the value would have under
+  list-max-listpack-size.
 - DIGEST and DIGEST-VALUE compute Redis' digests (`commands.digest`): equal to
   redis-server's for the same data.
 - SET-ACTIVE-EXPIRE 0 stops the cron's expiry cycle (lazy expiry goes on); PAUSE-CRON 1
@@ -82,7 +84,7 @@ from commands.replies import (
     Verbatim,
 )
 from commands.session import Session
-from commands.strings import writer_of
+from commands.strings import object_address, writer_of
 from store.ops import SET
 
 log = logging.getLogger("temporalstore")
@@ -269,7 +271,7 @@ def _object(s: Session, argv: list[bytes]) -> Reply:
     return Simple(
         b"Value at:0x%x refcount:%d encoding:%b serializedlength:%d lru:%d lru_seconds_idle:%d%b"
         % (
-            id(v),
+            object_address(s, key, v),
             refcount(s, v),
             enc,
             serialized_length(v, fill, threshold),

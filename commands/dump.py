@@ -43,13 +43,18 @@ def _fill(s: Session) -> int:
         return -2
 
 
+def dump_of(s: Session, value: object) -> bytes:
+    """DUMP's payload of a value (also what MIGRATE sends)."""
+    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
+    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))
+
+
 @command("dump", 2, Flag.READONLY, 1, 1, 1)
 def cmd_dump(s: Session, argv: list[bytes]) -> Reply:
     value = s.db.get(argv[1])
     if value is None:
         return None
-    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
-    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))
+    return dump_of(s, value)
 
 
 @command("restore", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)

@@ -14,6 +14,7 @@ from commands import scripting
 from commands import stream_groups, stream_info
 from commands import snapshot_io
 from commands import dump
+from commands import migrate
 from commands import tracking
 from commands import client_control, slowlog, latency, lolwut
 from commands import debug, memory
@@ -44,6 +45,7 @@ __all__ = [
     "lists",
     "lolwut",
     "memory",
+    "migrate",
     "pubsub",
     "replication",
     "scripting",

@@ -22,6 +22,7 @@ from typing import Any
 
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
+from commands.migrate import cached_sockets
 from commands.ops_state import format_percentile, hist_percentile, sync_expired
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
@@ -207,7 +208,7 @@ pubsub_patterns:{patterns}
 pubsubshard_channels:0
 latest_fork_usec:0
 total_forks:0
-migrate_cached_sockets:0
+migrate_cached_sockets:{migrate_sockets}
 slave_expires_tracked_keys:0
 active_defrag_hits:0
 active_defrag_misses:0
@@ -399,6 +400,7 @@ def _info_stats(s: Session) -> str:
         tracking_keys=0 if tr is None else len(tr.table),
         tracking_items=0 if tr is None else tr.items,
         tracking_prefixes=0 if tr is None else len(tr.prefixes),
+        migrate_sockets=cached_sockets(s.server),
     )
 
 

@@ -37,11 +37,11 @@ from commands.errors import (
 )
 from commands.glob import Matcher, glob_matcher, match_filter
 from commands.notify import GENERIC, notify
-from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
+from commands.parsing import LLONG_MAX, LLONG_MIN, get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
 from commands.session import Session
-from commands.strings import string_encoding, writer_of
+from commands.strings import shared_integer, string_encoding, writer_of
 from store import Database, now_ms
 from store.ops import DEL, EXPIRE, SET
 from store.stream import Stream
@@ -65,7 +65,6 @@ W = Flag.WRITE | Flag.FAST
 
 ULONG_MAX = 2**64 - 1
 SHARED_REFCOUNT = 2**31 - 1  # Redis' refcount of its shared small integers
-SHARED_INTEGERS = 10000
 _SECONDS_MIN = -(-LLONG_MIN // 1000)  # C's LLONG_MIN / 1000 (truncated toward zero)
 _SECONDS_MAX = LLONG_MAX // 1000
 _HALF = 1 << 63
@@ -133,15 +132,6 @@ def _db_index(s: Session, arg: bytes) -> int:
 
 def _lfu(s: Session) -> bool:
     return s.server.config.params.get("maxmemory-policy", "").endswith("-lfu")
-
-
-def _shared_integers(s: Session) -> bool:
-    """Redis shares small integer values unless an LRU/LFU maxmemory policy is in force."""
-    params = s.server.config.params
-    if params.get("maxmemory", "0") in ("0", ""):
-        return True
-    policy = params.get("maxmemory-policy", "")
-    return not (policy.endswith("-lru") or policy.endswith("-lfu"))
 
 
 # -- existence and type ---------------------------------------------------------------
@@ -525,11 +515,7 @@ def cmd_object_idletime(s: Session, argv: list[bytes]) -> Reply:
 
 def refcount(s: Session, v: object) -> int:
     """OBJECT REFCOUNT of a value: Redis' shared small integers count as INT_MAX."""
-    if type(v) is bytes and len(v) <= 4 and _shared_integers(s):
-        n = string2ll(v)
-        if n is not None and 0 <= n < SHARED_INTEGERS:
-            return SHARED_REFCOUNT
-    return 1
+    return 1 if shared_integer(s, v) is None else SHARED_REFCOUNT
 
 
 @command("object|refcount", 3, Flag.READONLY, 2, 2, 1)

@@ -146,7 +146,7 @@ _table(
     },
 )
 _table(STRING, ONLY, {"bitop": "set", "pfmerge": "pfadd"})
-_table(GENERIC, ONLY, {"del": "del", "unlink": "del", "getdel": "del"})
+_table(GENERIC, ONLY, {"del": "del", "unlink": "del", "getdel": "del", "migrate": "del"})
 _table(
     LIST,
     AFTER,
@@ -213,7 +213,11 @@ _table(
         "geosearchstore": "geosearchstore",
     },
 )
-_table(GENERIC, ONLY, {"sort": "sortstore", "restore": "restore", "copy": "copy_to"})
+_table(
+    GENERIC,
+    ONLY,
+    {"sort": "sortstore", "restore": "restore", "restore-asking": "restore", "copy": "copy_to"},
+)
 
 
 # Commands whose every op is an event (MSET a 1 a 2: `set` twice).
@@ -221,7 +225,7 @@ EVERY_OP = frozenset(("mset", "msetnx"))
 
 # Commands that delete the key they replace, then add it (dbDelete, dbAdd): `new` even
 # when the key existed.
-ALWAYS_NEW = frozenset(("restore", "copy"))
+ALWAYS_NEW = frozenset(("restore", "restore-asking", "copy"))
 
 
 # Commands whose keys Redis looks up for reading (lookupKeyRead): a key missing

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from commands.access import policy_changed
 from commands.limits import Limits, rss_bytes
 from commands.ops_state import OpsState
+from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
 from commands.replstate import ReplicationState
 from commands.users import Users
@@ -180,6 +181,9 @@ class DebugSettings:
     quicklist_packed_threshold: int = 1 << 30  # list elements this big get a node each
     reply_buffer_peak_reset_ms: int = 5000  # REPLYBUFFER PEAK-RESET-TIME (-1: never)
     reply_buffer_resizing: bool = True  # REPLYBUFFER RESIZING
+    # DEBUG OBJECT's at: of values INCR changed in place, as Redis does (the address
+    # stays): (db, key) -> (id of the value now, the address it keeps).
+    addresses: dict[tuple[Any, bytes], tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,6 +212,9 @@ class ServerState:
         self.channels: dict[bytes, dict[int, Session]] = {}
         self.patterns: dict[bytes, dict[int, Session]] = {}
         self.shutdown_requested: Callable[[], None] = lambda: None
+        # CONFIG SET port: listen on this port instead (0: not at all), keeping the
+        # connections; OSError if it cannot be bound. Set by the server that listens.
+        self.listen_port: Callable[[int], None] | None = None
         self.loading = False
         self.loading_progress: dict[str, Any] = {}
         self.durability: Durability | None = None
@@ -317,6 +324,7 @@ class Session:
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()
         self.last_interaction = self.created
+        self.qbuf = QueryBuffer()  # CLIENT LIST's qbuf, qbuf-free (commands.querybuf)
         self.last_cmd = b"NULL"
         self.last_cmd_name = "NULL"  # full name ("client|list") of the last command run
         self.blocked = False

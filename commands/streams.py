@@ -34,6 +34,8 @@ from store.stream import (
     LISTPACK_MAX_SIZE,
     MAX_ID,
     MIN_ID,
+    NODE_MAX_BYTES,
+    NODE_MAX_ENTRIES,
     U64,
     XADD,
     XDEL,
@@ -45,6 +47,7 @@ from store.stream import (
     format_id,
     incr_id,
 )
+from store.values import LIMITS
 
 MAXLEN_MINID_BOTH = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
 MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
@@ -70,7 +73,6 @@ XREAD_GT = (
     "<consumer> option."
 )
 
-APPROX_DEFAULT_LIMIT = 100 * 100  # 100 nodes of stream-node-max-entries
 XREAD_BLOCKED_DEFAULT_COUNT = 1000
 # Session.extra key: each stream's (last ID, entries added) when XREAD blocked. Redis
 # wakes a blocked reader only on XADD (or a new stream), not on XDEL or XTRIM.
@@ -251,7 +253,9 @@ def _parse_trim_args(argv: list[bytes], xadd: bool) -> TrimArgs:
         if not a.approx:
             raise CommandError(LIMIT_WITHOUT_APPROX)
     elif a.approx:
-        a.limit = APPROX_DEFAULT_LIMIT
+        # At most 100 nodes' worth, capped both ways as Redis does.
+        limit = 100 * LIMITS.stream_node_entries
+        a.limit = 10000 if limit <= 0 else min(limit, 1000000)
     else:
         a.limit = 0
     return a
@@ -297,7 +301,11 @@ def cmd_xadd(s: Session, argv: list[bytes]) -> Reply:
     fv = tuple(argv[fpos:])
     if sum(map(len, fv)) > LISTPACK_MAX_SIZE:
         raise CommandError(ELEMENTS_TOO_LARGE)
-    s.store.apply(s.db, key, (XADD, nid, fv))
+    max_entries, max_bytes = LIMITS.stream_node_entries, LIMITS.stream_node_bytes
+    if max_entries == NODE_MAX_ENTRIES and max_bytes == NODE_MAX_BYTES:
+        s.store.apply(s.db, key, (XADD, nid, fv))
+    else:
+        s.store.apply(s.db, key, (XADD, nid, fv, max_entries, max_bytes))
     if a.strategy:
         st = s.db.data[key]
         assert type(st) is Stream

@@ -234,8 +234,58 @@ def _incr(s: Session, key: bytes, incr: int) -> Reply:
     ):
         raise CommandError(OVERFLOW)
     value += incr
-    s.store.apply(s.db, key, (SET, b"%d" % value, KEEP_TTL))
+    new = b"%d" % value
+    if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
+        _in_place(s, key, v, new)
+    s.store.apply(s.db, key, (SET, new, KEEP_TTL))
     return value
+
+
+SHARED_INTEGERS = 10000  # OBJ_SHARED_INTEGERS
+_SHARED: dict[int, bytes] = {}  # one object per shared integer, for its address
+
+
+def shares_integers(s: Session) -> bool:
+    """Redis shares small integer values unless an LRU/LFU maxmemory policy is in force."""
+    params = s.server.config.params
+    if params.get("maxmemory", "0") in ("0", ""):
+        return True
+    policy = params.get("maxmemory-policy", "")
+    return not (policy.endswith("-lru") or policy.endswith("-lfu"))
+
+
+def shared_integer(s: Session, v: object) -> int | None:
+    """The value, if Redis holds it as one of its shared integer objects."""
+    if type(v) is bytes and len(v) <= 4 and shares_integers(s):
+        n = string2ll(v)
+        if n is not None and 0 <= n < SHARED_INTEGERS:
+            return n
+    return None
+
+
+def object_address(s: Session, key: bytes, v: object) -> int:
+    """DEBUG OBJECT's at: the value's identity, which a shared integer has in common
+    with every key holding it, and which INCR keeps when it changes a value in place."""
+    n = shared_integer(s, v)
+    if n is not None:
+        return id(_SHARED.setdefault(n, b"%d" % n))
+    kept = s.server.debug.addresses.get((s.dbi, key))
+    return kept[1] if kept is not None and kept[0] == id(v) else id(v)
+
+
+def _in_place(s: Session, key: bytes, old: bytes, new: bytes) -> None:
+    """Redis' INCR changes an integer-encoded, unshared value in place (when the result
+    is not a shared integer either): the new value keeps the old one's address."""
+    if shared_integer(s, old) is not None or writer_of(s, key) == "incrbyfloat":
+        return
+    addresses = s.server.debug.addresses
+    addresses[(s.dbi, key)] = (id(new), object_address(s, key, old))
+    if len(addresses) > 1024 + 2 * len(s.db):  # forget replaced values now and then
+        dbs = s.store.dbs
+        for (dbi, k), (ident, _) in list(addresses.items()):
+            db = dbs[dbi] if type(dbi) is int and 0 <= dbi < len(dbs) else None
+            if db is None or id(db.data.get(k)) != ident:
+                del addresses[(dbi, k)]
 
 
 @command("incr", 2, W | Flag.FAST, 1, 1, 1)

@@ -46,14 +46,26 @@ class _Watch:
     """One watched key of one session: the store calls it when a commit touches
     the key. `at` is the key's expiry time when watched (None: no expiry);
     `expired` is true when the key was already expired then (Redis ignores such
-    a key's deletion)."""
+    a key's deletion); `existed`: the key was there when watched."""
 
-    __slots__ = ("at", "expired", "session")
+    __slots__ = ("at", "existed", "expired", "session")
 
-    def __init__(self, session: Session, at: int | None, expired: bool) -> None:
+    def __init__(self, session: Session, at: int | None, expired: bool, existed: bool) -> None:
         self.session = session
         self.at = at
         self.expired = expired
+        self.existed = existed
+
+    def on_swap(self, dbi: int, key: bytes) -> None:
+        """SWAPDB put the other database's content under the key: a missing key
+        replaced with an expired one is no change, and counts as expired from now
+        on (Redis' touchAllWatchedKeysInDb)."""
+        if not self.expired and not self.existed:
+            at = self.session.store.dbs[dbi].expires.get(key)
+            if at is not None and at <= now_ms():
+                self.expired = True
+                return
+        self(dbi, key)
 
     def __call__(self, dbi: int, key: bytes) -> None:
         s = self.session
@@ -154,7 +166,7 @@ def cmd_watch(s: Session, argv: list[bytes]) -> Reply:
             continue
         at = db.expires.get(key) if key in db.data else None
         expired = at is not None and at <= t
-        cb = _Watch(s, None if expired else at, expired)
+        cb = _Watch(s, None if expired else at, expired, key in db.data)
         watched[wkey] = cb
         s.store.observe(dbi, key, cb)
     return OK

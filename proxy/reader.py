@@ -188,6 +188,12 @@ class RequestReader:
                 return out, QUERY_BUFFER_OVERFLOW
         return out, None
 
+    def held(self) -> int:
+        """Bytes of an incomplete request held (CLIENT LIST's qbuf)."""
+        if self.exact is not None:
+            return len(self.exact)
+        return self.hiredis.len() if self.partial else 0
+
     def _ends_with_frame(self, data: bytes, frame: list[bytes]) -> bool:
         """Does the input end with `frame`'s canonical encoding (so hiredis read nothing
         Redis would refuse)? A frame longer than this chunk began in earlier chunks:

@@ -36,6 +36,7 @@ from commands.replies import (
 )
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
+from proxy.listeners import move_listener
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 
 log = logging.getLogger("temporalstore")
@@ -224,6 +225,7 @@ class Connection(asyncio.Protocol):
         if self.closing:
             return
         requests, error = reader.feed(data)
+        s.qbuf.read(len(data), requests, reader.held())
         if error is QUERY_BUFFER_OVERFLOW:
             # As Redis, logged without the buffer's bytes (they may hold a password).
             log.warning(
@@ -661,6 +663,7 @@ class Server:
         self.releases: set[asyncio.Task[None]] = set()
         self.port = 0
         self.tls_port = 0
+        self.plain: list[asyncio.base_events.Server] = []  # the plain TCP listeners
 
     async def start(
         self, host: str, port: int, tls: ssl.SSLContext | None = None, tls_port: int = 0
@@ -674,8 +677,10 @@ class Server:
                 lambda: Connection(self), host, port, reuse_address=True, backlog=511
             )
             self.servers.append(srv)
+            self.plain = [srv]
             self.port = srv.sockets[0].getsockname()[1]
         self.state.config.port = self.port  # 0 without a plain listener, as Redis shows
+        self.state.listen_port = lambda port: move_listener(self, port, lambda: Connection(self))
         if tls is not None:
             srv = await loop.create_server(
                 lambda: Connection(self), host, tls_port, ssl=tls, reuse_address=True, backlog=511

@@ -565,10 +565,15 @@ class Store:
                     cb(d, key)
 
     def swap_dbs(self, a: int, b: int) -> None:
-        """SWAPDB: exchange two databases' contents (and histories) as one change."""
+        """SWAPDB: exchange two databases' contents (and histories) as one change.
+        Observers of a key in either content hear of it (touchAllWatchedKeysInDb),
+        through the callback's `on_swap` if it has one (WATCH's)."""
         self.db_op(a, ("swapdb", b))
-        self.touch_db(a)
-        self.touch_db(b)
+        da, db_ = self.dbs[a].data, self.dbs[b].data
+        for (d, key), cbs in list(self.observers.items()):
+            if d in (a, b) and (key in da or key in db_):
+                for cb in list(cbs):
+                    getattr(cb, "on_swap", cb)(d, key)
 
     def apply_swap(self, a: int, b: int) -> None:
         da, db_ = self.dbs[a], self.dbs[b]

@@ -5,16 +5,20 @@ field/value tuple)) and, alongside, the layout Redis would give them: a list of
 `Node`s standing for the radix tree's listpacks. Each node knows its master ID
 and fields, every ID appended to it (deleted ones stay as tombstones, as in
 Redis), its live/deleted counts and its exact listpack size in bytes. The layout
-decides when XADD opens a new node (stream-node-max-entries 100,
-stream-node-max-bytes 4096) and what approximate trimming (`~`) may remove: only
+decides when XADD opens a new node (stream-node-max-entries, default 100;
+stream-node-max-bytes, default 4096) and what approximate trimming (`~`) may remove: only
 whole nodes, exactly as Redis does. Ordered reads walk the nodes.
 
 Ops (each apply returns the ops that undo it):
     ("xadd", id, fields)          append one entry (the ID is already resolved)
+    ("xadd", id, fields, max entries, max bytes)  the same under node sizes other
+                                  than the defaults (what CONFIG SET stream-node-max-*
+                                  was when XADD ran: replay lays nodes out the same)
     ("xdel", ids)                 delete these existing entries, in this order
     ("xtrim", nodes, marked)      drop the first `nodes` nodes, then mark the first
                                   `marked` live entries of the new head deleted
-    ("xunadd", id, meta, nbytes)  undo of xadd on an existing stream
+    ("xunadd", id, meta, nbytes[, max entries, max bytes])  undo of xadd on an
+                                  existing stream
     ("xundel", meta, steps)       undo of xdel
     ("xuntrim", meta, nodes, head, entries)  undo of xtrim: the dropped nodes, the
                                   head's counters before, the entries removed
@@ -47,7 +51,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from store.ops import CREATED, Op, Undo, register
-from store.values import TYPE_NAMES
+from store.values import STREAM_NODE_MAX_BYTES, STREAM_NODE_MAX_ENTRIES, TYPE_NAMES
 
 if TYPE_CHECKING:
     from store.database import Database
@@ -62,9 +66,9 @@ U64 = (1 << 64) - 1
 MIN_ID: StreamID = (0, 0)
 MAX_ID: StreamID = (U64, U64)
 
-# Redis 7.0 defaults.
-NODE_MAX_BYTES = 4096  # stream-node-max-bytes
-NODE_MAX_ENTRIES = 100  # stream-node-max-entries
+# Redis 7.0 defaults (store.values.LIMITS holds the ones in force).
+NODE_MAX_BYTES = STREAM_NODE_MAX_BYTES  # stream-node-max-bytes
+NODE_MAX_ENTRIES = STREAM_NODE_MAX_ENTRIES  # stream-node-max-entries
 LISTPACK_MAX_SIZE = 1 << 30
 
 XADD = "xadd"
@@ -455,12 +459,23 @@ class Stream:
 
     # -- changing (only through the ops below) -----------------------------------------
 
-    def _append(self, sid: StreamID, fv: Fields) -> None:
+    def _append(
+        self,
+        sid: StreamID,
+        fv: Fields,
+        max_entries: int = NODE_MAX_ENTRIES,
+        max_bytes: int = NODE_MAX_BYTES,
+    ) -> None:
+        """streamAppendItem's fill rule: a new node when the tail would reach
+        `max_bytes` (0: the listpack limit) or holds `max_entries` entries, deleted
+        ones included (0: no count limit)."""
         nodes = self.nodes
         tail = nodes[-1] if nodes else None
+        if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
+            max_bytes = LISTPACK_MAX_SIZE
         if tail is not None and (
-            tail.nbytes + sum(map(len, fv)) >= NODE_MAX_BYTES
-            or tail.live + tail.deleted >= NODE_MAX_ENTRIES
+            tail.nbytes + sum(map(len, fv)) >= max_bytes
+            or (max_entries and tail.live + tail.deleted >= max_entries)
         ):
             tail = None
         if tail is None:
@@ -521,8 +536,11 @@ def _apply_xadd(db: Database, key: bytes, op: Op) -> Undo:
         undo: Undo = CREATED
     else:
         tail = s.nodes[-1].nbytes if s.nodes else 0
-        undo = ((XUNADD, op[1], s.meta(), tail),)
-    s._append(op[1], op[2])
+        undo = ((XUNADD, op[1], s.meta(), tail, *op[3:5]),)
+    if len(op) > 3:
+        s._append(op[1], op[2], op[3], op[4])
+    else:
+        s._append(op[1], op[2])
     return undo
 
 
@@ -539,7 +557,7 @@ def _apply_xunadd(db: Database, key: bytes, op: Op) -> Undo:
         tail.live -= 1
         tail.nbytes = op[3]
     s.set_meta(op[2])
-    return ((XADD, sid, fv),)
+    return ((XADD, sid, fv, *op[4:6]),)
 
 
 @register(XDEL)

@@ -24,15 +24,27 @@ HASH_MAX_LISTPACK_VALUE = 64
 SET_MAX_INTSET_ENTRIES = 512
 ZSET_MAX_LISTPACK_ENTRIES = 128
 ZSET_MAX_LISTPACK_VALUE = 64
+STREAM_NODE_MAX_ENTRIES = 100
+STREAM_NODE_MAX_BYTES = 4096
 
 
 class EncodingLimits:
     """The compact-encoding limits in force: Redis 7.0's defaults, changed by CONFIG SET
     hash-max-listpack-entries/-value, set-max-intset-entries and
     zset-max-listpack-entries/-value (and their ziplist aliases). A value converts once
-    it passes them and stays converted (until DEBUG RELOAD)."""
+    it passes them and stays converted (until DEBUG RELOAD). Also the size of a stream's
+    nodes (stream-node-max-entries, stream-node-max-bytes), which XADD records in its op
+    when they are not the defaults."""
 
-    __slots__ = ("hash_entries", "hash_value", "set_entries", "zset_entries", "zset_value")
+    __slots__ = (
+        "hash_entries",
+        "hash_value",
+        "set_entries",
+        "stream_node_bytes",
+        "stream_node_entries",
+        "zset_entries",
+        "zset_value",
+    )
 
     def __init__(self) -> None:
         self.hash_entries = HASH_MAX_LISTPACK_ENTRIES
@@ -40,6 +52,8 @@ class EncodingLimits:
         self.set_entries = SET_MAX_INTSET_ENTRIES
         self.zset_entries = ZSET_MAX_LISTPACK_ENTRIES
         self.zset_value = ZSET_MAX_LISTPACK_VALUE
+        self.stream_node_entries = STREAM_NODE_MAX_ENTRIES
+        self.stream_node_bytes = STREAM_NODE_MAX_BYTES
 
 
 LIMITS = EncodingLimits()

@@ -31,7 +31,7 @@ from tests.resp_client import RawClient, parse
 PASSWORD_HASH = b"30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4"  # "pw"
 
 
-OWN = (b"ts.", b"waitaof", b"client|setinfo", b"client|no-touch")
+OWN = (b"ts.", b"waitaof", b"client|setinfo")
 
 
 def _sorted_rules(text: bytes) -> bytes:

@@ -568,3 +568,44 @@ def test_reload_with_storage_down_keeps_the_data() -> None:
         c.close()
     finally:
         p.stop()
+
+
+def test_object_address_follows_redis_objects(ddiff: Differ) -> None:
+    """DEBUG OBJECT's at: cannot be redis-server's pointer, but it keeps the identities
+    Redis' objects have, on both servers: INCR changes an integer in place (same
+    address) unless the result is a shared small integer, and every key holding the
+    same shared integer shows the same object."""
+
+    def addr(c: RawClient, key: str) -> bytes:
+        line = c.call("DEBUG", "OBJECT", key)
+        m = re.search(rb"at:(0x[0-9a-f]+) ", line)
+        assert m is not None, line
+        return m.group(1)
+
+    def same_on_both(*steps: tuple[str, ...]) -> list[bool]:
+        seen = []
+        for c in (ddiff.ref, ddiff.ours):
+            c.call("DEL", "foo", "bar")
+            before = None
+            kept = []
+            for step in steps:
+                c.call(*step)
+                now = addr(c, "foo")
+                if before is not None:
+                    kept.append(now == before)
+                before = now
+            kept.append(addr(c, "bar") == before if c.call("EXISTS", "bar") == b":1\r\n" else False)
+            seen.append(kept)
+        assert seen[0] == seen[1], seen
+        return seen[0]
+
+    kept = same_on_both(
+        ("SET", "foo", "20000"),
+        ("INCR", "foo"),
+        ("INCRBY", "foo", "-30000"),  # -9999: still in place
+        ("DECR", "foo"),
+    )
+    assert kept == [True, True, True, False]
+    kept = same_on_both(("SET", "foo", "7"), ("INCR", "foo"), ("SET", "bar", "8"))
+    assert kept == [False, True, True]  # 7 and 8 are shared objects, whoever holds them
+    ddiff.check("OBJECT", "REFCOUNT", "foo")

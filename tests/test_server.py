@@ -453,7 +453,7 @@ def test_command_docs_match_redis(diff: Differ) -> None:
 def test_commands_redis_lacks_are_described(diff: Differ) -> None:
     known = _known_to_redis(diff)
     missing = [c for c in _all_ours() if c.name.encode() not in known]
-    assert missing  # CLIENT SETINFO and NO-TOUCH at least (Redis 7.2)
+    assert missing  # CLIENT SETINFO at least (Redis 7.2)
     for c in missing:
         (entry,) = parse(diff.ours.call("COMMAND", "INFO", c.name))[1]
         assert entry[0] == "*" and _name(entry) == c.name.encode()
@@ -473,7 +473,7 @@ def test_command_table_matches_redis(redis_ref: ServerProcess) -> None:
         for c in _all_ours():
             (entry,) = parse(ref.call("COMMAND", "INFO", c.name))[1]
             if entry in NULLS:
-                continue  # not in Redis 7.0 (CLIENT SETINFO/NO-TOUCH are 7.2)
+                continue  # not in Redis 7.0 (CLIENT SETINFO is 7.2)
             items = entry[1]
             arity, first, last, step = (int(items[i][1]) for i in (1, 3, 4, 5))
             if (arity, first, last, step) != (c.arity, c.first_key, c.last_key, c.step):

@@ -371,3 +371,57 @@ def test_watch_in_process() -> None:
     assert isinstance(run(s, "EXEC"), ErrorReply)
     assert not s.watched and not s.store.observers
     assert len(sink.records) == 1
+
+
+def test_watch_across_swapdb(ddiff: Differ) -> None:
+    """SWAPDB dirties a watch only when the key is in either database (Redis'
+    touchAllWatchedKeysInDb), and an expired value on either side is no change: a
+    missing key replaced with an expired one, an expired one with nothing or with
+    another expired one."""
+    d = ddiff
+    d.check("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        steps: list[tuple[str, str]] = [
+            # (what db 0 gets, what db 1 gets) before WATCH x in db 1 and SWAPDB 0 1
+            ("", ""),
+            ("SET x foo", ""),
+            ("", "SET x foo"),
+            ("SET x foo PX 1", ""),
+            ("", "SET x foo PX 1"),
+            ("SET x bar PX 1", "SET x foo PX 1"),
+            ("SET x bar", "SET x foo PX 1"),
+            ("SET x bar PX 1", "SET x foo"),
+        ]
+        for in0, in1 in steps:
+            d.check("FLUSHALL")
+            for db, cmd in (("0", in0), ("1", in1)):
+                d.check("SELECT", db)
+                if cmd:
+                    d.check(*cmd.split())
+            time.sleep(0.01)
+            d.run("""
+                SELECT 1
+                WATCH x
+                SWAPDB 0 1
+                MULTI
+                PING
+                EXEC
+            """)
+        # Swapping back restores the expired value where it was: still no change.
+        d.run("""
+            FLUSHALL
+            SELECT 0
+            SET x foo PX 1
+            SELECT 1
+        """)
+        time.sleep(0.01)
+        d.run("""
+            WATCH x
+            SWAPDB 0 1
+            SWAPDB 0 1
+            MULTI
+            PING
+            EXEC
+        """)
+    finally:
+        d.both("DEBUG", "SET-ACTIVE-EXPIRE", "1")
