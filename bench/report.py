@@ -793,7 +793,9 @@ def _restart(rs: dict[str, Any] | None) -> list[str]:
             "### From a checkpoint plus segments",
             "",
             "Ours with its default checkpointing (a checkpoint every 1,000,000 records,"
-            " built by a forked child while the server keeps serving) takes N SETs of"
+            " built by a forked child while the server keeps serving, on the load CPU:"
+            " `--checkpoint-cpulist`, as redis' AOF rewrites and saves get"
+            " `--aof_rewrite_cpulist` and `--bgsave_cpulist`) takes N SETs of"
             " distinct keys (the item 4 loader), is killed with `kill -9` once they are"
             " durable, and restarts from its newest checkpoint plus the segments after it;"
             " redis restarts from an AOF of the same writes (`--appendonly yes"

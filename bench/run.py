@@ -511,10 +511,10 @@ def item_memory_restart(s: Settings) -> dict[str, Any]:
     return {"memory": mem, "restart": rs}
 
 
-def _aof_redis(records: int, s: Settings) -> tuple[Proc, int]:
+def _aof_redis(records: int, s: Settings, *flags: str) -> tuple[Proc, int]:
     """redis-server with an AOF holding `records` SETs (the item 4 loader), killed."""
     aof_dir = tmpdir("aof")
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", workdir=aof_dir)
+    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", *flags, workdir=aof_dir)
     load(redis.port, set_commands(records, s.value_bytes))
     with Client(redis.port) as c:
         while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
@@ -559,12 +559,20 @@ def _restarts(
     return ours_runs, redis_runs
 
 
+def _child_cpus(flag: str) -> tuple[str, ...]:
+    """`flag LOAD_CPU` where servers are pinned (nothing otherwise)."""
+    return (flag, str(LOAD_CPU)) if PINNED else ()
+
+
 def _checkpoint_restart(s: Settings, records: int) -> dict[str, Any]:
     """Ours with its default checkpointing (a checkpoint every 1,000,000 records, built
     by a forked child) takes `records` SETs of distinct keys, is killed with -9 once
     they are durable, and restarts from the newest checkpoint plus the segments after
-    it; redis restarts from an AOF of the same writes. Restarts alternate."""
-    ours = start_ours(f"file://{tmpdir('ckpt')}")
+    it; redis restarts from an AOF of the same writes. Restarts alternate. Both
+    servers' children (ours: checkpoints; redis: AOF rewrites and saves) run on the
+    load CPU, as `bgsave_cpulist` places them: pinned with the server, a checkpoint
+    shares its core with the load and falls far behind the log."""
+    ours = start_ours(f"file://{tmpdir('ckpt')}", *_child_cpus("--checkpoint-cpulist"))
     _n, load_s = load(ours.port, set_commands(records, s.value_bytes))
     wait_flushed(ours.port, timeout=900)
     p = _persistence(ours.port)
@@ -576,7 +584,8 @@ def _checkpoint_restart(s: Settings, records: int) -> dict[str, Any]:
         "ours_server": show_server(ours),
     }
     ours.kill9()
-    redis, out["aof_bytes"] = _aof_redis(records, s)
+    children = (*_child_cpus("--aof_rewrite_cpulist"), *_child_cpus("--bgsave_cpulist"))
+    redis, out["aof_bytes"] = _aof_redis(records, s, *children)
     out["redis_server"] = show_server(redis)
     ours_runs, redis_runs = _restarts(s, ours, redis, records, "checkpoint")
     serving = med([r["serving_s"] for r in ours_runs])

@@ -65,6 +65,7 @@ class Config:
     http_port: int | None = None  # --http-port: /metrics and the explorer (None: off)
     http_bind: str = "127.0.0.1"  # --http-bind
     s3_put_cost: float = 0.0  # --s3-put-cost: dollars per 1,000 PUTs (INFO, /metrics)
+    checkpoint_cpus: frozenset[int] = frozenset()  # --checkpoint-cpulist (empty: inherited)
     # Redis parameters clients commonly read; settable where meaningful.
     params: dict[str, str] = field(
         default_factory=lambda: {

@@ -53,28 +53,52 @@ def load_image_chunks(store: Store, chunks: Iterable[bytes], raw_len: int, name:
     return store.import_image(head, it)
 
 
+def cpulist(text: str) -> frozenset[int]:
+    """CPUs written as Redis' `bgsave_cpulist`: `N`, `N-M` or `N-M:STEP`, comma
+    separated (empty: none, the server's own are inherited). ValueError if not."""
+    cpus: set[int] = set()
+    for part in filter(None, text.replace(" ", "").split(",")):
+        span, _, step = part.partition(":")
+        lo, dash, hi = span.partition("-")
+        try:
+            first, last = int(lo), int(hi) if dash else int(lo)
+            stride = int(step) if step else 1
+        except ValueError:
+            raise ValueError(f"{text!r} is not a CPU list (like 0-3,5)") from None
+        if first < 0 or last < first or stride < 1:
+            raise ValueError(f"{text!r} is not a CPU list (like 0-3,5)")
+        cpus.update(range(first, last + 1, stride))
+    return frozenset(cpus)
+
+
 async def write_checkpoint(
-    objects: ObjectStore, store: Store, flusher: Flusher | None = None
+    objects: ObjectStore,
+    store: Store,
+    flusher: Flusher | None = None,
+    cpus: frozenset[int] = frozenset(),
 ) -> tuple[int, int]:
     """Write the store's image; return (lsn, bytes stored). Segments up to the
     image's LSN are made durable first, so the log stays contiguous with the
-    checkpoint (fencing relies on it)."""
-    lsn, data = await checkpoint_object(store)
+    checkpoint (fencing relies on it). `cpus`: where the child that builds it runs
+    (`checkpoint_object`)."""
+    lsn, data = await checkpoint_object(store, cpus)
     if flusher is not None:
         await flusher.wait_durable(lsn)
     await objects.put(paths.checkpoint(lsn), data)
     return lsn, len(data)
 
 
-async def checkpoint_object(store: Store) -> tuple[int, bytes]:
+async def checkpoint_object(store: Store, cpus: frozenset[int] = frozenset()) -> tuple[int, bytes]:
     """(LSN, the compressed checkpoint object) of the store as it is now.
 
     As Redis' BGSAVE: a forked child serializes its copy-on-write snapshot of the
     store and sends the object back through a pipe, so the event loop keeps serving
-    while the image is built (a consistent cut at the fork). Where fork is not
-    available or the child fails, the image is taken in one go on the event loop."""
+    while the image is built (a consistent cut at the fork). The child runs on
+    `cpus` when given (as Redis' `bgsave_cpulist`: off the server's core when the
+    server is pinned), else where the server may. Where fork is not available or
+    the child fails, the image is taken in one go on the event loop."""
     lsn = store.lsn
-    child = _fork_image(store, lsn) if hasattr(os, "fork") else None
+    child = _fork_image(store, lsn, cpus) if hasattr(os, "fork") else None
     if child is not None:
         pid, fd = child
         try:
@@ -93,9 +117,9 @@ async def checkpoint_object(store: Store) -> tuple[int, bytes]:
     )
 
 
-def _fork_image(store: Store, lsn: int) -> tuple[int, int] | None:
-    """Fork a child that writes the checkpoint object to a pipe and exits;
-    (its pid, the read end) or None if it could not be started."""
+def _fork_image(store: Store, lsn: int, cpus: frozenset[int]) -> tuple[int, int] | None:
+    """Fork a child (on `cpus`, if any) that writes the checkpoint object to a pipe
+    and exits; (its pid, the read end) or None if it could not be started."""
     r, w = os.pipe()
     try:
         pid = os.fork()
@@ -110,6 +134,8 @@ def _fork_image(store: Store, lsn: int) -> tuple[int, int] | None:
     code = 1  # the child: never returns
     try:
         gc.disable()  # collection would touch (and so copy) every page
+        if cpus:
+            _set_cpus(cpus)
         os.close(r)
         # Hold no client or listening socket open past the parent's close.
         os.closerange(3, w)
@@ -122,6 +148,15 @@ def _fork_image(store: Store, lsn: int) -> tuple[int, int] | None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _set_cpus(cpus: frozenset[int]) -> None:
+    """Move this process to `cpus`; as Redis, a list the machine cannot honour is
+    logged and the process stays where it was."""
+    try:
+        os.sched_setaffinity(0, cpus)
+    except (OSError, ValueError, AttributeError) as e:
+        log.warning("checkpoint child: cannot run on CPUs %s: %s", sorted(cpus), e)
 
 
 def _read_all(fd: int) -> bytes:

@@ -49,6 +49,8 @@ class DurabilityConfig:
     keep_checkpoints: int = DEFAULTS.keep_checkpoints
     # --s3-put-cost: dollars per 1,000 PUTs, for INFO's estimate of the storage bill.
     s3_put_cost: float = 0.0
+    # --checkpoint-cpulist: the CPUs the checkpoint child runs on (empty: the server's).
+    checkpoint_cpus: frozenset[int] = frozenset()
 
 
 class ReplayFigures(Protocol):
@@ -294,7 +296,9 @@ class DurableStore:
             return await self._checkpoint()
 
     async def _checkpoint(self) -> int:
-        lsn, _size = await write_checkpoint(self.objects, self.store, self.flusher)
+        lsn, _size = await write_checkpoint(
+            self.objects, self.store, self.flusher, self.config.checkpoint_cpus
+        )
         newest = await newest_manifest(self.objects)
         if newest is not None and newest.epoch > self.manifest.epoch:
             self.flusher.fence(f"{newest.key}: a newer writer owns this storage prefix")

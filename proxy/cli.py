@@ -21,6 +21,7 @@ from commands.config_table import set_at_start
 from commands.rdb_file import RdbContents
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
+from flusher.checkpoint import cpulist
 from flusher.durable import DurabilityConfig
 from flusher.metered import MeteredObjectStore
 from flusher.objectstore import (
@@ -139,6 +140,11 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("announce-port", None, "... and its port (default: the listening port)"),
     ("http-port", None, "serve /metrics and the history explorer over HTTP on this port (0: free)"),
     ("http-bind", "127.0.0.1", "address the HTTP listener binds (loopback unless told)"),
+    (
+        "checkpoint-cpulist",
+        "",
+        "CPUs for the checkpoint child, as Redis' bgsave_cpulist (0-3,5; empty: the server's)",
+    ),
     ("s3-put-cost", "0", "dollars per 1,000 PUTs, for the storage cost estimate (INFO, /metrics)"),
 ]
 SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3transfer")
@@ -268,6 +274,10 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         raise SystemExit("temporalstore: --http-port must be at most 65535")
     config.http_bind = ns.http_bind
     try:
+        config.checkpoint_cpus = cpulist(ns.checkpoint_cpulist)
+    except ValueError as e:
+        raise SystemExit(f"temporalstore: --checkpoint-cpulist: {e}") from None
+    try:
         config.s3_put_cost = float(ns.s3_put_cost)
     except ValueError:
         raise SystemExit(
@@ -332,6 +342,7 @@ def durability_config(config: Config) -> DurabilityConfig:
         checkpoint_every_seconds=config.checkpoint_every_seconds,
         keep_checkpoints=config.keep_checkpoints,
         s3_put_cost=config.s3_put_cost,
+        checkpoint_cpus=config.checkpoint_cpus,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -105,8 +106,12 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
             return False
     except (TypeError, ValueError):
         return False  # not the common record's shape: one by one says why
-    store.index_lsns.extend(lsns)
-    store.index_times.extend(times)
+    # array.extend converts item by item through argument parsing; struct packs
+    # the run's ints in one C call (a third of the instructions).
+    fmt = f"{n}q"
+    lsn_bytes, time_bytes = struct.pack(fmt, *lsns), struct.pack(fmt, *times)
+    store.index_lsns.frombytes(lsn_bytes)
+    store.index_times.frombytes(time_bytes)
     index_keys = store.index_keys
     weighed = store._index_weighed == len(index_keys)
     if dbi == 0:

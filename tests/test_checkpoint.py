@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,6 +71,53 @@ def test_the_child_builds_the_same_image(monkeypatch: pytest.MonkeyPatch) -> Non
     _header, raw = segment.decode(data, "test", segment.CHECKPOINT_MAGIC)
     assert raw == real_image(store)[0]
     assert _state(_loaded(data, lsn)) == _state(store)
+
+
+def test_the_child_runs_on_the_cpus_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--checkpoint-cpulist (as Redis' bgsave-cpulist): the child moves to those
+    CPUs, the server stays where it was; an empty list leaves the child on the
+    server's."""
+    store = _store()
+    parent = os.getpid()
+    mine = os.sched_getaffinity(0)
+    one = frozenset({max(mine)})
+    seen: list[set[int]] = []
+
+    def where(st: Store) -> tuple[bytes, int]:
+        assert os.getpid() != parent
+        return json.dumps(sorted(os.sched_getaffinity(0))).encode(), 0
+
+    monkeypatch.setattr(checkpoint, "image", where)
+    for cpus in (one, frozenset()):
+        _lsn, data = asyncio.run(checkpoint_object(store, cpus))
+        raw = segment.decode(data, "test", segment.CHECKPOINT_MAGIC)[1]
+        seen.append(set(json.loads(raw)))
+    assert seen == [set(one), mine]
+    assert os.sched_getaffinity(0) == mine
+
+
+def test_cpu_lists_read_as_redis_writes_them() -> None:
+    assert checkpoint.cpulist("") == frozenset()
+    assert checkpoint.cpulist("1") == {1}
+    assert checkpoint.cpulist("0-3,5") == {0, 1, 2, 3, 5}
+    assert checkpoint.cpulist("0-7:2, 9") == {0, 2, 4, 6, 9}
+    for bad in ("x", "3-1", "1-", "-1", "0-4:0", "a,1"):
+        with pytest.raises(ValueError, match="is not a CPU list"):
+            checkpoint.cpulist(bad)
+
+
+def test_the_server_refuses_a_bad_cpu_list(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "proxy.cli", "serve", "--port", "0"]
+    argv += ["--storage", f"file://{tmp_path}/data", "--checkpoint-cpulist", "1-0"]
+    out = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode != 0
+    assert "--checkpoint-cpulist: '1-0' is not a CPU list (like 0-3,5)" in out.stderr
 
 
 def test_in_process_when_fork_fails(monkeypatch: pytest.MonkeyPatch) -> None:
