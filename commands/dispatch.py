@@ -25,6 +25,7 @@ from commands.errors import (
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
+from commands.propagate import after_call as propagate_after
 from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import Session
@@ -192,6 +193,9 @@ class Dispatcher:
         mark = perf_counter_ns() if s.in_exec else server.clock_mark
         if server.monitors and cmd.flags & Flag.SKIP_MONITOR:
             feed_script_call(s, cmd, argv)  # EVAL, FCALL: before the commands they run
+        stream = server.repl_stream  # Redis replicas attached (commands.redis_repl)
+        if stream is not None:
+            stream.depth += 1
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
@@ -217,6 +221,8 @@ class Dispatcher:
             notify_after(s, cmd, argv, savepoint)
         if server.tracking is not None:  # client-side caching (commands.tracking)
             reply = server.tracking.after_call(s, cmd, argv, savepoint, reply)
+        if stream is not None:  # what Redis would propagate (commands.propagate)
+            propagate_after(stream, s, cmd, argv, savepoint, reply)
         st.calls += 1
         now = perf_counter_ns()
         dur = now - mark

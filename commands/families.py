@@ -17,6 +17,7 @@ from commands import dump
 from commands import tracking
 from commands import client_control, slowlog, latency, lolwut
 from commands import debug, memory
+from commands import redis_repl
 
 # isort: on
 
@@ -43,6 +44,7 @@ __all__ = [
     "lolwut",
     "memory",
     "pubsub",
+    "redis_repl",
     "replication",
     "scripting",
     "sentinel",

@@ -92,7 +92,9 @@ def cmd_replconf(s: Session, argv: list[bytes]) -> Reply:
         if opt == b"ack":
             n = string2ll(value)
             if n is not None:
-                r.ack(s.id, n)
+                stream = s.server.repl_stream  # a Redis replica (commands.redis_repl)?
+                if stream is None or not stream.ack(s.id, n):
+                    r.ack(s.id, n)
             return Frames([])  # an ACK has no reply
         if opt == b"listening-port":
             s.repl_port = get_range_long(value, 0, 65535)

@@ -9,12 +9,14 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from commands.replies import Reply
+from commands.replies import Encoded, Reply
 
 if TYPE_CHECKING:
     from commands.session import Session
+
+PING_ARGV = [b"PING"]
 
 
 @dataclass
@@ -128,8 +130,9 @@ class ReplicationState:
                 break
         return current()
 
-    def info(self, lsn: int) -> str:
-        """INFO replication's fields, as Redis 7.0 lays them out."""
+    def info(self, lsn: int, redis_replicas: list[tuple[str, int, int, float]]) -> str:
+        """INFO replication's fields, as Redis 7.0 lays them out; `redis_replicas`
+        (ip, port, acked offset, last ack) are the replicas of the Redis protocol."""
         now = time.time()
         lines: list[str] = [f"role:{self.role}"]
         if self.is_replica:
@@ -145,10 +148,98 @@ class ReplicationState:
             if not self.link_up:
                 lines.append(f"master_link_down_since_seconds:{int(now - self.link_down_since)}")
             lines += ["slave_priority:100", "slave_read_only:1", "replica_announced:1"]
-        lines.append(f"connected_slaves:{len(self.links)}")
-        for i, link in enumerate(self.links.values()):
-            lag = int(now - link.last_ack)
-            lines.append(
-                f"slave{i}:ip={link.ip},port={link.port},state=online,offset={link.acked},lag={lag}"
-            )
+        lines.append(f"connected_slaves:{len(self.links) + len(redis_replicas)}")
+        links = [(x.ip, x.port, x.acked, x.last_ack) for x in self.links.values()]
+        for i, (ip, port, acked, last) in enumerate(links + redis_replicas):
+            lag = int(now - last)
+            lines.append(f"slave{i}:ip={ip},port={port},state=online,offset={acked},lag={lag}")
         return "\r\n".join(lines) + "\r\n"
+
+
+# -- Redis replicas (commands.redis_repl) ---------------------------------------------
+
+
+def encode_command(argv: list[bytes]) -> bytes:
+    """A command as the replication stream carries it: a RESP array of bulk strings."""
+    out = [b"*%d\r\n" % len(argv)]
+    for a in argv:
+        out.append(b"$%d\r\n%b\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+@dataclass
+class RedisReplica:
+    session: Session
+    ip: str
+    port: int
+    acked: int = 0  # REPLCONF ACK: the offset the replica says it processed
+    last_ack: float = field(default_factory=time.time)
+
+
+@dataclass
+class ReplStream:
+    """The replication stream to Redis replicas: their links, the byte offset, the
+    database the stream last selected, and the commands of the call under way."""
+
+    offset: int = 0
+    replicas: dict[int, RedisReplica] = field(default_factory=dict)
+    seldb: int = -1  # Redis' slaveseldb: -1 makes the next command start with SELECT
+    depth: int = 0  # calls under way (nested: EXEC's commands, a script's redis.call)
+    pending: list[tuple[int, list[bytes]]] = field(default_factory=list)
+    pinger: asyncio.Task[None] | None = None
+
+    def feed(self, server: Any, dbi: int, argv: list[bytes]) -> None:
+        """replicationFeedSlaves: SELECT if the database changed, then the command."""
+        data = encode_command(argv)
+        if dbi != self.seldb:
+            db = b"%d" % dbi
+            data = b"*2\r\n$6\r\nSELECT\r\n$%d\r\n%b\r\n" % (len(db), db) + data
+            self.seldb = dbi
+        self.offset += len(data)
+        gone = []
+        for cid, rep in self.replicas.items():
+            if cid in server.clients:
+                rep.session.push(Encoded(data))
+            else:
+                gone.append(cid)
+        for cid in gone:
+            del self.replicas[cid]
+        if not self.replicas:
+            # No Redis replica is left: the dispatcher stops feeding the stream.
+            server.repl_stream = None
+            self.pending.clear()
+            self.depth = 0
+
+    def propagate(self, server: Any, ops: list[tuple[int, list[bytes]]], wrap: bool) -> None:
+        """propagatePendingCommands: `ops` in order, inside MULTI/EXEC when `wrap` and
+        there are several (MULTI in the first's database, EXEC in the last's)."""
+        wrap = wrap and len(ops) > 1
+        if wrap:
+            self.feed(server, ops[0][0], [b"MULTI"])
+        for dbi, argv in ops:
+            self.feed(server, dbi, argv)
+            if server.repl_stream is None:
+                return  # the last replica went away
+        if wrap:
+            self.feed(server, ops[-1][0], [b"EXEC"])
+
+    def expired(self, server: Any, dbi: Any, key: bytes) -> None:
+        """A key expired (lazily, inside a call; or by active expiry): its DEL (UNLINK
+        with lazyfree-lazy-expire) is propagated with the call's commands, or at once."""
+        if type(dbi) is not int:
+            return  # a branch's database: nothing in Redis' keyspace
+        lazy = server.config.params.get("lazyfree-lazy-expire", "no") == "yes"
+        argv = [b"UNLINK" if lazy else b"DEL", key]
+        if self.depth:
+            self.pending.append((dbi, argv))
+        else:
+            self.propagate(server, [(dbi, argv)], False)
+
+    def ack(self, session_id: int, offset: int) -> bool:
+        """REPLCONF ACK from a Redis replica (False: the session is not one)."""
+        rep = self.replicas.get(session_id)
+        if rep is None:
+            return False
+        rep.acked = max(rep.acked, offset)
+        rep.last_ack = time.time()
+        return True

@@ -1,0 +1,267 @@
+"""What a command propagates to Redis replicas (`commands.redis_repl`), as redis-server
+7.0's call() does: a command that changed the dataset is propagated as the client sent
+it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropagate):
+
+- SET with EX/PX/EXAT/PXAT, SETEX, PSETEX: `SET key value PXAT <ms>`; SET ... GET
+  without its GET; GETSET: `SET key value`; INCRBYFLOAT: `SET key <new> KEEPTTL`;
+  HINCRBYFLOAT: `HSET key field <new>`.
+- EXPIRE, PEXPIRE, EXPIREAT: `PEXPIREAT key <ms>` (their NX/XX/GT/LT kept), PEXPIREAT as
+  sent; a time already past: `DEL key` (`UNLINK` with lazyfree-lazy-expire). GETEX:
+  `PEXPIREAT key <ms>`, `PERSIST key`, or DEL/UNLINK. GETDEL: `DEL key` (`UNLINK` with
+  lazyfree-lazy-user-del). RESTORE with a relative TTL: the absolute time and ABSTTL.
+- SPOP key: `SREM key member`; SPOP key count: one `SREM key member` per member, or
+  `DEL key` when it took the whole set.
+- BLPOP/BRPOP: `LPOP|RPOP key`; BLMOVE: `LMOVE`; BRPOPLPUSH: `RPOPLPUSH`; LMPOP/BLMPOP:
+  `LPOP|RPOP key <count popped>`; BZPOPMIN/BZPOPMAX: `ZPOPMIN|ZPOPMAX key`; ZMPOP/BZMPOP:
+  `ZPOPMIN|ZPOPMAX key <count popped>` (also when served after blocking).
+- XADD with an ID to generate (`*`, `ms-*`): the ID it got.
+- Expired keys (lazily, by a command's lookup, or by active expiry): `DEL key`
+  (`UNLINK` with lazyfree-lazy-expire), before the command that found them.
+- FLUSHALL, FLUSHDB, SWAPDB and PUBLISH are propagated even when they changed nothing.
+- MULTI/EXEC and scripts (EVAL*, FCALL*): their commands' propagation, inside
+  `MULTI`/`EXEC` when there are several; the EVAL/FCALL itself is not propagated. One
+  command that propagates several (SPOP with a count, a lookup that expired keys) is
+  wrapped too, except SCAN and RANDOMKEY (Redis' CMD_TOUCHES_ARBITRARY_KEYS).
+
+Not as Redis: XREADGROUP, XCLAIM, XAUTOCLAIM and TS.* verbs that change main-line keys
+propagate each key's resulting state (`RESTORE key ttl payload REPLACE [ABSTTL]`, or `DEL
+key`) instead of Redis' XCLAIM/XGROUP SETID commands; XADD/XTRIM with `~` are
+propagated as sent (Redis rewrites the approximate trim to the exact one it made);
+writes to branches (`TS.CHECKOUT` a branch) are not propagated (Redis has no such
+database); DEBUG is never propagated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from commands.rdb_write import dump_payload
+from commands.registry import Command
+from commands.replies import ErrorReply, Reply
+from commands.replstate import ReplStream
+from commands.session import Session
+
+Out = list[tuple[int, list[bytes]]]
+Rule = Callable[[Session, list[bytes], list[Any], Reply], Out | None]
+
+# Never propagated themselves (their commands are, or nothing is).
+SKIP = frozenset({
+    "exec", "multi", "discard", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall",
+    "fcall_ro", "debug", "sync", "psync", "replconf",
+})  # fmt: skip
+# Propagated even when the dataset did not change (forceCommandPropagation).
+FORCED = frozenset({"flushall", "flushdb", "swapdb", "publish"})
+# Lookups that may expire any key: their DELs are never wrapped in MULTI/EXEC.
+ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
+# Propagated as each touched key's resulting state.
+BY_EFFECT = frozenset({"xreadgroup", "xclaim", "xautoclaim"})
+
+
+def after_call(
+    rs: ReplStream, s: Session, cmd: Command, argv: list[bytes], savepoint: int, reply: Reply
+) -> None:
+    """The dispatcher's hook after every call while a Redis replica is attached."""
+    rs.depth -= 1
+    if s.server.repl_stream is not rs:
+        return  # the last replica left during the call
+    out = command_propagation(s, cmd, argv, savepoint, reply)
+    if out:
+        rs.pending.extend(out)
+    if rs.depth <= 0 and rs.pending:
+        ops = rs.pending
+        rs.pending = []
+        rs.depth = 0
+        rs.propagate(s.server, ops, cmd.name not in ARBITRARY_KEYS)
+
+
+def command_propagation(
+    s: Session, cmd: Command, argv: list[bytes], savepoint: int, reply: Reply
+) -> Out:
+    name = cmd.name
+    if name in SKIP:
+        return []
+    own = [p for p in s.store.pending[savepoint:] if p[4] != "expired"]
+    if not own:
+        if name in FORCED and type(reply) is not ErrorReply and type(s.dbi) is int:
+            return [(s.dbi, argv)]
+        return []
+    if not any(type(p[0]) is int for p in own) or type(s.dbi) is not int:
+        return []  # only a branch's databases changed
+    if name.startswith("ts.") or name in BY_EFFECT:
+        return effects(s, own)
+    rule = RULES.get(name)
+    if rule is not None:
+        out = rule(s, argv, own, reply)
+        if out is not None:
+            return out
+    return [(s.dbi, argv)]
+
+
+def effects(s: Session, own: list[Any]) -> Out:
+    """Each main-line key the command changed, as its state now: RESTORE or DEL."""
+    # Imported here: the dispatcher imports this module, and these register commands
+    # (families register in `commands.families`' order).
+    from commands.dump import _compress, _fill
+    from commands.keys import object_encoding
+
+    out: Out = []
+    seen: set[tuple[int, bytes]] = set()
+    store = s.store
+    for dbi, key, *_rest in own:
+        if type(dbi) is not int or key is None or (dbi, key) in seen:
+            continue
+        seen.add((dbi, key))
+        db = store.dbs[dbi]
+        value = db.data.get(key)
+        if value is None:
+            out.append((dbi, [b"DEL", key]))
+            continue
+        payload = dump_payload(value, _compress(s), _fill(s), object_encoding(value))
+        at = db.ttl_ms(key)
+        args = [b"RESTORE", key, b"%d" % (at or 0), payload, b"REPLACE"]
+        out.append((dbi, [*args, b"ABSTTL"] if at else args))
+    return out
+
+
+def _lazy(s: Session, option: str) -> bytes:
+    return b"UNLINK" if s.server.config.params.get(option, "no") == "yes" else b"DEL"
+
+
+def _one(s: Session, *argv: bytes) -> Out:
+    return [(s.dbi, list(argv))]
+
+
+def _set(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    key = argv[1]
+    opts = [a.lower() for a in argv[3:]]
+    if any(o in (b"ex", b"px", b"exat", b"pxat") for o in opts):
+        return _set_pxat(s, key, argv[2])
+    if b"get" in opts:
+        return [(s.dbi, [a for j, a in enumerate(argv) if j < 3 or a.lower() != b"get"])]
+    return None
+
+
+def _set_pxat(s: Session, key: bytes, value: bytes) -> Out | None:
+    at = s.db.ttl_ms(key)
+    return None if at is None else _one(s, b"SET", key, value, b"PXAT", b"%d" % at)
+
+
+def _expire(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    op = own[-1][2]
+    if op[0] == "del":
+        return _one(s, _lazy(s, "lazyfree-lazy-expire"), argv[1])
+    if op[0] != "expire" or op[1] is None:
+        return None
+    new = list(argv)
+    if argv[0].lower() != b"pexpireat":
+        new[0] = b"PEXPIREAT"
+        new[2] = b"%d" % op[1]
+    return [(s.dbi, new)]
+
+
+def _getex(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    op = own[-1][2]
+    if op[0] == "del":
+        return _one(s, _lazy(s, "lazyfree-lazy-expire"), argv[1])
+    if op[0] == "expire":
+        if op[1] is None:
+            return _one(s, b"PERSIST", argv[1])
+        return _one(s, b"PEXPIREAT", argv[1], b"%d" % op[1])
+    return None
+
+
+def _restore(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    key = argv[1]
+    if s.db.data.get(key) is None:
+        return _one(s, b"DEL", key)
+    if argv[2] == b"0" or any(a.lower() == b"absttl" for a in argv[4:]):
+        return None
+    at = s.db.ttl_ms(key)
+    if at is None:
+        return None
+    return [(s.dbi, [argv[0], key, b"%d" % at, *argv[3:], b"ABSTTL"])]
+
+
+def _spop(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    key = argv[1]
+    if len(argv) == 2:
+        return _one(s, b"SREM", key, reply)
+    if s.db.data.get(key) is None:
+        return _one(s, b"DEL", key)
+    return [(s.dbi, [b"SREM", key, m]) for m in reply]
+
+
+def _popped(reply: Reply) -> tuple[bytes, int]:
+    return reply[0], len(reply[1])
+
+
+def _where(argv: list[bytes], numkeys_at: int) -> bytes:
+    n = int(argv[numkeys_at])
+    return argv[numkeys_at + 1 + n].lower()
+
+
+def _mpop(numkeys_at: int, zset: bool) -> Rule:
+    def rule(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+        key, n = _popped(reply)
+        where = _where(argv, numkeys_at)
+        if zset:
+            verb = b"ZPOPMAX" if where == b"max" else b"ZPOPMIN"
+        else:
+            verb = b"RPOP" if where == b"right" else b"LPOP"
+        return _one(s, verb, key, b"%d" % n)
+
+    return rule
+
+
+def _bpop(verb: bytes) -> Rule:
+    def rule(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+        return _one(s, verb, reply[0])
+
+    return rule
+
+
+def _xadd(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    i = 2
+    while i < len(argv):
+        a = argv[i].lower()
+        if a == b"nomkstream":
+            i += 1
+        elif a in (b"maxlen", b"minid"):
+            i += 2 + (argv[i + 1] in (b"=", b"~"))
+        elif a == b"limit":
+            i += 2
+        else:
+            break
+    if i < len(argv) and argv[i].endswith(b"*") and type(reply) is bytes:
+        return [(s.dbi, [*argv[:i], reply, *argv[i + 1 :]])]
+    return None
+
+
+RULES: dict[str, Rule] = {
+    "set": _set,
+    "setex": lambda s, a, o, r: _set_pxat(s, a[1], a[3]),
+    "psetex": lambda s, a, o, r: _set_pxat(s, a[1], a[3]),
+    "getset": lambda s, a, o, r: _one(s, b"SET", *a[1:]),
+    "getdel": lambda s, a, o, r: _one(s, _lazy(s, "lazyfree-lazy-user-del"), a[1]),
+    "getex": _getex,
+    "incrbyfloat": lambda s, a, o, r: _one(s, b"SET", a[1], r, b"KEEPTTL"),
+    "hincrbyfloat": lambda s, a, o, r: _one(s, b"HSET", a[1], a[2], r),
+    "expire": _expire,
+    "pexpire": _expire,
+    "expireat": _expire,
+    "pexpireat": _expire,
+    "restore": _restore,
+    "spop": _spop,
+    "blpop": _bpop(b"LPOP"),
+    "brpop": _bpop(b"RPOP"),
+    "bzpopmin": _bpop(b"ZPOPMIN"),
+    "bzpopmax": _bpop(b"ZPOPMAX"),
+    "blmove": lambda s, a, o, r: _one(s, b"LMOVE", *a[1:5]),
+    "brpoplpush": lambda s, a, o, r: _one(s, b"RPOPLPUSH", a[1], a[2]),
+    "lmpop": _mpop(1, False),
+    "blmpop": _mpop(2, False),
+    "zmpop": _mpop(1, True),
+    "bzmpop": _mpop(2, True),
+    "xadd": _xadd,
+}

@@ -1,0 +1,132 @@
+"""Redis' own replica protocol, served to Redis replicas (`redis-server --replicaof`,
+`redis-cli --replica`, the Redis suite's `attach_to_replication_stream`).
+
+SYNC · PSYNC replid offset
+    A full resynchronization: PSYNC answers `+FULLRESYNC <replid> <offset>` (never
+    `+CONTINUE`: there is no byte backlog to continue from), then both send the
+    dataset as an RDB file (`$<len>\\r\\n` and the file, no CRLF after it), and from
+    then on every write as redis-server 7.0 propagates it (`commands.propagate`), a
+    `SELECT` before a command of another database than the one before, PINGs every
+    `repl-ping-replica-period` seconds. The connection answers nothing more (as a
+    replica's client in Redis); `REPLCONF ACK <offset>` records the replica's offset.
+
+Our own replicas (`TS.FOLLOW`, `proxy.replication`) stream records, not commands; both
+kinds can be attached at once. The stream's byte offset (INFO replication's
+`master_repl_offset` once a Redis replica has attached; before that it is the LSN, the
+offset our own replicas use) moves with every byte sent to Redis replicas.
+
+While no Redis replica is attached `ServerState.repl_stream` is None and the
+dispatcher's one test per command skips all of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from commands.dump import _compress, _fill
+from commands.keys import object_encoding
+from commands.rdb_write import rdb_file, serialize
+from commands.registry import Flag, command
+from commands.replies import NO_REPLY, Encoded, Reply
+from commands.replstate import PING_ARGV, RedisReplica, ReplStream
+from commands.session import Session
+
+REDIS_VER = b"7.0.15"
+
+
+def attach(s: Session) -> ReplStream:
+    """Make the session a Redis replica of this server; the stream exists from now on."""
+    server = s.server
+    rs = server.repl_stream
+    if rs is None:
+        rs = server.repl_stream = server.redis_repl
+        rs.seldb = -1
+        # The store's expiry hook now also feeds the stream (commands.notify).
+        from commands.notify import set_expiry_hook
+
+        set_expiry_hook(server)
+        if rs.pinger is None or rs.pinger.done():
+            with contextlib.suppress(RuntimeError):  # no loop: in-process tests
+                rs.pinger = asyncio.get_running_loop().create_task(_ping(server))
+    ip = s.repl_ip or s.addr.rsplit(":", 1)[0]
+    rs.replicas[s.id] = RedisReplica(s, ip, s.repl_port)
+    return rs
+
+
+async def _ping(server: Any) -> None:
+    """replicationCron: a PING into the stream every repl-ping-replica-period seconds
+    (in the database last selected: no SELECT for it)."""
+    last = time.monotonic()
+    while server.repl_stream is not None:
+        await asyncio.sleep(1)
+        rs = server.repl_stream
+        if rs is None:
+            return
+        try:
+            period = int(server.config.params.get("repl-ping-replica-period", "10"))
+        except ValueError:
+            period = 10
+        if time.monotonic() - last >= period:
+            last = time.monotonic()
+            if rs.replicas and not rs.depth:
+                rs.feed(server, rs.seldb, PING_ARGV)
+
+
+def snapshot(s: Session) -> bytes:
+    """The dataset as an RDB file: every database's live keys with their expiries,
+    and the function libraries."""
+    store = s.store
+    compress, fill = _compress(s), _fill(s)
+    dbs = []
+    for db in store.dbs:
+        keys = []
+        live = db.keys()  # without the expired ones
+        for key in live:
+            value = db.data.get(key)
+            if value is None:
+                continue
+            ser = serialize(value, compress, fill, object_encoding(value))
+            keys.append((key, ser, db.expires.get(key)))
+        dbs.append((db.index, keys))
+    rs = s.server.redis_repl
+    aux = [
+        (b"redis-ver", REDIS_VER),
+        (b"redis-bits", b"64"),
+        (b"ctime", b"%d" % int(time.time())),
+        (b"used-mem", b"0"),
+        (b"repl-stream-db", b"0"),
+        (b"repl-id", s.server.replid.encode()),
+        (b"repl-offset", b"%d" % rs.offset),
+        (b"aof-base", b"0"),
+    ]
+    return rdb_file(aux, list(store.functions.values()), dbs)
+
+
+def _full_sync(s: Session, psync: bool) -> Reply:
+    server = s.server
+    if server.replication.is_replica:
+        # As Redis while its own link is down; our replicas serve no Redis replicas.
+        return Encoded(b"-NOMASTERLINK Can't SYNC while not connected with my master\r\n")
+    rs = attach(s)
+    rdb = snapshot(s)
+    head = b"+FULLRESYNC %s %d\r\n" % (server.replid.encode(), rs.offset) if psync else b""
+    s.push(Encoded(head + b"$%d\r\n" % len(rdb) + rdb))
+    s.reply_mode = 1  # commands.client_control.REPLY_OFF: a replica gets no replies
+    server.sync_full += 1
+    return NO_REPLY
+
+
+_SYNC_FLAGS = Flag.ADMIN | Flag.NOSCRIPT | Flag.NO_MULTI | Flag.NO_ASYNC_LOADING
+
+
+@command("sync", 1, _SYNC_FLAGS)
+def cmd_sync(s: Session, argv: list[bytes]) -> Reply:
+    return _full_sync(s, False)
+
+
+@command("psync", -3, _SYNC_FLAGS)
+def cmd_psync(s: Session, argv: list[bytes]) -> Reply:
+    return _full_sync(s, True)
