@@ -43,7 +43,6 @@ def attach(s: Session) -> ReplStream:
     rs = server.repl_stream
     if rs is None:
         rs = server.repl_stream = server.redis_repl
-        rs.seldb = -1
         # The store's expiry hook now also feeds the stream (commands.notify).
         from commands.notify import set_expiry_hook
 
@@ -51,6 +50,7 @@ def attach(s: Session) -> ReplStream:
         if rs.pinger is None or rs.pinger.done():
             with contextlib.suppress(RuntimeError):  # no loop: in-process tests
                 rs.pinger = asyncio.get_running_loop().create_task(_ping(server))
+    rs.seldb = -1  # as replicationSetupSlaveForFullResync: the stream selects again
     ip = s.repl_ip or s.addr.rsplit(":", 1)[0]
     rs.replicas[s.id] = RedisReplica(s, ip, s.repl_port)
     return rs

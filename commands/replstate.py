@@ -190,25 +190,24 @@ class ReplStream:
 
     def feed(self, server: Any, dbi: int, argv: list[bytes]) -> None:
         """replicationFeedSlaves: SELECT if the database changed, then the command."""
+        clients = server.clients
+        for cid in [cid for cid in self.replicas if cid not in clients]:
+            del self.replicas[cid]  # its connection closed
+        if not self.replicas:
+            # No Redis replica is left: the dispatcher stops feeding the stream (and
+            # the offset stops, where Redis' moves on while its backlog lives).
+            server.repl_stream = None
+            self.pending.clear()
+            self.depth = 0
+            return
         data = encode_command(argv)
         if dbi != self.seldb:
             db = b"%d" % dbi
             data = b"*2\r\n$6\r\nSELECT\r\n$%d\r\n%b\r\n" % (len(db), db) + data
             self.seldb = dbi
         self.offset += len(data)
-        gone = []
-        for cid, rep in self.replicas.items():
-            if cid in server.clients:
-                rep.session.push(Encoded(data))
-            else:
-                gone.append(cid)
-        for cid in gone:
-            del self.replicas[cid]
-        if not self.replicas:
-            # No Redis replica is left: the dispatcher stops feeding the stream.
-            server.repl_stream = None
-            self.pending.clear()
-            self.depth = 0
+        for rep in self.replicas.values():
+            rep.session.push(Encoded(data))
 
     def propagate(self, server: Any, ops: list[tuple[int, list[bytes]]], wrap: bool) -> None:
         """propagatePendingCommands: `ops` in order, inside MULTI/EXEC when `wrap` and
