@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from commands.rdb_write import dump_payload
 from commands.registry import Command
 from commands.replies import ErrorReply, Reply
 from commands.replstate import ReplStream
@@ -89,39 +88,14 @@ def command_propagation(
     if not any(type(p[0]) is int for p in own) or type(s.dbi) is not int:
         return []  # only a branch's databases changed
     if name.startswith("ts.") or name in BY_EFFECT:
-        return effects(s, own)
+        stream = s.server.repl_stream
+        return [] if stream is None or stream.effects is None else stream.effects(s, own)
     rule = RULES.get(name)
     if rule is not None:
         out = rule(s, argv, own, reply)
         if out is not None:
             return out
     return [(s.dbi, argv)]
-
-
-def effects(s: Session, own: list[Any]) -> Out:
-    """Each main-line key the command changed, as its state now: RESTORE or DEL."""
-    # Imported here: the dispatcher imports this module, and these register commands
-    # (families register in `commands.families`' order).
-    from commands.dump import _compress, _fill
-    from commands.keys import object_encoding
-
-    out: Out = []
-    seen: set[tuple[int, bytes]] = set()
-    store = s.store
-    for dbi, key, *_rest in own:
-        if type(dbi) is not int or key is None or (dbi, key) in seen:
-            continue
-        seen.add((dbi, key))
-        db = store.dbs[dbi]
-        value = db.data.get(key)
-        if value is None:
-            out.append((dbi, [b"DEL", key]))
-            continue
-        payload = dump_payload(value, _compress(s), _fill(s), object_encoding(value))
-        at = db.ttl_ms(key)
-        args = [b"RESTORE", key, b"%d" % (at or 0), payload, b"REPLACE"]
-        out.append((dbi, [*args, b"ABSTTL"] if at else args))
-    return out
 
 
 def _lazy(s: Session, option: str) -> bytes:

@@ -28,7 +28,9 @@ from typing import Any
 
 from commands.dump import _compress, _fill
 from commands.keys import object_encoding
-from commands.rdb_write import rdb_file, serialize
+from commands.notify import set_expiry_hook
+from commands.propagate import Out
+from commands.rdb_write import dump_payload, rdb_file, serialize
 from commands.registry import Flag, command
 from commands.replies import NO_REPLY, Encoded, Reply
 from commands.replstate import PING_ARGV, RedisReplica, ReplStream
@@ -43,10 +45,8 @@ def attach(s: Session) -> ReplStream:
     rs = server.repl_stream
     if rs is None:
         rs = server.repl_stream = server.redis_repl
-        # The store's expiry hook now also feeds the stream (commands.notify).
-        from commands.notify import set_expiry_hook
-
-        set_expiry_hook(server)
+        rs.effects = effects
+        set_expiry_hook(server)  # the store's expiry hook now also feeds the stream
         if rs.pinger is None or rs.pinger.done():
             with contextlib.suppress(RuntimeError):  # no loop: in-process tests
                 rs.pinger = asyncio.get_running_loop().create_task(_ping(server))
@@ -73,6 +73,27 @@ async def _ping(server: Any) -> None:
             last = time.monotonic()
             if rs.replicas and not rs.depth:
                 rs.feed(server, rs.seldb, PING_ARGV)
+
+
+def effects(s: Session, own: list[Any]) -> Out:
+    """Each main-line key the command changed, as its state now: RESTORE or DEL."""
+    out: Out = []
+    seen: set[tuple[int, bytes]] = set()
+    store = s.store
+    for dbi, key, *_rest in own:
+        if type(dbi) is not int or key is None or (dbi, key) in seen:
+            continue
+        seen.add((dbi, key))
+        db = store.dbs[dbi]
+        value = db.data.get(key)
+        if value is None:
+            out.append((dbi, [b"DEL", key]))
+            continue
+        payload = dump_payload(value, _compress(s), _fill(s), object_encoding(value))
+        at = db.ttl_ms(key)
+        args = [b"RESTORE", key, b"%d" % (at or 0), payload, b"REPLACE"]
+        out.append((dbi, [*args, b"ABSTTL"] if at else args))
+    return out
 
 
 def snapshot(s: Session) -> bytes:

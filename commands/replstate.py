@@ -187,6 +187,9 @@ class ReplStream:
     depth: int = 0  # calls under way (nested: EXEC's commands, a script's redis.call)
     pending: list[tuple[int, list[bytes]]] = field(default_factory=list)
     pinger: asyncio.Task[None] | None = None
+    # The state of the keys a command changed, as RESTORE/DEL commands (for commands
+    # propagated by their effects; set by commands.redis_repl, which can import DUMP).
+    effects: Callable[[Any, list[Any]], list[tuple[int, list[bytes]]]] | None = None
 
     def feed(self, server: Any, dbi: int, argv: list[bytes]) -> None:
         """replicationFeedSlaves: SELECT if the database changed, then the command."""
