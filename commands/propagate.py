@@ -51,6 +51,7 @@ SKIP = frozenset({
 })  # fmt: skip
 # Propagated even when the dataset did not change (forceCommandPropagation).
 FORCED = frozenset({"flushall", "flushdb", "swapdb", "publish"})
+EXPIRES = frozenset({"expire", "pexpire", "expireat", "pexpireat"})
 # Lookups that may expire any key: their DELs are never wrapped in MULTI/EXEC.
 ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
 # Propagated as each touched key's resulting state.
@@ -82,8 +83,13 @@ def command_propagation(
         return []
     own = [p for p in s.store.pending[savepoint:] if p[4] != "expired"]
     if not own:
-        if name in FORCED and type(reply) is not ErrorReply and type(s.dbi) is int:
+        if type(reply) is ErrorReply or type(s.dbi) is not int:
+            return []
+        if name in FORCED:
             return [(s.dbi, argv)]
+        if name in EXPIRES and reply == 1:
+            # The same expiry again: nothing changed here, but Redis counts it a change.
+            return _expire(s, argv, own, reply) or []
         return []
     if not any(type(p[0]) is int for p in own) or type(s.dbi) is not int:
         return []  # only a branch's databases changed
@@ -122,7 +128,7 @@ def _set_pxat(s: Session, key: bytes, value: bytes) -> Out | None:
 
 
 def _expire(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
-    op = own[-1][2]
+    op = own[-1][2] if own else ("expire", s.db.ttl_ms(argv[1]))
     if op[0] == "del":
         return _one(s, _lazy(s, "lazyfree-lazy-expire"), argv[1])
     if op[0] != "expire" or op[1] is None:
