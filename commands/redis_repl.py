@@ -29,6 +29,7 @@ from typing import Any
 from commands.dump import _compress, _fill
 from commands.keys import object_encoding
 from commands.notify import set_expiry_hook
+from commands.ops_state import REPLY_OFF
 from commands.propagate import Out
 from commands.rdb_write import dump_payload, rdb_file, serialize
 from commands.registry import Flag, command
@@ -135,7 +136,8 @@ def _full_sync(s: Session, psync: bool) -> Reply:
     rdb = snapshot(s)
     head = b"+FULLRESYNC %s %d\r\n" % (server.replid.encode(), rs.offset) if psync else b""
     s.push(Encoded(head + b"$%d\r\n" % len(rdb) + rdb))
-    s.reply_mode = 1  # commands.client_control.REPLY_OFF: a replica gets no replies
+    s.reply_mode = REPLY_OFF  # a replica gets no replies
+    s.redis_replica = True  # client-output-buffer-limit's replica class applies
     server.sync_full += 1
     return NO_REPLY
 

@@ -306,6 +306,7 @@ class Session:
         self.output_size: Callable[[], int] = lambda: 0
         self.repl_port = 0  # REPLCONF listening-port (a replica's link)
         self.repl_ip = ""  # REPLCONF ip-address
+        self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
         self.resp = 2
         self.dbi = 0
         self.db: Database = self.store.dbs[0]

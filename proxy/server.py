@@ -435,7 +435,8 @@ class Connection(asyncio.Protocol):
         s = self.session
         if t is None or s is None or t.is_closing():
             return
-        limit = s.server.limits.output["pubsub" if s.channels or s.patterns else "normal"]
+        kind = "slave" if s.redis_replica else "normal"  # a Redis replica (SYNC, PSYNC)
+        limit = s.server.limits.output["pubsub" if s.channels or s.patterns else kind]
         if not limit.active:
             return
         used = t.get_write_buffer_size()
