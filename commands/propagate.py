@@ -23,7 +23,11 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
   command that propagates several (SPOP with a count, a lookup that expired keys) is
   wrapped too, except SCAN and RANDOMKEY (Redis' CMD_TOUCHES_ARBITRARY_KEYS).
 
-Not as Redis: XREADGROUP, XCLAIM, XAUTOCLAIM and TS.* verbs that change main-line keys
+- XREADGROUP: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID
+  id` per new entry delivered; after a NOACK read `XGROUP CREATECONSUMER` (a consumer it
+  created) and `XGROUP SETID key group id ENTRIESREAD n`.
+
+Not as Redis: XCLAIM, XAUTOCLAIM and TS.* verbs that change main-line keys
 propagate each key's resulting state (`RESTORE key ttl payload REPLACE [ABSTTL]`, or `DEL
 key`) instead of Redis' XCLAIM/XGROUP SETID commands; XADD/XTRIM with `~` are
 propagated as sent (Redis rewrites the approximate trim to the exact one it made);
@@ -40,6 +44,7 @@ from commands.registry import Command
 from commands.replies import ErrorReply, Reply
 from commands.replstate import ReplStream
 from commands.session import Session
+from store.stream import XGUPD, format_id
 
 Out = list[tuple[int, list[bytes]]]
 Rule = Callable[[Session, list[bytes], list[Any], Reply], Out | None]
@@ -55,7 +60,7 @@ EXPIRES = frozenset({"expire", "pexpire", "expireat", "pexpireat"})
 # Lookups that may expire any key: their DELs are never wrapped in MULTI/EXEC.
 ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
 # Propagated as each touched key's resulting state.
-BY_EFFECT = frozenset({"xreadgroup", "xclaim", "xautoclaim"})
+BY_EFFECT = frozenset({"xclaim", "xautoclaim"})
 
 
 def after_call(
@@ -201,6 +206,53 @@ def _bpop(verb: bytes) -> Rule:
     return rule
 
 
+def _xreadgroup(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    """streamPropagateXCLAIM per new entry delivered (to the PEL), XGROUP CREATECONSUMER
+    for a consumer NOACK created, XGROUP SETID ... ENTRIESREAD after a NOACK read."""
+    noack = _noack(argv)
+    out: Out = []
+    for dbi, key, op, undo, _cmd in own:
+        if op[0] != XGUPD or type(dbi) is not int:
+            continue
+        group = op[1]
+        before = undo[0]
+        g = s.store.dbs[dbi].data[key].groups[group]
+        last = before[2][0] if before[2] is not None else g.last_id
+        if noack:
+            for name, old in before[3]:
+                if old is None:
+                    out.append((dbi, [b"XGROUP", b"CREATECONSUMER", key, group, name]))
+        if op[2] is None:
+            continue  # a re-read of the consumer's history: Redis propagates nothing
+        for sid, t, count, consumer in op[4]:
+            last = max(last, sid)
+            out.append(
+                (dbi, [b"XCLAIM", key, group, consumer, b"0", format_id(sid), b"TIME",
+                       b"%d" % t, b"RETRYCOUNT", b"%d" % count, b"FORCE", b"JUSTID",
+                       b"LASTID", format_id(last)])
+            )  # fmt: skip
+        if noack and op[2] is not None:
+            last_id, read = op[2]
+            out.append(
+                (dbi, [b"XGROUP", b"SETID", key, group, format_id(last_id), b"ENTRIESREAD",
+                       b"%d" % read])
+            )  # fmt: skip
+    return out
+
+
+def _noack(argv: list[bytes]) -> bool:
+    """Whether XREADGROUP's options (before STREAMS) hold NOACK."""
+    i = 1
+    while i < len(argv):
+        a = argv[i].lower()
+        if a == b"streams":
+            return False
+        if a == b"noack":
+            return True
+        i += 3 if a == b"group" else 2 if a in (b"count", b"block") else 1
+    return False
+
+
 def _xadd(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
     i = 2
     while i < len(argv):
@@ -244,4 +296,5 @@ RULES: dict[str, Rule] = {
     "zmpop": _mpop(1, True),
     "bzmpop": _mpop(2, True),
     "xadd": _xadd,
+    "xreadgroup": _xreadgroup,
 }
