@@ -306,7 +306,8 @@ def _info_server(s: Session) -> str:
 def _info_clients(s: Session) -> str:
     clients = s.server.clients
     return _CLIENTS.format(
-        clients=len(clients),
+        # As Redis: replicas of the Redis protocol are not counted (INFO replication is).
+        clients=sum(1 for c in clients.values() if not c.redis_replica),
         maxclients=config_get_value(s.server, "maxclients"),
         blocked=sum(1 for c in clients.values() if c.blocked),
         tracking_clients=0 if s.server.tracking is None else s.server.tracking.clients,

@@ -15,6 +15,9 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
   `LPOP|RPOP key <count popped>`; BZPOPMIN/BZPOPMAX: `ZPOPMIN|ZPOPMAX key`; ZMPOP/BZMPOP:
   `ZPOPMIN|ZPOPMAX key <count popped>` (also when served after blocking).
 - XADD with an ID to generate (`*`, `ms-*`): the ID it got.
+- XREADGROUP: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID
+  id` per new entry delivered; after a NOACK read `XGROUP CREATECONSUMER` (a consumer it
+  created) and `XGROUP SETID key group id ENTRIESREAD n`.
 - Expired keys (lazily, by a command's lookup, or by active expiry): `DEL key`
   (`UNLINK` with lazyfree-lazy-expire), before the command that found them.
 - FLUSHALL, FLUSHDB, SWAPDB and PUBLISH are propagated even when they changed nothing.
@@ -22,10 +25,6 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
   `MULTI`/`EXEC` when there are several; the EVAL/FCALL itself is not propagated. One
   command that propagates several (SPOP with a count, a lookup that expired keys) is
   wrapped too, except SCAN and RANDOMKEY (Redis' CMD_TOUCHES_ARBITRARY_KEYS).
-
-- XREADGROUP: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID
-  id` per new entry delivered; after a NOACK read `XGROUP CREATECONSUMER` (a consumer it
-  created) and `XGROUP SETID key group id ENTRIESREAD n`.
 
 Not as Redis: XCLAIM, XAUTOCLAIM and TS.* verbs that change main-line keys
 propagate each key's resulting state (`RESTORE key ttl payload REPLACE [ABSTTL]`, or `DEL

@@ -378,3 +378,19 @@ def test_xreadgroup_propagates_as_redis(both: list[redis.Redis]) -> None:
     assert [b"XGROUP", b"CREATECONSUMER", b"st", b"g", b"bob"] in cmds
     assert [b"XGROUP", b"SETID", b"st", b"g", b"3-1", b"ENTRIESREAD", b"3"] in cmds
     assert sum(1 for a in cmds if a[0] == b"XCLAIM") == 2
+
+
+def test_a_replica_is_a_replica_client(redis_dbg: ServerProcess, ts_dbg: ServerProcess) -> None:
+    """CLIENT LIST shows it with flags=S, TYPE replica selects it, INFO clients does not
+    count it, as redis-server does."""
+    for server in (redis_dbg, ts_dbg):
+        c = redis.Redis(port=server.port)
+        before = c.info("clients")["connected_clients"]
+        link, _h, _rdb = attach(server.port)
+        replicas = c.client_list(_type="replica")
+        assert len(replicas) == 1 and replicas[0]["flags"] == "S", (server, replicas)
+        assert c.info("clients")["connected_clients"] == before
+        assert c.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+        assert link.read_closed()
+        link.close()
+        c.close()
