@@ -77,6 +77,7 @@ def after_call(
         rs.pending = []
         rs.depth = 0
         rs.propagate(s.server, ops, cmd.name not in ARBITRARY_KEYS)
+        s.repl_woff = rs.offset  # what WAIT waits for replicas to acknowledge
 
 
 def command_propagation(

@@ -93,7 +93,9 @@ def cmd_replconf(s: Session, argv: list[bytes]) -> Reply:
             n = string2ll(value)
             if n is not None:
                 stream = s.server.repl_stream  # a Redis replica (commands.redis_repl)?
-                if stream is None or not stream.ack(s.id, n):
+                if stream is not None and stream.ack(s.id, n):
+                    r.acked()
+                else:
                     r.ack(s.id, n)
             return Frames([])  # an ACK has no reply
         if opt == b"listening-port":
@@ -122,12 +124,17 @@ def cmd_wait(s: Session, argv: list[bytes]) -> Reply:
             "are not propagated."
         )
     lsn = s.last_write_lsn
-    got = r.count_acked(lsn)
+    # Redis replicas (SYNC/PSYNC) count once they acknowledged the stream's offset just
+    # after this connection's last write (Redis' c->woff).
+    stream, woff = s.server.repl_stream, s.repl_woff
+    got = r.count_acked(lsn, stream, woff)
     if got >= n or s.in_exec:
         return got
+    if stream is not None:
+        stream.request_acks(s.server)  # replicationRequestAckFromSlaves
 
     async def run() -> Reply:
-        return await r.wait_acked(n, lsn, timeout)
+        return await r.wait_acked(n, lsn, timeout, s.server.repl_stream, woff)
 
     return _deferred(lambda: asyncio.get_running_loop().create_task(run()))
 

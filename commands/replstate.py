@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from commands.session import Session
 
 PING_ARGV = [b"PING"]
+GETACK_ARGV = [b"REPLCONF", b"GETACK", b"*"]
 
 
 @dataclass
@@ -95,12 +96,24 @@ class ReplicationState:
         if self._applied is not None:
             self._applied.set()
 
-    def count_acked(self, lsn: int) -> int:
-        return sum(1 for link in self.links.values() if link.acked >= lsn)
+    def count_acked(self, lsn: int, redis: ReplStream | None = None, offset: int = 0) -> int:
+        """Replicas that acknowledged `lsn` (ours), and with `redis` the stream's Redis
+        replicas that acknowledged `offset` (their byte offset)."""
+        n = sum(1 for link in self.links.values() if link.acked >= lsn)
+        if redis is not None:
+            n += sum(1 for rep in redis.replicas.values() if rep.acked >= offset)
+        return n
 
-    async def wait_acked(self, n: int, lsn: int, timeout: float | None) -> int:
+    def acked(self) -> None:
+        """A replica acknowledged: WAITs look again."""
+        if self._acked is not None:
+            self._acked.set()
+
+    async def wait_acked(
+        self, n: int, lsn: int, timeout: float | None, redis: ReplStream | None, offset: int
+    ) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while (got := self.count_acked(lsn)) < n:
+        while (got := self.count_acked(lsn, redis, offset)) < n:
             if self._acked is None:
                 self._acked = asyncio.Event()
             self._acked.clear()
@@ -111,7 +124,7 @@ class ReplicationState:
                 async with asyncio.timeout(left):
                     await self._acked.wait()
             except TimeoutError:
-                return self.count_acked(lsn)
+                return self.count_acked(lsn, redis, offset)
         return got
 
     async def wait_applied(self, current: Callable[[], int], lsn: int, t: float | None) -> int:
@@ -236,6 +249,10 @@ class ReplStream:
             self.pending.append((dbi, argv))
         else:
             self.propagate(server, [(dbi, argv)], False)
+
+    def request_acks(self, server: Any) -> None:
+        """REPLCONF GETACK * into the stream: replicas answer with REPLCONF ACK at once."""
+        self.feed(server, self.seldb, GETACK_ARGV)
 
     def ack(self, session_id: int, offset: int) -> bool:
         """REPLCONF ACK from a Redis replica (False: the session is not one)."""

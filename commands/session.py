@@ -307,6 +307,7 @@ class Session:
         self.repl_port = 0  # REPLCONF listening-port (a replica's link)
         self.repl_ip = ""  # REPLCONF ip-address
         self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
+        self.repl_woff = 0  # the Redis replication offset after its last propagated write
         self.resp = 2
         self.dbi = 0
         self.db: Database = self.store.dbs[0]

@@ -299,6 +299,9 @@ def test_redis_server_follows_us(ts_dbg: ServerProcess) -> None:
         c.xadd("st", {"g": "w"})
         c.xreadgroup("g", "c1", {"st": ">"})
         c.eval("redis.call('set','x','1'); redis.call('incr','x')", 0)
+        t = time.monotonic()
+        assert c.wait(1, 5000) == 1  # REPLCONF GETACK: the replica acknowledges at once
+        assert time.monotonic() - t < 0.9  # (unasked, a replica acknowledges every second)
         until(
             lambda: (
                 r.info("replication")["master_repl_offset"]
