@@ -724,7 +724,7 @@ class Server:
 
     def close_idle_clients(self) -> None:
         """`timeout` (seconds, 0 = never): close clients idle that long, except those
-        blocked, subscribed or in MULTI, as Redis does."""
+        blocked, subscribed, in MULTI or Redis replicas, as Redis does."""
         limit = _int_param(self.state, "timeout", 0)
         if limit <= 0:
             return
@@ -736,6 +736,7 @@ class Server:
                 and not s.blocked
                 and not (s.channels or s.patterns)
                 and s.multi is None
+                and not s.redis_replica
                 and now - s.last_interaction > limit
             ):
                 conn.kill()
