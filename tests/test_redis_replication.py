@@ -397,3 +397,32 @@ def test_a_replica_is_a_replica_client(redis_dbg: ServerProcess, ts_dbg: ServerP
         assert link.read_closed()
         link.close()
         c.close()
+
+
+def test_multi_cases_of_the_redis_suite(both: list[redis.Redis]) -> None:
+    """multi.tcl's propagation cases (tagged needs:repl there): SELECT inside MULTI,
+    empty and read-only transactions, a write with no effect, PUBLISH, SCRIPT LOAD and
+    SCRIPT FLUSH (not propagated), EVAL (its effects), SWAPDB of a database with itself."""
+
+    def run(c: redis.Redis) -> None:
+        raw = RawClient(c.connection_pool.connection_kwargs["port"])
+        for block in (
+            [["SELECT", 1], ["SET", "a", "b"], ["GET", "a"], ["SELECT", 2], ["SET", "c", "d"]],
+            [],
+            [["GET", "a"]],
+            [["DEL", "nothing"]],
+            [["PUBLISH", "ch", "msg"]],
+            [["SCRIPT", "LOAD", "return 1"], ["SET", "e", "f"]],
+            [["EVAL", "redis.call('set', KEYS[1], 'bar')", 1, "bar"]],
+            [["SCRIPT", "FLUSH"], ["SET", "g", "h"]],
+        ):
+            raw.call("MULTI")
+            for argv in block:
+                raw.call(*argv)
+            raw.call("EXEC")
+        raw.call("SELECT", 0)
+        raw.call("SWAPDB", 3, 3)
+        raw.call("PUBLISH", "ch", "outside")
+        raw.close()
+
+    same_stream(both, run)
