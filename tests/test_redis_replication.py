@@ -299,6 +299,16 @@ def test_redis_server_follows_us(ts_dbg: ServerProcess) -> None:
         c.xadd("st", {"g": "w"})
         c.xreadgroup("g", "c1", {"st": ">"})
         c.eval("redis.call('set','x','1'); redis.call('incr','x')", 0)
+        # TS.* verbs propagate the keys' resulting states; TS.RESTORE of more than 1,024
+        # keys writes in slices, each propagated as it commits.
+        c.set("pre", "y")
+        c.execute_command("TS.REVERT", "pre", "BACK", "1")
+        lsn = c.execute_command("TS.LASTLSN")
+        p = c.pipeline(transaction=False)
+        for i in range(1500):
+            p.set(f"bulk{i}", i)
+        p.execute()
+        assert c.execute_command("TS.RESTORE", "VERSION", lsn) == 1500
         t = time.monotonic()
         assert c.wait(1, 5000) == 1  # REPLCONF GETACK: the replica acknowledges at once
         assert time.monotonic() - t < 0.9  # (unasked, a replica acknowledges every second)
