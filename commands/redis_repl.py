@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from commands.dump import _compress, _fill
+from commands.errors import CommandError
 from commands.keys import object_encoding
 from commands.notify import set_expiry_hook
 from commands.ops_state import REPLY_OFF
@@ -38,6 +39,7 @@ from commands.replstate import PING_ARGV, RedisReplica, ReplStream
 from commands.session import Session
 
 REDIS_VER = b"7.0.15"
+NO_MASTER_LINK = "NOMASTERLINK Can't SYNC while not connected with my master"
 
 
 def attach(s: Session) -> ReplStream:
@@ -130,8 +132,8 @@ def snapshot(s: Session) -> bytes:
 def _full_sync(s: Session, psync: bool) -> Reply:
     server = s.server
     if server.replication.is_replica:
-        # As Redis while its own link is down; our replicas serve no Redis replicas.
-        return Encoded(b"-NOMASTERLINK Can't SYNC while not connected with my master\r\n")
+        # As Redis while its own link is down: our replicas serve no Redis replicas.
+        raise CommandError(NO_MASTER_LINK)
     rs = attach(s)
     rdb = snapshot(s)
     head = b"+FULLRESYNC %s %d\r\n" % (server.replid.encode(), rs.offset) if psync else b""
