@@ -14,6 +14,7 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
 - BLPOP/BRPOP: `LPOP|RPOP key`; BLMOVE: `LMOVE`; BRPOPLPUSH: `RPOPLPUSH`; LMPOP/BLMPOP:
   `LPOP|RPOP key <count popped>`; BZPOPMIN/BZPOPMAX: `ZPOPMIN|ZPOPMAX key`; ZMPOP/BZMPOP:
   `ZPOPMIN|ZPOPMAX key <count popped>` (also when served after blocking).
+- GEOADD: the `zadd` it runs, with each position's geohash as the score.
 - XADD with an ID to generate (`*`, `ms-*`): the ID it got.
 - XREADGROUP: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID
   id` per new entry delivered; after a NOACK read `XGROUP CREATECONSUMER` (a consumer it

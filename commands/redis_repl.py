@@ -28,10 +28,11 @@ from typing import Any
 
 from commands.dump import _compress, _fill
 from commands.errors import CommandError
+from commands.geo import encode as geo_encode
 from commands.keys import object_encoding
 from commands.notify import set_expiry_hook
 from commands.ops_state import REPLY_OFF
-from commands.propagate import Out
+from commands.propagate import RULES, Out
 from commands.rdb_write import dump_payload, rdb_file, serialize
 from commands.registry import Flag, command
 from commands.replies import NO_REPLY, Encoded, Reply
@@ -97,6 +98,22 @@ def effects(s: Session, own: list[Any]) -> Out:
         args = [b"RESTORE", key, b"%d" % (at or 0), payload, b"REPLACE"]
         out.append((dbi, [*args, b"ABSTTL"] if at else args))
     return out
+
+
+def _geoadd(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    """GEOADD is propagated as the ZADD it runs (`zadd`, as geoaddCommand names it):
+    the options, then each member's score, the 52-bit geohash of its position."""
+    i = 2
+    while i < len(argv) and argv[i].lower() in (b"nx", b"xx", b"ch"):
+        i += 1
+    out = [b"zadd", *argv[1:i]]
+    for j in range(i, len(argv) - 2, 3):
+        lon, lat = float(argv[j]), float(argv[j + 1])
+        out += (b"%d" % geo_encode(lon, lat), argv[j + 2])
+    return [(s.dbi, out)]
+
+
+RULES["geoadd"] = _geoadd
 
 
 def snapshot(s: Session) -> bytes:
