@@ -15,7 +15,9 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
   `LPOP|RPOP key <count popped>`; BZPOPMIN/BZPOPMAX: `ZPOPMIN|ZPOPMAX key`; ZMPOP/BZMPOP:
   `ZPOPMIN|ZPOPMAX key <count popped>` (also when served after blocking).
 - GEOADD: the `zadd` it runs, with each position's geohash as the score.
-- XADD with an ID to generate (`*`, `ms-*`): the ID it got.
+- XADD with an ID to generate (`*`, `ms-*`): the ID it got. XADD and XTRIM (when it
+  deleted entries) with an approximate trim (`~`): `=` and the stream's resulting
+  length (MAXLEN) or first ID (MINID).
 - XREADGROUP: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID
   id` per new entry delivered; after a NOACK read `XGROUP CREATECONSUMER` (a consumer it
   created) and `XGROUP SETID key group id ENTRIESREAD n`.
@@ -254,21 +256,54 @@ def _noack(argv: list[bytes]) -> bool:
     return False
 
 
-def _xadd(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
-    i = 2
+def _trim_options(argv: list[bytes], i: int, out: list[bytes], st: Any) -> int:
+    """Copy XADD/XTRIM options from `i` into `out`, an approximate trim (`~`) rewritten
+    as the exact one made (`=` and the stream's length, or its first ID), as
+    streamRewriteTrimArgument; returns where the options end."""
     while i < len(argv):
         a = argv[i].lower()
         if a == b"nomkstream":
+            out.append(argv[i])
             i += 1
-        elif a in (b"maxlen", b"minid"):
-            i += 2 + (argv[i + 1] in (b"=", b"~"))
-        elif a == b"limit":
+        elif a in (b"maxlen", b"minid") and i + 1 < len(argv):
+            out.append(argv[i])
+            i += 1
+            if argv[i] in (b"=", b"~"):
+                if argv[i] == b"~" and st is not None:
+                    out += (b"=", b"%d" % len(st) if a == b"maxlen" else _first_id(st))
+                    i += 2
+                    continue
+                out.append(argv[i])
+                i += 1
+            out.append(argv[i])
+            i += 1
+        elif a == b"limit" and i + 1 < len(argv):
+            out += argv[i : i + 2]
             i += 2
         else:
             break
+    return i
+
+
+def _first_id(st: Any) -> bytes:
+    if not len(st):
+        return b"18446744073709551615-18446744073709551615"  # streamGetEdgeID, empty
+    return format_id(st._first_valid_id())
+
+
+def _xadd(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    out = list(argv[:2])
+    i = _trim_options(argv, 2, out, s.db.data.get(argv[1]))
     if i < len(argv) and argv[i].endswith(b"*") and type(reply) is bytes:
-        return [(s.dbi, [*argv[:i], reply, *argv[i + 1 :]])]
-    return None
+        out.append(reply)  # the ID it got
+        i += 1
+    return [(s.dbi, out + argv[i:])]
+
+
+def _xtrim(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    out = list(argv[:2])
+    i = _trim_options(argv, 2, out, s.db.data.get(argv[1]) if reply else None)
+    return [(s.dbi, out + argv[i:])]
 
 
 RULES: dict[str, Rule] = {
@@ -297,5 +332,6 @@ RULES: dict[str, Rule] = {
     "zmpop": _mpop(1, True),
     "bzmpop": _mpop(2, True),
     "xadd": _xadd,
+    "xtrim": _xtrim,
     "xreadgroup": _xreadgroup,
 }

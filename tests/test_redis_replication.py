@@ -127,6 +127,10 @@ def test_rewrites_equal_redis(both: list[redis.Redis]) -> None:
         c.bzpopmin(["z"], 1)
         c.zmpop(1, ["z"], max=True, count=10)
         c.xadd("st", {"f": "v"}, id="7-*")
+        c.xadd("st", {"f": "w"}, id="8-1", maxlen=1000, approximate=True)  # ~: = 2
+        c.xadd("st", {"f": "x"}, id="9-1", minid="8", approximate=True)
+        c.xtrim("st", maxlen=0, approximate=False)
+        c.xtrim("st", maxlen=5, approximate=True)  # deleted nothing: not propagated
         c.geoadd("g", [13.361389, 38.115556, "Palermo", 15.087269, 37.502669, "Catania"])
         c.geoadd("g", [13.1, 38.2, "Palermo", 2.35, 48.85, "Paris"], nx=True, ch=True)
         c.execute_command("SELECT", 5)  # the client's next commands: another database
