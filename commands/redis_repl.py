@@ -30,6 +30,7 @@ from commands.dump import _compress, _fill
 from commands.errors import CommandError
 from commands.geo import encode as geo_encode
 from commands.keys import object_encoding
+from commands.limits import rss_bytes
 from commands.notify import set_expiry_hook
 from commands.ops_state import REPLY_OFF
 from commands.propagate import RULES, Out
@@ -137,7 +138,7 @@ def snapshot(s: Session) -> bytes:
         (b"redis-ver", REDIS_VER),
         (b"redis-bits", b"64"),
         (b"ctime", b"%d" % int(time.time())),
-        (b"used-mem", b"0"),
+        (b"used-mem", b"%d" % rss_bytes()),
         (b"repl-stream-db", b"0"),
         (b"repl-id", s.server.replid.encode()),
         (b"repl-offset", b"%d" % rs.offset),
