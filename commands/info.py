@@ -191,7 +191,7 @@ instantaneous_output_repl_kbps:0.00
 rejected_connections:{st.rejected_connections}
 sync_full:{sync_full}
 sync_partial_ok:0
-sync_partial_err:0
+sync_partial_err:{sync_partial_err}
 expired_keys:{st.expired_keys}
 expired_stale_perc:0.00
 expired_time_cap_reached_count:0
@@ -410,6 +410,7 @@ def _info_stats(s: Session) -> str:
         tracking_items=0 if tr is None else tr.items,
         tracking_prefixes=0 if tr is None else len(tr.prefixes),
         sync_full=s.server.sync_full,
+        sync_partial_err=s.server.sync_partial_err,
     )
 
 

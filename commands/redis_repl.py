@@ -11,9 +11,9 @@ SYNC · PSYNC replid offset
     replica's client in Redis); `REPLCONF ACK <offset>` records the replica's offset.
 
 Our own replicas (`TS.FOLLOW`, `proxy.replication`) stream records, not commands; both
-kinds can be attached at once. The stream's byte offset (INFO replication's
-`master_repl_offset` once a Redis replica has attached; before that it is the LSN, the
-offset our own replicas use) moves with every byte sent to Redis replicas.
+kinds can be attached at once. INFO replication's `master_repl_offset` is the LSN (the
+offset our own replicas use) until a Redis replica first attaches; from there on it
+moves with every byte sent to Redis replicas.
 
 While no Redis replica is attached `ServerState.repl_stream` is None and the
 dispatcher's one test per command skips all of this.
@@ -50,6 +50,8 @@ def attach(s: Session) -> ReplStream:
     rs = server.repl_stream
     if rs is None:
         rs = server.repl_stream = server.redis_repl
+        if not rs.offset:
+            rs.offset = s.store.lsn  # master_repl_offset goes on from the LSN it showed
         rs.effects = effects
         set_expiry_hook(server)  # the store's expiry hook now also feeds the stream
         if rs.pinger is None or rs.pinger.done():
@@ -172,4 +174,7 @@ def cmd_sync(s: Session, argv: list[bytes]) -> Reply:
 
 @command("psync", -3, _SYNC_FLAGS)
 def cmd_psync(s: Session, argv: list[bytes]) -> Reply:
-    return _full_sync(s, True)
+    reply = _full_sync(s, True)
+    if argv[1] != b"?":
+        s.server.sync_partial_err += 1  # asked to continue: there is no backlog to
+    return reply

@@ -227,7 +227,8 @@ class ServerState:
         # None otherwise (the dispatcher's one test per command).
         self.redis_repl = ReplStream()
         self.repl_stream: ReplStream | None = None
-        self.sync_full = 0  # INFO stats' sync_full
+        self.sync_full = 0  # INFO stats' sync_full and sync_partial_err
+        self.sync_partial_err = 0
         # Why writes are refused now (a replica's READONLY), or "" when they are not.
         self.read_only = ""
         # A group's leader refuses writes from this time.monotonic() on (0: no limit).

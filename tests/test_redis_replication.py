@@ -235,7 +235,11 @@ def test_rdb_payload_holds_the_dataset(ts_dbg: ServerProcess) -> None:
     redis.Redis(port=ts_dbg.port, db=2).set("two", "2")
     c.function_load("#!lua name=lib\nredis.register_function('f', function() return 1 end)")
     info = c.info("replication")
+    stats = c.info("stats")
     link, head, rdb = attach(ts_dbg.port, b"PSYNC ? -1\r\n")
+    after = c.info("stats")
+    assert after["sync_full"] == stats["sync_full"] + 1
+    assert after["sync_partial_err"] == stats["sync_partial_err"]
     assert head == b"+FULLRESYNC %s %d" % (
         info["master_replid"].encode(),
         c.info("replication")["master_repl_offset"],
