@@ -29,11 +29,12 @@ it, or rewritten where Redis rewrites it (rewriteClientCommandVector, alsoPropag
   command that propagates several (SPOP with a count, a lookup that expired keys) is
   wrapped too, except SCAN and RANDOMKEY (Redis' CMD_TOUCHES_ARBITRARY_KEYS).
 
-Not as Redis: XCLAIM, XAUTOCLAIM and TS.* verbs that change main-line keys
+- XCLAIM, XAUTOCLAIM: an `XCLAIM ... FORCE JUSTID LASTID` per entry claimed or dropped
+  from the PEL (deleted), `XGROUP SETID` when only LASTID moved the group.
+
+Not as Redis (Redis has no such commands): TS.* verbs that change main-line keys
 propagate each key's resulting state (`RESTORE key ttl payload REPLACE [ABSTTL]`, or `DEL
-key`) instead of Redis' XCLAIM/XGROUP SETID commands; XADD/XTRIM with `~` are
-propagated as sent (Redis rewrites the approximate trim to the exact one it made);
-writes to branches (`TS.CHECKOUT` a branch) are not propagated (Redis has no such
+key`); writes to branches (`TS.CHECKOUT` a branch) are not propagated (Redis has no such
 database); DEBUG is never propagated.
 """
 
@@ -61,8 +62,6 @@ FORCED = frozenset({"flushall", "flushdb", "swapdb", "publish"})
 EXPIRES = frozenset({"expire", "pexpire", "expireat", "pexpireat"})
 # Lookups that may expire any key: their DELs are never wrapped in MULTI/EXEC.
 ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
-# Propagated as each touched key's resulting state.
-BY_EFFECT = frozenset({"xclaim", "xautoclaim"})
 
 
 def after_call(
@@ -101,7 +100,7 @@ def command_propagation(
         return []
     if not any(type(p[0]) is int for p in own) or type(s.dbi) is not int:
         return []  # only a branch's databases changed
-    if name.startswith("ts.") or name in BY_EFFECT:
+    if name.startswith("ts."):  # each touched key's resulting state
         stream = s.server.repl_stream
         return [] if stream is None or stream.effects is None else stream.effects(s, own)
     rule = RULES.get(name)
@@ -229,11 +228,7 @@ def _xreadgroup(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> 
             continue  # a re-read of the consumer's history: Redis propagates nothing
         for sid, t, count, consumer in op[4]:
             last = max(last, sid)
-            out.append(
-                (dbi, [b"XCLAIM", key, group, consumer, b"0", format_id(sid), b"TIME",
-                       b"%d" % t, b"RETRYCOUNT", b"%d" % count, b"FORCE", b"JUSTID",
-                       b"LASTID", format_id(last)])
-            )  # fmt: skip
+            out.append((dbi, _xclaim_argv(key, group, format_id(sid), (t, count, consumer), last)))
         if noack and op[2] is not None:
             last_id, read = op[2]
             out.append(
@@ -241,6 +236,56 @@ def _xreadgroup(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> 
                        b"%d" % read])
             )  # fmt: skip
     return out
+
+
+def _xclaim_argv(key: bytes, group: bytes, sid_arg: bytes, nack: Any, last: Any) -> list[bytes]:
+    """streamPropagateXCLAIM: the claim as an idempotent XCLAIM (nack: time, count,
+    consumer)."""
+    t, count, consumer = nack
+    return [b"XCLAIM", key, group, consumer, b"0", sid_arg, b"TIME", b"%d" % t,
+            b"RETRYCOUNT", b"%d" % count, b"FORCE", b"JUSTID", b"LASTID",
+            format_id(last)]  # fmt: skip
+
+
+def _claims(s: Session, own: list[Any], order: list[tuple[Any, bytes]] | None) -> Out:
+    """XCLAIM/XAUTOCLAIM: an XCLAIM per entry claimed (its new owner, time and count)
+    or dropped from the PEL because it was deleted (its old ones), in the order Redis
+    meets them (`order`: XCLAIM's IDs as sent; None: the PEL's order); XGROUP SETID
+    when only XCLAIM's LASTID moved the group."""
+    out: Out = []
+    for dbi, key, op, undo, _cmd in own:
+        if op[0] != XGUPD or type(dbi) is not int:
+            continue
+        group = op[1]
+        g = s.store.dbs[dbi].data[key].groups[group]
+        claimed = {e[0]: e[1:] for e in op[4]}
+        old = {e[0]: e[1:] for e in undo[0][4]}
+        dropped = {sid: old[sid] for sid in op[5] if sid in old}
+        ids = order or [(sid, format_id(sid)) for sid in sorted({*claimed, *dropped})]
+        done: set[Any] = set()
+        for sid, arg in ids:
+            nack = claimed.get(sid) or dropped.get(sid)
+            if nack is None or sid in done:
+                continue
+            done.add(sid)
+            out.append((dbi, _xclaim_argv(key, group, arg, nack, g.last_id)))
+        if not done and op[2] is not None:
+            out.append(
+                (dbi, [b"XGROUP", b"SETID", key, group, format_id(g.last_id), b"ENTRIESREAD",
+                       b"%d" % g.entries_read])
+            )  # fmt: skip
+    return out
+
+
+def _xclaim(s: Session, argv: list[bytes], own: list[Any], reply: Reply) -> Out | None:
+    order = []
+    for arg in argv[5:]:
+        try:
+            ms, _, seq = arg.partition(b"-")
+            order.append(((int(ms), int(seq or b"0")), arg))
+        except ValueError:
+            break  # the options
+    return _claims(s, own, order)
 
 
 def _noack(argv: list[bytes]) -> bool:
@@ -334,4 +379,6 @@ RULES: dict[str, Rule] = {
     "xadd": _xadd,
     "xtrim": _xtrim,
     "xreadgroup": _xreadgroup,
+    "xclaim": _xclaim,
+    "xautoclaim": lambda s, a, o, r: _claims(s, o, None),
 }

@@ -396,11 +396,23 @@ def test_xreadgroup_propagates_as_redis(both: list[redis.Redis]) -> None:
         c.xreadgroup("g", "bob", {"st": ">"}, noack=True)
         c.xreadgroup("g", "carol", {"st": ">"}, noack=True)  # nothing new: nothing
         c.xack("st", "g", "1-1")
+        raw = RawClient(c.connection_pool.connection_kwargs["port"])
+        raw.call("XCLAIM", "st", "g", "dave", 0, "2-1")  # alice's entry to dave
+        c.xdel("st", "2-1")
+        c.xadd("st", {"f": "4"}, id="4-1")
+        c.xreadgroup("g", "erin", {"st": ">"})
+        raw.call("XCLAIM", "st", "g", "frank", 0, "2-1", "4", "JUSTID")  # 2-1: deleted
+        raw.call("XCLAIM", "st", "g", "frank", 0, "9", "LASTID", "5-1")  # SETID
+        c.xadd("st", {"f": "6"}, id="6-1")
+        c.xreadgroup("g", "gina", {"st": ">"})
+        c.xdel("st", "6-1")
+        raw.call("XAUTOCLAIM", "st", "g", "hank", 0, "0-0")
+        raw.close()
 
     cmds = same_stream(both, run)
     assert [b"XGROUP", b"CREATECONSUMER", b"st", b"g", b"bob"] in cmds
     assert [b"XGROUP", b"SETID", b"st", b"g", b"3-1", b"ENTRIESREAD", b"3"] in cmds
-    assert sum(1 for a in cmds if a[0] == b"XCLAIM") == 2
+    assert sum(1 for a in cmds if a[0] == b"XCLAIM") == 8
 
 
 def test_a_replica_is_a_replica_client(redis_dbg: ServerProcess, ts_dbg: ServerProcess) -> None:
