@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
@@ -79,7 +79,7 @@ def both(redis_dbg: ServerProcess, ts_dbg: ServerProcess) -> Iterator[list[redis
 
 
 def same_stream(
-    both: list[redis.Redis], run: object, mask: bytes | None = None
+    both: list[redis.Redis], run: Callable[[redis.Redis], None], mask: bytes | None = None
 ) -> list[list[bytes]]:
     """Attach to both servers, run `run(client)` on each, return ours as commands after
     asserting the two streams are the same bytes (what `mask` matches replaced by x:
@@ -88,7 +88,7 @@ def same_stream(
     for c in both:
         link, _head, _rdb = attach(c.connection_pool.connection_kwargs["port"])
         try:
-            run(c)  # type: ignore[operator]
+            run(c)
             data = stream(link)
             if mask is not None:
                 data = re.sub(mask, lambda m: b"x" * len(m.group(1)), data)
