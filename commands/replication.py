@@ -51,7 +51,16 @@ def cmd_role(s: Session, argv: list[bytes]) -> Reply:
         [link.ip.encode(), str(link.port).encode(), str(link.acked).encode()]
         for link in r.links.values()
     ]
-    return [b"master", s.store.lsn, links]
+    stream = s.server.repl_stream  # Redis replicas (commands.redis_repl): byte offsets
+    if stream is not None:
+        clients = s.server.clients
+        links += [
+            [rep.ip.encode(), str(rep.port).encode(), str(rep.acked).encode()]
+            for cid, rep in stream.replicas.items()
+            if cid in clients
+        ]
+    # The offset INFO replication's master_repl_offset shows.
+    return [b"master", s.server.redis_repl.offset or s.store.lsn, links]
 
 
 def _replicaof(s: Session, argv: list[bytes]) -> Reply:

@@ -329,6 +329,10 @@ def test_redis_server_follows_us(ts_dbg: ServerProcess) -> None:
             )
         )
         assert r.execute_command("DEBUG", "DIGEST") == c.execute_command("DEBUG", "DIGEST")
+        offset = c.info("replication")["master_repl_offset"]
+        assert c.execute_command("ROLE")[1] == offset
+        port = b"%d" % replica.port  # its offset: once it acknowledged (every second)
+        until(lambda: c.execute_command("ROLE")[2][0][1:] == [port, b"%d" % offset])
         assert r.function_list() == c.function_list()
 
         # XCLAIM ... LASTID carries no entries-read: a Redis primary's replica shows it
