@@ -10,7 +10,9 @@
   `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT,
   FUNCTION, FCALL; Lua in `lua_engine`, `lua_convert`, `lua_library`, `lua_libs` and
   `lua_sandbox.lua`), `tracking` (CLIENT TRACKING/CACHING: client-side caching's
-  invalidations), and our own `temporal` (TS.*),
+  invalidations), `redis_repl` (SYNC/PSYNC: Redis replicas, fed by `propagate`, which
+  decides what each write propagates as redis-server 7.0 does), and our own `temporal`
+  (TS.*),
   `branches`, `tables` (with `ts_docs`, their COMMAND DOCS).
 - Shared parsing and lookups: `parsing` and `longdouble` (numbers as Redis reads them),
   `common` (typed key lookups, SCAN options, HELP replies), `glob` (Redis' glob

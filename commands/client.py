@@ -119,6 +119,8 @@ _TYPES = {
 
 
 def client_type(c: Session) -> str:
+    if c.redis_replica:  # SYNC/PSYNC (commands.redis_repl)
+        return "slave"
     return "pubsub" if c.channels or c.patterns else "normal"
 
 
@@ -141,7 +143,7 @@ def _last_command(c: Session) -> str:
 
 
 def _flags(c: Session) -> str:
-    out = "O" if c.monitor else ""
+    out = "O" if c.monitor else "S" if c.redis_replica else ""
     if c.channels or c.patterns:
         out += "P"
     if c.multi is not None:

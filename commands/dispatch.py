@@ -26,6 +26,7 @@ from commands.errors import (
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
+from commands.propagate import after_call as propagate_after
 from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import Session
@@ -130,7 +131,7 @@ class Dispatcher:
         if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
             return self.reject(s, OOM.encode(), argv, cmd)
         if server.replication.min_replicas and _writes(s, cmd):  # min-replicas-to-write
-            if server.replication.replicas_short():
+            if server.replication.replicas_short(server.repl_stream):
                 return self.reject(s, NOREPLICAS.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
@@ -203,6 +204,9 @@ class Dispatcher:
         mark = perf_counter_ns() if s.in_exec else server.clock_mark
         if server.monitors and cmd.flags & Flag.SKIP_MONITOR:
             feed_script_call(s, cmd, argv)  # EVAL, FCALL: before the commands they run
+        stream = server.repl_stream  # Redis replicas attached (commands.redis_repl)
+        if stream is not None:
+            stream.depth += 1
         try:
             assert cmd.handler is not None
             reply = cmd.handler(s, argv)
@@ -228,6 +232,8 @@ class Dispatcher:
             notify_after(s, cmd, argv, savepoint)
         if server.tracking is not None:  # client-side caching (commands.tracking)
             reply = server.tracking.after_call(s, cmd, argv, savepoint, reply)
+        if stream is not None:  # what Redis would propagate (commands.propagate)
+            propagate_after(stream, s, cmd, argv, savepoint, reply)
         st.calls += 1
         now = perf_counter_ns()
         dur = now - mark

@@ -19,6 +19,7 @@ from commands import tracking
 from commands import client_control, slowlog, latency, lolwut
 from commands import debug, memory
 from commands import cluster
+from commands import redis_repl
 
 # isort: on
 
@@ -47,6 +48,7 @@ __all__ = [
     "memory",
     "migrate",
     "pubsub",
+    "redis_repl",
     "replication",
     "scripting",
     "sentinel",

@@ -165,13 +165,13 @@ rdb_last_cow_size:0
 rdb_last_load_keys_expired:0
 rdb_last_load_keys_loaded:0
 aof_enabled:0
-aof_rewrite_in_progress:0
-aof_rewrite_scheduled:0
-aof_last_rewrite_time_sec:-1
-aof_current_rewrite_time_sec:-1
-aof_last_bgrewrite_status:ok
-aof_rewrites:0
-aof_rewrites_consecutive_failures:0
+aof_rewrite_in_progress:{aof_in_progress}
+aof_rewrite_scheduled:{aof_scheduled}
+aof_last_rewrite_time_sec:{aof_last_time}
+aof_current_rewrite_time_sec:{aof_current_time}
+aof_last_bgrewrite_status:{aof_status}
+aof_rewrites:{aof_rewrites}
+aof_rewrites_consecutive_failures:{aof_failures}
 aof_last_write_status:ok
 aof_last_cow_size:0
 module_fork_in_progress:0
@@ -190,9 +190,9 @@ instantaneous_output_kbps:{out_kbps:.2f}
 instantaneous_input_repl_kbps:0.00
 instantaneous_output_repl_kbps:0.00
 rejected_connections:{st.rejected_connections}
-sync_full:0
+sync_full:{sync_full}
 sync_partial_ok:0
-sync_partial_err:0
+sync_partial_err:{sync_partial_err}
 expired_keys:{st.expired_keys}
 expired_stale_perc:0.00
 expired_time_cap_reached_count:0
@@ -307,7 +307,8 @@ def _info_server(s: Session) -> str:
 def _info_clients(s: Session) -> str:
     clients = s.server.clients
     return _CLIENTS.format(
-        clients=len(clients),
+        # As Redis: replicas of the Redis protocol are not counted (INFO replication is).
+        clients=sum(1 for c in clients.values() if not c.redis_replica),
         maxclients=config_get_value(s.server, "maxclients"),
         blocked=sum(1 for c in clients.values() if c.blocked),
         tracking_clients=0 if s.server.tracking is None else s.server.tracking.clients,
@@ -364,6 +365,15 @@ def _info_persistence(s: Session) -> str:
         changes=max(s.store.lsn - saved.lsn_at_save, 0),
         lastsave=saved.lastsave,
         saves=saved.saves,
+        aof_in_progress=int(bool(saved.aof_rewrite_since)),
+        aof_scheduled=int(saved.aof_rewrite_scheduled),
+        aof_last_time=saved.aof_last_time_s,
+        aof_current_time=(
+            int(time.monotonic() - saved.aof_rewrite_since) if saved.aof_rewrite_since else -1
+        ),
+        aof_status=saved.aof_last_status,
+        aof_rewrites=saved.aof_rewrites,
+        aof_failures=saved.aof_failures,
     )
     fields: dict[str, Any] = {}
     if s.server.loading:
@@ -401,14 +411,27 @@ def _info_stats(s: Session) -> str:
         tracking_items=0 if tr is None else tr.items,
         tracking_prefixes=0 if tr is None else len(tr.prefixes),
         migrate_sockets=cached_sockets(s.server),
+        sync_full=s.server.sync_full,
+        sync_partial_err=s.server.sync_partial_err,
     )
 
 
 def _info_replication(s: Session) -> str:
-    return s.server.replication.info(s.store.lsn) + _REPLICATION.format(
-        replid=s.server.replid,
-        lsn=s.store.lsn,
-        backlog=int(bool(s.server.replication.links)),
+    """Offsets are LSNs (our replicas' offsets) until a replica of the Redis protocol
+    has attached; from then on the byte offset of that stream (commands.redis_repl)."""
+    server = s.server
+    stream = server.repl_stream
+    clients = server.clients
+    redis_replicas = [
+        (r.ip, r.port, r.acked, r.last_ack)
+        for cid, r in (stream.replicas.items() if stream is not None else ())
+        if cid in clients
+    ]
+    offset = server.redis_repl.offset
+    return server.replication.info(s.store.lsn, redis_replicas) + _REPLICATION.format(
+        replid=server.replid,
+        lsn=offset if offset else s.store.lsn,
+        backlog=int(bool(server.replication.links) or stream is not None),
     )
 
 

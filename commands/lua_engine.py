@@ -689,7 +689,7 @@ class ScriptEngine:
                 return READONLY.encode()
             if not run.write_dirty and server.durability is not None and server.durability.fenced:
                 return server.durability.fenced.encode()
-            if not run.write_dirty and server.replication.replicas_short():
+            if not run.write_dirty and server.replication.replicas_short(server.repl_stream):
                 return NOREPLICAS.encode()
         if (
             server.over_maxmemory

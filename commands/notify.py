@@ -89,8 +89,18 @@ def set_expiry_hook(server: ServerState) -> None:
         tracking = server.tracking
         if tracking is not None:
             tracking.expired(key)
+        stream = server.repl_stream
+        if stream is not None:  # Redis replicas attached (commands.redis_repl)
+            stream.expired(server, dbi, key)
 
-    server.store.on_expired = hook if want or server.tracking is not None else None
+    # The replication stream to Redis replicas, once one attached: the hook stays (it
+    # tests whether one is still attached) rather than be composed again on detach.
+    others = (
+        server.tracking is not None
+        or server.repl_stream is not None
+        or server.redis_repl.offset > 0
+    )
+    server.store.on_expired = hook if want or others else None
 
 
 def notify(server: ServerState, cls: int, event: bytes, key: bytes, dbi: Any) -> None:

@@ -336,3 +336,38 @@ def dump_payload(
     value: Any, compress: bool = True, fill: int = -2, encoding: bytes | None = None
 ) -> bytes:
     return trailer(serialize(value, compress, fill, encoding))
+
+
+# -- whole files (SYNC/PSYNC payloads) ---------------------------------------------------
+
+OP_FUNCTION2, OP_AUX, OP_RESIZEDB, OP_EXPIRETIME_MS, OP_SELECTDB, OP_EOF = (
+    0xF5, 0xFA, 0xFB, 0xFC, 0xFE, 0xFF,
+)  # fmt: skip
+
+
+def rdb_file(
+    aux: list[tuple[bytes, bytes]],
+    functions: list[bytes],
+    dbs: list[tuple[int, list[tuple[bytes, bytes, int | None]]]],
+) -> bytes:
+    """A whole RDB file as rdbSaveRio writes it: the signature, `aux` fields, function
+    libraries (their code), then per database its SELECTDB and RESIZEDB opcodes and
+    its keys (key, `serialize`d value, expiry in ms or None), then EOF and the CRC-64."""
+    out = [b"REDIS%04d" % RDB_VERSION]
+    for name, value in aux:
+        out += (bytes((OP_AUX,)), rdb_string(name, False), rdb_string(value, False))
+    for code in functions:
+        out += (bytes((OP_FUNCTION2,)), rdb_string(code, False))
+    for dbi, keys in dbs:
+        if not keys:
+            continue
+        expiring = sum(1 for _k, _v, at in keys if at is not None)
+        out += (bytes((OP_SELECTDB,)), rdb_len(dbi))
+        out += (bytes((OP_RESIZEDB,)), rdb_len(len(keys)), rdb_len(expiring))
+        for key, ser, at in keys:
+            if at is not None:
+                out += (bytes((OP_EXPIRETIME_MS,)), at.to_bytes(8, "little", signed=True))
+            out += (ser[:1], rdb_string(key, False), ser[1:])
+    out.append(bytes((OP_EOF,)))
+    body = b"".join(out)
+    return body + crc64(body).to_bytes(8, "little")

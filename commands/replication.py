@@ -51,7 +51,16 @@ def cmd_role(s: Session, argv: list[bytes]) -> Reply:
         [link.ip.encode(), str(link.port).encode(), str(link.acked).encode()]
         for link in r.links.values()
     ]
-    return [b"master", s.store.lsn, links]
+    stream = s.server.repl_stream  # Redis replicas (commands.redis_repl): byte offsets
+    if stream is not None:
+        clients = s.server.clients
+        links += [
+            [rep.ip.encode(), str(rep.port).encode(), str(rep.acked).encode()]
+            for cid, rep in stream.replicas.items()
+            if cid in clients
+        ]
+    # The offset INFO replication's master_repl_offset shows.
+    return [b"master", s.server.redis_repl.offset or s.store.lsn, links]
 
 
 def _replicaof(s: Session, argv: list[bytes]) -> Reply:
@@ -92,7 +101,11 @@ def cmd_replconf(s: Session, argv: list[bytes]) -> Reply:
         if opt == b"ack":
             n = string2ll(value)
             if n is not None:
-                r.ack(s.id, n)
+                stream = s.server.repl_stream  # a Redis replica (commands.redis_repl)?
+                if stream is not None and stream.ack(s.id, n):
+                    r.acked()
+                else:
+                    r.ack(s.id, n)
             return Frames([])  # an ACK has no reply
         if opt == b"listening-port":
             s.repl_port = get_range_long(value, 0, 65535)
@@ -120,12 +133,17 @@ def cmd_wait(s: Session, argv: list[bytes]) -> Reply:
             "are not propagated."
         )
     lsn = s.last_write_lsn
-    got = r.count_acked(lsn)
+    # Redis replicas (SYNC/PSYNC) count once they acknowledged the stream's offset just
+    # after this connection's last write (Redis' c->woff).
+    stream, woff = s.server.repl_stream, s.repl_woff
+    got = r.count_acked(lsn, stream, woff)
     if got >= n or s.in_exec:
         return got
+    if stream is not None:
+        stream.request_acks(s.server)  # replicationRequestAckFromSlaves
 
     async def run() -> Reply:
-        return await r.wait_acked(n, lsn, timeout)
+        return await r.wait_acked(n, lsn, timeout, s.server.repl_stream, woff)
 
     return _deferred(lambda: asyncio.get_running_loop().create_task(run()))
 

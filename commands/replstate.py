@@ -9,12 +9,15 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from commands.replies import Reply
+from commands.replies import Encoded, Reply
 
 if TYPE_CHECKING:
     from commands.session import Session
+
+PING_ARGV = [b"PING"]
+GETACK_ARGV = [b"REPLCONF", b"GETACK", b"*"]
 
 
 @dataclass
@@ -96,21 +99,27 @@ class ReplicationState:
         if self._applied is not None:
             self._applied.set()
 
-    def good_replicas(self) -> int:
+    def good_replicas(self, redis: ReplStream | None = None) -> int:
         """Replicas whose last acknowledgement is at most min-replicas-max-lag seconds
-        old (Redis' refreshGoodSlavesCount, in whole seconds as Redis counts them)."""
-        now = int(time.time())
-        lag = self.min_replicas_lag
-        return sum(1 for link in self.links.values() if now - int(link.last_ack) <= lag)
+        old (Redis' refreshGoodSlavesCount, in whole seconds as Redis counts them): ours,
+        and with `redis` the stream's Redis replicas."""
+        acks = [link.last_ack for link in self.links.values()]
+        if redis is not None:
+            acks += [rep.last_ack for rep in redis.replicas.values()]
+        return self._good(acks)
 
-    def replicas_short(self) -> bool:
+    def _good(self, acks: list[float]) -> int:
+        now = int(time.time())
+        return sum(1 for last in acks if now - int(last) <= self.min_replicas_lag)
+
+    def replicas_short(self, redis: ReplStream | None = None) -> bool:
         """A primary with min-replicas-to-write set and fewer good replicas than that:
         writes are refused with -NOREPLICAS (Redis' checkGoodReplicasStatus)."""
         return (
             not self.is_replica
             and self.min_replicas > 0
             and self.min_replicas_lag > 0
-            and self.good_replicas() < self.min_replicas
+            and self.good_replicas(redis) < self.min_replicas
         )
 
     def configure(self, name: str, value: str) -> None:
@@ -120,12 +129,24 @@ class ReplicationState:
         elif name == "min-replicas-max-lag":
             self.min_replicas_lag = int(value)
 
-    def count_acked(self, lsn: int) -> int:
-        return sum(1 for link in self.links.values() if link.acked >= lsn)
+    def count_acked(self, lsn: int, redis: ReplStream | None = None, offset: int = 0) -> int:
+        """Replicas that acknowledged `lsn` (ours), and with `redis` the stream's Redis
+        replicas that acknowledged `offset` (their byte offset)."""
+        n = sum(1 for link in self.links.values() if link.acked >= lsn)
+        if redis is not None:
+            n += sum(1 for rep in redis.replicas.values() if rep.acked >= offset)
+        return n
 
-    async def wait_acked(self, n: int, lsn: int, timeout: float | None) -> int:
+    def acked(self) -> None:
+        """A replica acknowledged: WAITs look again."""
+        if self._acked is not None:
+            self._acked.set()
+
+    async def wait_acked(
+        self, n: int, lsn: int, timeout: float | None, redis: ReplStream | None, offset: int
+    ) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while (got := self.count_acked(lsn)) < n:
+        while (got := self.count_acked(lsn, redis, offset)) < n:
             if self._acked is None:
                 self._acked = asyncio.Event()
             self._acked.clear()
@@ -136,7 +157,7 @@ class ReplicationState:
                 async with asyncio.timeout(left):
                     await self._acked.wait()
             except TimeoutError:
-                return self.count_acked(lsn)
+                return self.count_acked(lsn, redis, offset)
         return got
 
     async def wait_applied(self, current: Callable[[], int], lsn: int, t: float | None) -> int:
@@ -155,8 +176,9 @@ class ReplicationState:
                 break
         return current()
 
-    def info(self, lsn: int) -> str:
-        """INFO replication's fields, as Redis 7.0 lays them out."""
+    def info(self, lsn: int, redis_replicas: list[tuple[str, int, int, float]]) -> str:
+        """INFO replication's fields, as Redis 7.0 lays them out; `redis_replicas`
+        (ip, port, acked offset, last ack) are the replicas of the Redis protocol."""
         now = time.time()
         lines: list[str] = [f"role:{self.role}"]
         if self.is_replica:
@@ -172,12 +194,107 @@ class ReplicationState:
             if not self.link_up:
                 lines.append(f"master_link_down_since_seconds:{int(now - self.link_down_since)}")
             lines += ["slave_priority:100", "slave_read_only:1", "replica_announced:1"]
-        lines.append(f"connected_slaves:{len(self.links)}")
+        lines.append(f"connected_slaves:{len(self.links) + len(redis_replicas)}")
+        links = [(x.ip, x.port, x.acked, x.last_ack) for x in self.links.values()]
         if self.min_replicas and self.min_replicas_lag:
-            lines.append(f"min_slaves_good_slaves:{self.good_replicas()}")
-        for i, link in enumerate(self.links.values()):
-            lag = int(now - link.last_ack)
-            lines.append(
-                f"slave{i}:ip={link.ip},port={link.port},state=online,offset={link.acked},lag={lag}"
-            )
+            good = self._good([last for _, _, _, last in links + redis_replicas])
+            lines.append(f"min_slaves_good_slaves:{good}")
+        for i, (ip, port, acked, last) in enumerate(links + redis_replicas):
+            lag = int(now - last)
+            lines.append(f"slave{i}:ip={ip},port={port},state=online,offset={acked},lag={lag}")
         return "\r\n".join(lines) + "\r\n"
+
+
+# -- Redis replicas (commands.redis_repl) ---------------------------------------------
+
+
+def encode_command(argv: list[bytes]) -> bytes:
+    """A command as the replication stream carries it: a RESP array of bulk strings."""
+    out = [b"*%d\r\n" % len(argv)]
+    for a in argv:
+        out.append(b"$%d\r\n%b\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+@dataclass
+class RedisReplica:
+    session: Session
+    ip: str
+    port: int
+    acked: int = 0  # REPLCONF ACK: the offset the replica says it processed
+    last_ack: float = field(default_factory=time.time)
+
+
+@dataclass
+class ReplStream:
+    """The replication stream to Redis replicas: their links, the byte offset, the
+    database the stream last selected, and the commands of the call under way."""
+
+    offset: int = 0
+    replicas: dict[int, RedisReplica] = field(default_factory=dict)
+    seldb: int = -1  # Redis' slaveseldb: -1 makes the next command start with SELECT
+    depth: int = 0  # calls under way (nested: EXEC's commands, a script's redis.call)
+    pending: list[tuple[int, list[bytes]]] = field(default_factory=list)
+    pinger: asyncio.Task[None] | None = None
+    # The state of the keys a command changed, as RESTORE/DEL commands (for commands
+    # propagated by their effects; set by commands.redis_repl, which can import DUMP).
+    effects: Callable[[Any, list[Any]], list[tuple[int, list[bytes]]]] | None = None
+
+    def feed(self, server: Any, dbi: int, argv: list[bytes]) -> None:
+        """replicationFeedSlaves: SELECT if the database changed, then the command."""
+        clients = server.clients
+        for cid in [cid for cid in self.replicas if cid not in clients]:
+            del self.replicas[cid]  # its connection closed
+        if not self.replicas:
+            # No Redis replica is left: the dispatcher stops feeding the stream (and
+            # the offset stops, where Redis' moves on while its backlog lives).
+            server.repl_stream = None
+            self.pending.clear()
+            self.depth = 0
+            return
+        data = encode_command(argv)
+        if dbi != self.seldb:
+            db = b"%d" % dbi
+            data = b"*2\r\n$6\r\nSELECT\r\n$%d\r\n%b\r\n" % (len(db), db) + data
+            self.seldb = dbi
+        self.offset += len(data)
+        for rep in self.replicas.values():
+            rep.session.push(Encoded(data))
+
+    def propagate(self, server: Any, ops: list[tuple[int, list[bytes]]], wrap: bool) -> None:
+        """propagatePendingCommands: `ops` in order, inside MULTI/EXEC when `wrap` and
+        there are several (MULTI in the first's database, EXEC in the last's)."""
+        wrap = wrap and len(ops) > 1
+        if wrap:
+            self.feed(server, ops[0][0], [b"MULTI"])
+        for dbi, argv in ops:
+            self.feed(server, dbi, argv)
+            if server.repl_stream is None:
+                return  # the last replica went away
+        if wrap:
+            self.feed(server, ops[-1][0], [b"EXEC"])
+
+    def expired(self, server: Any, dbi: Any, key: bytes) -> None:
+        """A key expired (lazily, inside a call; or by active expiry): its DEL (UNLINK
+        with lazyfree-lazy-expire) is propagated with the call's commands, or at once."""
+        if type(dbi) is not int:
+            return  # a branch's database: nothing in Redis' keyspace
+        lazy = server.config.params.get("lazyfree-lazy-expire", "no") == "yes"
+        argv = [b"UNLINK" if lazy else b"DEL", key]
+        if self.depth:
+            self.pending.append((dbi, argv))
+        else:
+            self.propagate(server, [(dbi, argv)], False)
+
+    def request_acks(self, server: Any) -> None:
+        """REPLCONF GETACK * into the stream: replicas answer with REPLCONF ACK at once."""
+        self.feed(server, self.seldb, GETACK_ARGV)
+
+    def ack(self, session_id: int, offset: int) -> bool:
+        """REPLCONF ACK from a Redis replica (False: the session is not one)."""
+        rep = self.replicas.get(session_id)
+        if rep is None:
+            return False
+        rep.acked = max(rep.acked, offset)
+        rep.last_ack = time.time()
+        return True

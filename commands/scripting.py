@@ -161,7 +161,7 @@ def _prepare(s: Session, flags: int, ro: bool) -> None:
             raise CommandError("READONLY Can not run script with write flag on readonly replica")
         if ro:
             raise CommandError("ERR Can not execute a script with write flag using *_ro command.")
-        if server.replication.replicas_short():
+        if server.replication.replicas_short(server.repl_stream):
             raise CommandError(NOREPLICAS)
     if server.over_maxmemory and not flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES):
         raise CommandError(

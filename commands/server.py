@@ -2,7 +2,7 @@
 own modules: `commands.info`, `commands.config`, `commands.introspection`).
 
 DBSIZE · FLUSHDB [ASYNC|SYNC] · FLUSHALL [ASYNC|SYNC] · SWAPDB index1 index2 · TIME
-LASTSAVE · SAVE · BGSAVE [SCHEDULE]
+LASTSAVE · SAVE · BGSAVE [SCHEDULE] · BGREWRITEAOF
     Every commit already streams to the object store; these write checkpoints, which
     bound how much a restart replays. SAVE writes a checkpoint now (the durable layer
     then deletes what older checkpoints it no longer keeps) and replies once it is
@@ -14,6 +14,8 @@ SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
 from commands.durability import deferred
@@ -28,6 +30,7 @@ INVALID_FIRST_DB = "ERR invalid first DB index"
 INVALID_SECOND_DB = "ERR invalid second DB index"
 DB_OUT_OF_RANGE = "ERR DB index is out of range"
 NO_SHUTDOWN = "ERR No shutdown in progress."
+log = logging.getLogger("temporalstore")
 
 
 # -- keyspace ------------------------------------------------------------------------------
@@ -133,6 +136,62 @@ def cmd_bgsave(s: Session, argv: list[bytes]) -> Reply:
         dur.checkpoint_soon()
     _saved(s)
     return Simple(b"Background saving started")
+
+
+AOF_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
+AOF_FAILED = (
+    "ERR Can't execute an AOF background rewriting. "
+    "Please check the server logs for more information."
+)
+
+
+@command("bgrewriteaof", 1, Flag.ADMIN | Flag.NOSCRIPT | Flag.NO_ASYNC_LOADING)
+def cmd_bgrewriteaof(s: Session, argv: list[bytes]) -> Reply:
+    """Our AOF rewrite is a checkpoint: a compacted image of the store that a restart
+    (or DEBUG LOADAOF) loads instead of replaying the records before it. It runs in
+    the background; INFO persistence's aof_rewrite_* fields follow it."""
+    saved = s.server.save_stats
+    if saved.aof_rewrite_since:
+        raise CommandError(AOF_IN_PROGRESS)
+    dur = s.server.durability
+    if dur is not None and dur.fenced:
+        log.warning("BGREWRITEAOF refused: %s", dur.fenced)
+        raise CommandError(AOF_FAILED)
+    if s.in_exec:
+        # As Redis inside MULTI/EXEC: it starts once the transaction is over.
+        saved.aof_rewrite_scheduled = True
+        saved.aof_failures = 0
+        asyncio.get_running_loop().call_soon(_start_rewrite, s)
+        return Simple(b"Background append only file rewriting scheduled")
+    _start_rewrite(s)
+    return Simple(b"Background append only file rewriting started")
+
+
+def _start_rewrite(s: Session) -> None:
+    saved = s.server.save_stats
+    saved.aof_rewrite_scheduled = False
+    if saved.aof_rewrite_since:
+        return
+    saved.aof_rewrite_since = time.monotonic()
+    saved.aof_rewrites += 1
+    dur = s.server.durability
+
+    async def rewrite() -> None:
+        try:
+            if dur is not None:
+                await dur.checkpoint()
+            saved.aof_last_status = "ok"
+            saved.aof_failures = 0
+        except Exception as e:  # storage down or fenced
+            log.warning("BGREWRITEAOF: checkpoint failed: %s", e)
+            saved.aof_last_status = "err"
+            saved.aof_failures += 1
+        finally:
+            saved.aof_last_time_s = int(time.monotonic() - saved.aof_rewrite_since)
+            saved.aof_rewrite_since = 0.0
+            saved.aof_task = None
+
+    saved.aof_task = asyncio.get_running_loop().create_task(rewrite())
 
 
 @command("shutdown", -1, ADMIN | Flag.NO_MULTI | Flag.ALLOW_BUSY)

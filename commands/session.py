@@ -20,7 +20,7 @@ from commands.limits import Limits, rss_bytes
 from commands.ops_state import OpsState
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
-from commands.replstate import ReplicationState
+from commands.replstate import ReplicationState, ReplStream
 from commands.users import Users
 from store import Database, Store, WriteMeta
 from store.settings import DEFAULTS
@@ -169,6 +169,15 @@ class SaveStats:
     lastsave: int = field(default_factory=lambda: int(time.time()))
     lsn_at_save: int = 0
     saves: int = 0
+    # BGREWRITEAOF (commands.server): its checkpoint under way since (monotonic; 0:
+    # none), scheduled (asked inside MULTI/EXEC), and the outcome of the last ones.
+    aof_rewrite_since: float = 0.0
+    aof_rewrite_scheduled: bool = False
+    aof_rewrites: int = 0
+    aof_last_status: str = "ok"
+    aof_last_time_s: int = -1
+    aof_failures: int = 0
+    aof_task: Any = None
 
 
 @dataclass
@@ -221,6 +230,13 @@ class ServerState:
         self.durability: Durability | None = None
         self.faults: Faults | None = None  # set when started with --fault-injection yes
         self.replication = ReplicationState()  # role, primary, replica links
+        # The replication stream to Redis replicas (SYNC/PSYNC, commands.redis_repl):
+        # kept for its offset; `repl_stream` is it while a Redis replica is attached and
+        # None otherwise (the dispatcher's one test per command).
+        self.redis_repl = ReplStream()
+        self.repl_stream: ReplStream | None = None
+        self.sync_full = 0  # INFO stats' sync_full and sync_partial_err
+        self.sync_partial_err = 0
         # Why writes are refused now (a replica's READONLY), or "" when they are not.
         self.read_only = ""
         # A group's leader refuses writes from this time.monotonic() on (0: no limit).
@@ -299,6 +315,8 @@ class Session:
         self.output_size: Callable[[], int] = lambda: 0
         self.repl_port = 0  # REPLCONF listening-port (a replica's link)
         self.repl_ip = ""  # REPLCONF ip-address
+        self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
+        self.repl_woff = 0  # the Redis replication offset after its last propagated write
         self.resp = 2
         self.dbi = 0
         self.db: Database = self.store.dbs[0]

@@ -83,6 +83,10 @@ async def write_in_slices(
             notify_command(s, cmd, [], store.pending[savepoint:])
         if s.server.tracking is not None and len(store.pending) > savepoint:
             s.server.tracking.sliced_writes(s, store.pending[savepoint:])
+        stream = s.server.repl_stream  # Redis replicas (commands.redis_repl)
+        if stream is not None and stream.effects is not None and len(store.pending) > savepoint:
+            own = [p for p in store.pending[savepoint:] if p[4] != "expired"]
+            stream.propagate(s.server, stream.effects(s, own), True)
         store.commit()
         if not done:
             await budget.pause()

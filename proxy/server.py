@@ -437,7 +437,8 @@ class Connection(asyncio.Protocol):
         s = self.session
         if t is None or s is None or t.is_closing():
             return
-        limit = s.server.limits.output["pubsub" if s.channels or s.patterns else "normal"]
+        kind = "slave" if s.redis_replica else "normal"  # a Redis replica (SYNC, PSYNC)
+        limit = s.server.limits.output["pubsub" if s.channels or s.patterns else kind]
         if not limit.active:
             return
         used = t.get_write_buffer_size()
@@ -731,7 +732,7 @@ class Server:
 
     def close_idle_clients(self) -> None:
         """`timeout` (seconds, 0 = never): close clients idle that long, except those
-        blocked, subscribed or in MULTI, as Redis does."""
+        blocked, subscribed, in MULTI or Redis replicas, as Redis does."""
         limit = _int_param(self.state, "timeout", 0)
         if limit <= 0:
             return
@@ -743,6 +744,7 @@ class Server:
                 and not s.blocked
                 and not (s.channels or s.patterns)
                 and s.multi is None
+                and not s.redis_replica
                 and now - s.last_interaction > limit
             ):
                 conn.kill()
