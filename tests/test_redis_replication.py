@@ -462,3 +462,22 @@ def test_multi_cases_of_the_redis_suite(both: list[redis.Redis]) -> None:
         raw.close()
 
     same_stream(both, run)
+
+
+def test_a_redis_replica_counts_for_min_replicas_to_write(ts_dbg: ServerProcess) -> None:
+    """min-replicas-to-write: a Redis replica that acknowledged within the lag is a good
+    replica (INFO's min_slaves_good_slaves, and writes are accepted again)."""
+    c = redis.Redis(port=ts_dbg.port)
+    c.config_set("min-replicas-max-lag", 10)
+    c.config_set("min-replicas-to-write", 1)
+    try:
+        with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+            c.set("k", "v")
+        link, _h, _rdb = attach(ts_dbg.port)
+        link.send(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n")
+        assert until(lambda: c.info("replication")["min_slaves_good_slaves"] == 1)
+        assert c.set("k", "v")
+        link.close()
+    finally:
+        c.config_set("min-replicas-to-write", 0)
+        c.close()
