@@ -22,6 +22,7 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
+from commands.evict import memory_check
 from commands.limits import OOM, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
@@ -119,8 +120,8 @@ class Dispatcher:
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
         server = s.server
-        if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
-            return self.reject(s, OOM.encode(), argv, cmd)
+        if server.limits.maxmemory and memory_check(server) and oom_rejects(s, cmd):
+            return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:

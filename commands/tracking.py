@@ -383,12 +383,17 @@ class Tracking:
     def expired(self, key: bytes) -> None:
         """A key active expiry removed (the store's on_expired outside a command; a
         command's own expiries come with its ops)."""
-        if self.server.store.writer is not None:
-            return
+        if self.server.store.writer is None:
+            self.removed(key)
+
+    def removed(self, key: bytes) -> None:
+        """A key removed by no command (active expiry, or eviction before a command or
+        from the eviction loop): the messages go before the reply of a command under
+        way (`deliver`), else from the event loop, once for a whole round."""
         waiting = bool(self.outbox)
         self.invalidate(key, None, None)
         if self.outbox and not waiting:
-            self._later(self._flush_outbox)  # once for a whole round of expiries
+            self._later(self._flush_outbox)
 
     def _flush_outbox(self) -> None:
         out = self.outbox
