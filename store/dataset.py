@@ -58,7 +58,7 @@ def per_element(v: Any) -> int:
     """One element's estimated bytes, from the first `SAMPLES` elements."""
     if isinstance(v, dict):
         return SLOT_BYTES + _avg(v.items(), _pair)
-    if isinstance(v, set | deque):
+    if isinstance(v, (set, deque)):
         return SLOT_BYTES + _avg(v, _size)
     if isinstance(v, ZSet):
         return SLOT_BYTES + ZSET_ITEM_BYTES + _avg(v.scores, _size)
