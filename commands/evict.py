@@ -49,16 +49,6 @@ log = logging.getLogger("temporalstore")
 CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
 EVPOOL_SIZE = 16
 OK, RUNNING, FAIL = 0, 1, 2
-POLICIES = (
-    "noeviction",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-)
 
 
 def dataset_bytes(server: ServerState) -> int:
