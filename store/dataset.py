@@ -84,44 +84,50 @@ def weigh(db: Database, key: bytes, v: Any) -> int:
     """The estimate of live key `key` with value `v` (for a collection, sampling as
     `_weigh_new`)."""
     t = type(v)
+    if t is bytes or t is bytearray:
+        return _weight(db, key, v)
+    return _weigh_new(db, key, v)
+
+
+def _weight(db: Database, key: bytes, v: Any) -> int:
+    """The estimate `key` holding `v` was counted at (a collection's from the cost
+    `Database.sizes` keeps, with its length now: measured before an op changes it in
+    place)."""
+    t = type(v)
     if t is bytes:
-        return KEY_BYTES + STRING_BYTES + len(key) + len(v)
+        return STRING_KEY_BYTES + len(key) + len(v)
     if t is bytearray:
         return KEY_BYTES + BUFFER_BYTES + len(key) + len(v)
-    return _weigh_new(db, key, v)
+    c = db.sizes.get(key)
+    return 0 if c is None else KEY_BYTES + COLLECTION_BYTES + len(key) + len(v) * c[0]
 
 
 def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     """`store.ops.apply_op`, keeping `db.used` (see the module docstring)."""
     data = db.data
     old = data.get(key)
-    if old is None:
-        before = 0
-    else:
-        t = type(old)
-        if t is bytes:
-            before = KEY_BYTES + STRING_BYTES + len(key) + len(old)
-        elif t is bytearray:
-            before = KEY_BYTES + BUFFER_BYTES + len(key) + len(old)
-        else:
-            c = db.sizes.get(key)
-            # Measured before the op: a collection changes in place.
-            before = 0 if c is None else KEY_BYTES + len(key) + COLLECTION_BYTES + len(old) * c[0]
+    # A string value is immutable: it can be weighed after the op.
+    before = -1 if old is None or type(old) is bytes else _weight(db, key, old)
     undo = APPLY[op[0]](db, key, op)
     new = data.get(key)
+    if before < 0 and type(new) is bytes:  # a string written over a string or nothing
+        if old is None:
+            db.used += STRING_KEY_BYTES + len(key) + len(new)
+        else:
+            db.used += len(new) - len(old)
+        return undo
+    if before < 0:
+        before = 0 if old is None else STRING_KEY_BYTES + len(key) + len(old)
     if new is None:
         after = 0
-        if db.sizes and old is not None:
-            db.sizes.pop(key, None)
     else:
         t = type(new)
         if t is bytes or t is bytearray:
-            after = KEY_BYTES + len(key) + len(new)
-            after += STRING_BYTES if t is bytes else BUFFER_BYTES
-            if old is not None and type(old) is not bytes and type(old) is not bytearray:
-                db.sizes.pop(key, None)  # a collection replaced by a string
+            after = _weight(db, key, new)
         else:
             after = _weigh_new(db, key, new)
+    if db.sizes and (new is None or type(new) is bytes or type(new) is bytearray):
+        db.sizes.pop(key, None)  # no collection there any more
     db.used += after - before
     return undo
 
