@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import random
 import time
 import weakref
@@ -51,24 +52,28 @@ EVPOOL_SIZE = 16
 OK, RUNNING, FAIL = 0, 1, 2
 
 
+_used_of = operator.attrgetter("used")
+
+
 def dataset_bytes(server: ServerState) -> int:
     """The live dataset's estimate, every database's."""
-    return sum(db.used for db in server.store.dbs)
+    used: int = sum(map(_used_of, server.store.dbs))
+    return used
 
 
 def held_history_bytes(server: ServerState) -> int:
     """History held past retention (by seals and branch forks) and branches' versions."""
     mem = server.store.mem
-    return mem.pinned_bytes + sum(b for b, _ in mem.branches.values())
-
-
-def overhead_bytes(server: ServerState) -> int:
-    return STARTUP_RSS + len(server.clients) * CLIENT_MEMORY
+    if mem.branches:
+        return mem.pinned_bytes + sum(b for b, _ in mem.branches.values())
+    return mem.pinned_bytes
 
 
 def used_memory(server: ServerState) -> int:
-    """INFO used_memory: what maxmemory is compared with (see the module docstring)."""
-    return overhead_bytes(server) + dataset_bytes(server) + held_history_bytes(server)
+    """INFO used_memory: what maxmemory is compared with (see the module docstring).
+    Run before every command while maxmemory is set: C-level sums, no loop."""
+    dataset: int = sum(map(_used_of, server.store.dbs))
+    return STARTUP_RSS + len(server.clients) * CLIENT_MEMORY + dataset + held_history_bytes(server)
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -304,7 +309,14 @@ def start_eviction_proc(server: ServerState) -> None:
 
 def memory_check(server: ServerState) -> bool:
     """The dispatcher's step before a command while maxmemory is set: evict as
-    needed; True when still out of memory (denyoom commands are refused)."""
+    needed; True when still out of memory (denyoom commands are refused). Under the
+    limit with nothing to update it is one call of `used_memory`."""
+    if (
+        used_memory(server) <= server.limits.maxmemory
+        and not server.over_maxmemory
+        and not server.stats.eviction_exceeded_since
+    ):
+        return False
     over = perform_evictions(server) == FAIL
     server.over_maxmemory = over
     return over
