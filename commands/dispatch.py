@@ -23,7 +23,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.evict import memory_check
-from commands.limits import OOM, oom_rejects
+from commands.limits import OOM, memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
@@ -120,8 +120,9 @@ class Dispatcher:
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
         server = s.server
-        if server.limits.maxmemory and memory_check(server) and oom_rejects(s, cmd):
-            return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
+        if server.limits.maxmemory and memory_pressed(server):  # commands.evict
+            if memory_check(server) and oom_rejects(s, cmd):
+                return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
         if server.loading and not cmd.flags & Flag.LOADING:
             return self.reject(s, LOADING.encode(), argv, cmd)
         if cmd.is_write and s.view_lsn is not None:

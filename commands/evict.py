@@ -33,47 +33,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import operator
 import random
 import time
 import weakref
 from typing import Any
 
 from commands.access import frequency, idle_seconds
+from commands.limits import used_memory
 from commands.notify import EVICTED, notify
-from commands.session import STARTUP_RSS, ServerState
+from commands.session import ServerState
 from store import Database
 from store.ops import DEL
 
 log = logging.getLogger("temporalstore")
 
-CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
 EVPOOL_SIZE = 16
 OK, RUNNING, FAIL = 0, 1, 2
 
 
-_used_of = operator.attrgetter("used")
-
-
 def dataset_bytes(server: ServerState) -> int:
     """The live dataset's estimate, every database's."""
-    used: int = sum(map(_used_of, server.store.dbs))
-    return used
+    return sum(db.used for db in server.store.dbs)
 
 
 def held_history_bytes(server: ServerState) -> int:
     """History held past retention (by seals and branch forks) and branches' versions."""
     mem = server.store.mem
-    if mem.branches:
-        return mem.pinned_bytes + sum(b for b, _ in mem.branches.values())
-    return mem.pinned_bytes
-
-
-def used_memory(server: ServerState) -> int:
-    """INFO used_memory: what maxmemory is compared with (see the module docstring).
-    Run before every command while maxmemory is set: C-level sums, no loop."""
-    dataset: int = sum(map(_used_of, server.store.dbs))
-    return STARTUP_RSS + len(server.clients) * CLIENT_MEMORY + dataset + held_history_bytes(server)
+    return mem.pinned_bytes + sum(b for b, _ in mem.branches.values())
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -308,15 +294,9 @@ def start_eviction_proc(server: ServerState) -> None:
 
 
 def memory_check(server: ServerState) -> bool:
-    """The dispatcher's step before a command while maxmemory is set: evict as
-    needed; True when still out of memory (denyoom commands are refused). Under the
-    limit with nothing to update it is one call of `used_memory`."""
-    if (
-        used_memory(server) <= server.limits.maxmemory
-        and not server.over_maxmemory
-        and not server.stats.eviction_exceeded_since
-    ):
-        return False
+    """The dispatcher's step before a command while maxmemory is set and
+    `limits.memory_pressed`: evict as needed; True when still out of memory (denyoom
+    commands are refused)."""
     over = perform_evictions(server) == FAIL
     server.over_maxmemory = over
     return over

@@ -45,6 +45,38 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+# The resident set as the server starts (INFO's used_memory_startup): this module is
+# imported before any data is loaded.
+STARTUP_RSS = rss_bytes()
+CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
+
+
+def used_memory(state: ServerState) -> int:
+    """INFO used_memory, what maxmemory is compared with (commands.evict says what it
+    counts): compiled, as the dispatcher reads it before every command while maxmemory
+    is set."""
+    store = state.store
+    used = STARTUP_RSS + len(state.clients) * CLIENT_MEMORY
+    for db in store.dbs:
+        used += db.used
+    mem = store.mem
+    used += mem.pinned_bytes
+    if mem.branches:
+        for counts in mem.branches.values():
+            used += counts[0]
+    return used
+
+
+def memory_pressed(state: ServerState) -> bool:
+    """Whether the command about to run must go through commands.evict first: past
+    maxmemory, or just back under it (its state and statistics to update)."""
+    return (
+        state.over_maxmemory
+        or bool(state.stats.eviction_exceeded_since)
+        or used_memory(state) > state.limits.maxmemory
+    )
+
+
 def memtoull(text: str) -> int | None:
     """Redis' memtoull: digits with an optional unit (b, k, kb, m, mb, g, gb; any case),
     wrapping at 2**64 as the C code does; None where Redis reports an error."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.access import policy_changed
-from commands.limits import Limits, rss_bytes
+from commands.limits import STARTUP_RSS, Limits
 from commands.ops_state import OpsState
 from commands.registry import CommandStats
 from commands.replstate import ReplicationState
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from commands.keys import ScanSnapshot
     from commands.replies import Reply
     from commands.tracking import ClientTracking, Tracking
-
-# The resident set as the server starts (INFO's used_memory_startup): this module is
-# imported before any data is loaded.
-STARTUP_RSS = rss_bytes()
 
 
 @dataclass
