@@ -9,8 +9,9 @@ own versions. Retained history within the history policy is bounded by that poli
 not by maxmemory: an evicted key's last value stays in its delete version's undo
 until retention drops it, so counting it would make eviction free nothing.
 
-`perform_evictions` is Redis' performEvictions: called before every command while
-maxmemory is set (the dispatcher), and in a loop on the event loop after CONFIG SET
+`perform_evictions` is Redis' performEvictions: called before a command while
+maxmemory is set and the used memory is past it (the dispatcher asks the compiled
+`limits.memory_pressed` first), and in a loop on the event loop after CONFIG SET
 maxmemory and whenever one call ran out of time (evictionTimeProc). Past maxmemory
 it evicts keys under `maxmemory-policy` until enough is freed: the LRU, LFU and
 volatile-ttl policies through a pool of the `EVPOOL_SIZE` best candidates refilled
