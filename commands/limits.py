@@ -16,7 +16,7 @@ import os
 import re
 import resource
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from commands.registry import Flag
 
@@ -47,8 +47,8 @@ def rss_bytes() -> int:
 
 # The resident set as the server starts (INFO's used_memory_startup): this module is
 # imported before any data is loaded.
-STARTUP_RSS = rss_bytes()
-CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
+STARTUP_RSS: Final = rss_bytes()
+CLIENT_MEMORY: Final = 22298  # what Redis reports as an idle client's tot-mem
 
 
 def used_memory(state: ServerState) -> int:

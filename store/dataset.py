@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from store.ops import APPLY, Op, Undo
 from store.stream import Stream
@@ -30,14 +30,14 @@ if TYPE_CHECKING:
     from store.database import Database
 
 # A key: its bytes object's header and its slot in the database's dict.
-KEY_BYTES = 33 + 32
-STRING_BYTES = 33  # a bytes value's header (sys.getsizeof(b"") == 33)
-BUFFER_BYTES = 57  # a bytearray's header (strings written in place, bitmaps, HLLs)
-COLLECTION_BYTES = 232  # an empty collection object and its first table
-SLOT_BYTES = 32  # one element's slot in a hash table, deque block or sorted index
-ZSET_ITEM_BYTES = 24 + 56 + 8  # a score float, its (score, member) tuple, its index slot
-STRING_KEY_BYTES = KEY_BYTES + STRING_BYTES  # a key holding a bytes value, but the lengths
-SAMPLES = 5
+KEY_BYTES: Final = 33 + 32
+STRING_BYTES: Final = 33  # a bytes value's header (sys.getsizeof(b"") == 33)
+BUFFER_BYTES: Final = 57  # a bytearray's header (strings written in place, bitmaps, HLLs)
+COLLECTION_BYTES: Final = 232  # an empty collection object and its first table
+SLOT_BYTES: Final = 32  # one element's slot in a hash table, deque block or sorted index
+ZSET_ITEM_BYTES: Final = 24 + 56 + 8  # a score float, its (score, member) tuple, its index slot
+STRING_KEY_BYTES: Final = KEY_BYTES + STRING_BYTES  # a key holding a bytes value, but the lengths
+SAMPLES: Final = 5
 _size = sys.getsizeof
 
 
