@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from commands.access import policy_changed
+from commands.evict import maxmemory_changed
 from commands.limits import config_changed, memtoull, merge_output_limits
 from commands.notify import set_flags
 from commands.ops_state import normalize_percentiles, ops_config_changed
@@ -299,5 +300,7 @@ def config_store(server: ServerState, name: str, value: str) -> None:
     if name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time"):
         policy_changed(server.store.dbs, config_values(server))
     config_changed(server, name, value)
+    if name == "maxmemory":
+        maxmemory_changed(server)  # evicts from the event loop (commands.evict)
     ops_config_changed(server, name, value)
     server.replication.configure(name, value)

@@ -23,7 +23,8 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
-from commands.limits import OOM, oom_rejects
+from commands.evict import memory_check
+from commands.limits import OOM, memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.propagate import after_call as propagate_after
@@ -128,8 +129,9 @@ class Dispatcher:
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
         server = s.server
-        if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
-            return self.reject(s, OOM.encode(), argv, cmd)
+        if server.limits.maxmemory and memory_pressed(server):  # commands.evict
+            if memory_check(server) and oom_rejects(s, cmd):
+                return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
         if server.replication.min_replicas and _writes(s, cmd):  # min-replicas-to-write
             if server.replication.replicas_short(server.repl_stream):
                 return self.reject(s, NOREPLICAS.encode(), argv, cmd)

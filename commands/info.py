@@ -21,18 +21,17 @@ from functools import cache
 from typing import Any
 
 from commands.config_table import config_get_value
-from commands.limits import rss_bytes
+from commands.evict import dataset_bytes, held_history_bytes
+from commands.limits import CLIENT_MEMORY, STARTUP_RSS, rss_bytes, used_memory
 from commands.migrate import cached_sockets
 from commands.ops_state import format_percentile, hist_percentile, sync_expired
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
 from commands.scripting import memory as scripting_memory
-from commands.session import STARTUP_RSS, Session
+from commands.session import Session
 from store import native
 from store.secrets import redact  # credentials in a URL are never shown
-
-CLIENT_MEMORY = 22298  # what Redis reports as an idle client's tot-mem
 
 DEFAULT_SECTIONS = frozenset(
     [
@@ -95,8 +94,8 @@ clients_in_timeout_table:{blocked}
 _MEMORY = _template("""
 used_memory:{used}
 used_memory_human:{used_h}
-used_memory_rss:{used}
-used_memory_rss_human:{used_h}
+used_memory_rss:{rss}
+used_memory_rss_human:{rss_h}
 used_memory_peak:{peak}
 used_memory_peak_human:{peak_h}
 used_memory_peak_perc:{peak_perc:.2f}%
@@ -106,7 +105,7 @@ used_memory_dataset:{dataset}
 used_memory_dataset_perc:{dataset_perc:.2f}%
 allocator_allocated:{used}
 allocator_active:{used}
-allocator_resident:{used}
+allocator_resident:{rss}
 total_system_memory:{system}
 total_system_memory_human:{system_h}
 used_memory_lua:{lua}
@@ -197,10 +196,10 @@ expired_keys:{st.expired_keys}
 expired_stale_perc:0.00
 expired_time_cap_reached_count:0
 expire_cycle_cpu_milliseconds:0
-evicted_keys:0
+evicted_keys:{st.evicted_keys}
 evicted_clients:0
-total_eviction_exceeded_time:0
-current_eviction_exceeded_time:0
+total_eviction_exceeded_time:{evict_total}
+current_eviction_exceeded_time:{evict_current}
 keyspace_hits:{st.keyspace_hits}
 keyspace_misses:{st.keyspace_misses}
 pubsub_channels:{channels}
@@ -316,13 +315,16 @@ def _info_clients(s: Session) -> str:
 
 
 def _info_memory(s: Session) -> str:
+    """used_memory is commands.evict's figure (what maxmemory is compared with);
+    used_memory_rss the process' resident set."""
     server = s.server
-    used = rss_bytes()
+    used = used_memory(server)
+    rss = rss_bytes()
     server.peak_memory = peak = max(server.peak_memory, used)
-    startup = min(STARTUP_RSS, used)
+    startup = STARTUP_RSS
     clients_mem = len(s.server.clients) * CLIENT_MEMORY
-    overhead = startup + clients_mem
-    dataset = max(used - overhead, 0)
+    overhead = startup + clients_mem + held_history_bytes(server)
+    dataset = dataset_bytes(server)
     maxmemory = int(config_get_value(s.server, "maxmemory"))
     system = _system_memory()
     lua = scripting_memory(server)
@@ -341,6 +343,8 @@ def _info_memory(s: Session) -> str:
         scripts_mem_h=bytes_to_human(lua.scripts_eval + lua.functions_mem),
         used=used,
         used_h=bytes_to_human(used),
+        rss=rss,
+        rss_h=bytes_to_human(rss),
         peak=peak,
         peak_h=bytes_to_human(peak),
         peak_perc=used * 100 / peak,
@@ -400,8 +404,12 @@ def _info_stats(s: Session) -> str:
         x.sample_in = st.net_input_bytes
         x.sample_out = st.net_output_bytes
     tr = s.server.tracking
+    since = st.eviction_exceeded_since
+    current = int((time.monotonic() - since) * 1000) if since else 0
     return _STATS.format(
         st=st,
+        evict_total=st.eviction_exceeded_ms + current,
+        evict_current=current,
         ops=x.ops_per_sec,
         in_kbps=x.in_kbps,
         out_kbps=x.out_kbps,

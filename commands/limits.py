@@ -5,29 +5,24 @@
   (`merge_output_limits`) and CONFIG GET's text (`format_output_limits`). The connections
   check `output_limit_reached` against the bytes they have queued.
 - `client-query-buffer-limit` and `proto-max-bulk-len`: numbers the request reader uses.
-- `maxmemory`: the used memory (the process' resident set, as INFO memory reports it) is
-  sampled by the server cron, not per command; `ServerState.over_maxmemory` holds the
-  result and the dispatcher refuses what Redis refuses out of memory (`oom_rejects`).
-  We never evict: every `maxmemory-policy` behaves as `noeviction` (unflushed writes must
-  never be dropped), and setting another policy logs that.
+- `maxmemory`: the number, and what the dispatcher refuses while the used memory is
+  past it with nothing left to evict (`oom_rejects`); the used memory and eviction
+  are commands.evict's.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import resource
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from commands.registry import Flag
 
 if TYPE_CHECKING:
     from commands.registry import Command
     from commands.session import ServerState, Session
-
-log = logging.getLogger("temporalstore")
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 OUTPUT_LIMITS_DEFAULT = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
@@ -48,6 +43,38 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# The resident set as the server starts (INFO's used_memory_startup): this module is
+# imported before any data is loaded.
+STARTUP_RSS: Final = rss_bytes()
+CLIENT_MEMORY: Final = 22298  # what Redis reports as an idle client's tot-mem
+
+
+def used_memory(state: ServerState) -> int:
+    """INFO used_memory, what maxmemory is compared with (commands.evict says what it
+    counts): compiled, as the dispatcher reads it before every command while maxmemory
+    is set."""
+    store = state.store
+    used = STARTUP_RSS + len(state.clients) * CLIENT_MEMORY
+    for db in store.dbs:
+        used += db.used
+    mem = store.mem
+    used += mem.pinned_bytes
+    if mem.branches:
+        for counts in mem.branches.values():
+            used += counts[0]
+    return used
+
+
+def memory_pressed(state: ServerState) -> bool:
+    """Whether the command about to run must go through commands.evict first: past
+    maxmemory, or just back under it (its state and statistics to update)."""
+    return (
+        state.over_maxmemory
+        or bool(state.stats.eviction_exceeded_since)
+        or used_memory(state) > state.limits.maxmemory
+    )
 
 
 def memtoull(text: str) -> int | None:
@@ -169,35 +196,14 @@ class Limits:
             self.proto_max_bulk = int(value)
         elif name == "client-output-buffer-limit":
             self.output = parse_output_limits(value)
-        elif name == "maxmemory-policy":
-            if value != "noeviction":
-                log.warning(
-                    "maxmemory-policy %s: keys are never evicted here; past maxmemory, "
-                    "writes are refused with -OOM as under noeviction",
-                    value,
-                )
         else:
             return False
         return True
 
 
-def sample_memory(state: ServerState) -> None:
-    """Compare the used memory with maxmemory (the cron calls this ten times a second)."""
-    limit = state.limits.maxmemory
-    state.over_maxmemory = bool(limit) and rss_bytes() > limit
-
-
 def config_changed(state: ServerState, name: str, value: str) -> None:
     """CONFIG SET stored `value`: bring the limits in force up to date."""
-    if state.limits.apply(name, value) and name == "maxmemory":
-        sample_memory(state)
-        if state.over_maxmemory:
-            log.warning(
-                "the new maxmemory value set via CONFIG SET (%s) is smaller than the current "
-                "memory usage (%d): write commands are refused until it is raised",
-                value,
-                rss_bytes(),
-            )
+    state.limits.apply(name, value)
 
 
 def oom_rejects(s: Session, cmd: Command) -> bool:

@@ -8,13 +8,14 @@ MEMORY USAGE key [SAMPLES count]
     key is nil; the value is read as stored (a logically expired key still counts, as
     in Redis).
 MEMORY STATS
-    Redis' fields in Redis' order. total.allocated is the resident set size (what
-    maxmemory is checked against), peak.allocated its peak, startup.allocated the size
-    at start; clients.normal the per-client estimate INFO uses; aof.buffer the writes
-    not yet flushed to object storage (our append-only log); lua.caches and
-    functions.caches the script and library sizes; db.N the overhead of each non-empty
-    database's dicts (keys and expiries). Python's allocator is not jemalloc: the
-    allocator.* figures are the resident size, so their ratios are 1.
+    Redis' fields in Redis' order. total.allocated is INFO's used_memory (what
+    maxmemory is checked against: commands.evict), peak.allocated its peak,
+    startup.allocated the resident set at start; clients.normal the per-client
+    estimate INFO uses; aof.buffer the writes not yet flushed to object storage (our
+    append-only log); lua.caches and functions.caches the script and library sizes;
+    db.N the overhead of each non-empty database's dicts (keys and expiries). Python's
+    allocator is not jemalloc: the allocator.* figures are total.allocated, so their
+    ratios are 1.
 MEMORY DOCTOR
     Redis' report, from those figures.
 MEMORY MALLOC-STATS
@@ -38,13 +39,12 @@ from typing import Any
 
 from commands.common import help_reply
 from commands.errors import SYNTAX, CommandError
-from commands.info import CLIENT_MEMORY
-from commands.limits import rss_bytes
+from commands.limits import CLIENT_MEMORY, STARTUP_RSS, used_memory
 from commands.parsing import get_int
 from commands.registry import LOADING_STALE, Flag, command, container
 from commands.replies import OK, Reply, Verbatim
 from commands.scripting import memory as scripting_memory
-from commands.session import STARTUP_RSS, ServerState, Session
+from commands.session import ServerState, Session
 from store.accounting import PACKED_BYTES, entry_bytes
 from store.stream import Stream
 from store.values import ZSet
@@ -144,7 +144,7 @@ class Overhead:
     """Redis' getMemoryOverheadData, with this process' figures."""
 
     def __init__(self, server: ServerState) -> None:
-        self.total = rss_bytes()
+        self.total = used_memory(server)
         server.peak_memory = self.peak = max(server.peak_memory, self.total)
         self.startup = min(STARTUP_RSS, self.total)
         self.clients = len(server.clients) * CLIENT_MEMORY

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.access import policy_changed
-from commands.limits import Limits, rss_bytes
+from commands.limits import STARTUP_RSS, Limits
 from commands.ops_state import OpsState
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from commands.keys import ScanSnapshot
     from commands.replies import Reply
     from commands.tracking import ClientTracking, Tracking
-
-# The resident set as the server starts (INFO's used_memory_startup): this module is
-# imported before any data is loaded.
-STARTUP_RSS = rss_bytes()
 
 
 @dataclass
@@ -156,6 +152,11 @@ class Stats:
     keyspace_hits: int = 0
     keyspace_misses: int = 0
     expired_keys: int = 0
+    evicted_keys: int = 0
+    # INFO total/current_eviction_exceeded_time: ms past maxmemory before the current
+    # spell, and when (monotonic) the current one began (0.0: under it).
+    eviction_exceeded_ms: int = 0
+    eviction_exceeded_since: float = 0.0
     net_input_bytes: int = 0
     net_output_bytes: int = 0
     error_replies: int = 0
@@ -247,7 +248,8 @@ class ServerState:
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
         # Limits in force (from `config.params`, kept current by CONFIG SET), and whether
-        # the used memory was past maxmemory when the cron last looked.
+        # the used memory was past maxmemory with nothing left to evict before the last
+        # command (commands.evict; Redis' pre_command_oom_state, which scripts read).
         self.limits = Limits.from_params(self.config.params)
         self.over_maxmemory = False
         # ACL users (`commands.users`): requirepass is the default user's password; the

@@ -130,6 +130,12 @@ class Tracking:
         self.broadcast_due = False
         self._max_raw: str | None = None  # tracking-table-max-keys as last parsed
         self._max = DEFAULT_MAX_KEYS
+        # The store's pending list, and how much of it a call has invalidated: EXEC's
+        # and a script's commands invalidate their own writes as they run (a key one of
+        # them reads afterwards is tracked from then on), so the enclosing call skips
+        # those entries.
+        self._done_of: list[Any] | None = None
+        self._done = 0
 
     # -- turning tracking on and off ---------------------------------------------------
 
@@ -280,12 +286,17 @@ class Tracking:
             self.flushed(current)
         else:
             pending = s.store.pending
-            if len(pending) > savepoint:
+            start = savepoint
+            if self._done_of is pending and start < self._done <= len(pending):
+                start = self._done  # invalidated by the nested calls already
+            if len(pending) > start:
                 table = self.table
                 watching = table or self.prefixes
-                for _dbi, key, _op, _undo, by in pending[savepoint:]:
+                for _dbi, key, _op, _undo, by in pending[start:]:
                     if watching and key is not None and (key in table or self.prefixes):
                         self.invalidate(key, None if by == "expired" else current, current)
+            self._done_of = pending
+            self._done = len(pending)
         if current.tracking is not None:
             reads = READS.get(name)
             if reads is None:
@@ -383,12 +394,17 @@ class Tracking:
     def expired(self, key: bytes) -> None:
         """A key active expiry removed (the store's on_expired outside a command; a
         command's own expiries come with its ops)."""
-        if self.server.store.writer is not None:
-            return
+        if self.server.store.writer is None:
+            self.removed(key)
+
+    def removed(self, key: bytes) -> None:
+        """A key removed by no command (active expiry, or eviction before a command or
+        from the eviction loop): the messages go before the reply of a command under
+        way (`deliver`), else from the event loop, once for a whole round."""
         waiting = bool(self.outbox)
         self.invalidate(key, None, None)
         if self.outbox and not waiting:
-            self._later(self._flush_outbox)  # once for a whole round of expiries
+            self._later(self._flush_outbox)
 
     def _flush_outbox(self) -> None:
         out = self.outbox

@@ -108,8 +108,8 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("tls-key-file", None, "its private key (PEM, not encrypted)"),
     ("tls-ca-cert-file", None, "CA certificate(s) that client certificates are checked against"),
     ("tls-auth-clients", "yes", "yes: clients need a certificate; optional: checked if sent; no"),
-    ("maxmemory", "0", "past this used memory (RSS; 100mb, 1gb...) writes get -OOM; 0: no limit"),
-    ("maxmemory-policy", "noeviction", "Redis' values are accepted; keys are never evicted"),
+    ("maxmemory", "0", "past this used memory (100mb, 1gb...) keys are evicted or writes get -OOM"),
+    ("maxmemory-policy", "noeviction", "what is evicted past maxmemory (Redis' eight policies)"),
     (
         "max-pinned-history",
         "0",

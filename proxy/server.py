@@ -22,7 +22,7 @@ from commands.cleanup import session_closed
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
-from commands.limits import output_limit_reached, sample_memory
+from commands.limits import output_limit_reached
 from commands.ops_state import sync_expired
 from commands.registry import Command
 from commands.replies import (
@@ -700,8 +700,8 @@ class Server:
             self.stopping.set()
 
     async def _cron(self) -> None:
-        """Active expiry and the used memory against maxmemory, ten times a second
-        (Redis' hz 10); idle clients and output buffer limits once a second."""
+        """Active expiry, ten times a second (Redis' hz 10); idle clients and output
+        buffer limits once a second."""
         ticks = 0
         state = self.state
         while True:
@@ -717,7 +717,6 @@ class Server:
                 state.store.active_expire()
                 state.ops.add_latency("expire-cycle", int((time.monotonic() - began) * 1000))
             sync_expired(state)
-            sample_memory(state)
             ticks += 1
             if ticks % 10 == 0:
                 self.close_idle_clients()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES
 from store.chains import _CMD_BITS, _cmd_codes
+from store.dataset import STRING_KEY_BYTES
 from store.ops import SET
 from store.records import LsnMismatch, UpdateRecord
 
@@ -122,6 +123,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
         store._index_weighed += n
         store._index_weight += n
     db.data.update(zip(keys, values, strict=True))
+    db.used += n * STRING_KEY_BYTES + sum(map(len, keys)) + sum(map(len, values))
     step = 1 << _CMD_BITS
     packed = range(expected * step | code, (expected + n) * step, step)
     dict.update(chains, zip(keys, packed, strict=True))
@@ -170,6 +172,7 @@ def _replay_rows(
                     and key not in chains
                 ):
                     data[key] = op[1]
+                    db.used += STRING_KEY_BYTES + len(key) + len(op[1])
                     chains[key] = lsn << _CMD_BITS | code
                     add_lsn(lsn)
                     add_time(t)

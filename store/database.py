@@ -61,7 +61,9 @@ DB_STATE = (
     "idle_set",
     "on_expire",
     "overlay",
+    "sizes",
     "trim_next",
+    "used",
 )
 
 
@@ -104,6 +106,10 @@ class Database:
         self.trim_next: dict[bytes, int] = {}
         # A historical view reads with the clock stopped at its point in time.
         self.frozen_ms: int | None = None
+        # The live keys' estimated bytes, and a collection's (element cost, length
+        # sampled at, value) (store.dataset, kept by counted_apply).
+        self.used = 0
+        self.sizes: dict[bytes, tuple[int, int, Any]] = {}
 
     def get(self, key: bytes) -> Any:
         """The live value, or None; an expired key is removed on the way (lazy expiry).

@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from store import bulkreplay, image, windex
+from store import bulkreplay, dataset, image, windex
 from store.accounting import (
     PACKED_BYTES,
     REPLACED_STRING_BYTES,
@@ -48,7 +48,8 @@ from store.chains import translate_codes as translate_codes
 from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
-from store.ops import APPLY, CREATED, DEL, Op, Undo, apply_op
+from store.dataset import counted_apply
+from store.ops import CREATED, DEL, Op, Undo
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
@@ -205,7 +206,7 @@ class Store:
         """Apply one op now (later reads see it); it is committed by `commit`."""
         if db.overlay:
             db.own(key)
-        undo = APPLY[op[0]](db, key, op)  # apply_op, without its call
+        undo = counted_apply(db, key, op)  # apply_op, keeping the dataset's size
         self.pending.append((db.ident, key, op, undo, self.cmd))
 
     def db_op(self, dbi: int, op: Op) -> int:
@@ -230,7 +231,7 @@ class Store:
             if key is not None:
                 db = self.db_of(dbi)
                 for u in undo:
-                    apply_op(db, key, u)
+                    counted_apply(db, key, u)
         if not pending:
             self.commit_time = 0
 
@@ -517,7 +518,7 @@ class Store:
             db = self.db_of(dbi)
             if db.overlay:
                 db.own(key)
-            pending.append((dbi, key, op, apply_op(db, key, op), cmd))
+            pending.append((dbi, key, op, counted_apply(db, key, op), cmd))
         self._version(pending, record.lsn, record.time_ms, record.meta)
         self.index_keys.append(windex.entry(record.ops))
         self.index_lsns.append(record.lsn)
@@ -577,7 +578,7 @@ class Store:
 
     def apply_swap(self, a: int, b: int) -> None:
         da, db_ = self.dbs[a], self.dbs[b]
-        for attr in ("data", "expires", "chains", "heap", "atime"):
+        for attr in ("data", "expires", "chains", "heap", "atime", "used", "sizes"):
             va, vb = getattr(da, attr), getattr(db_, attr)
             setattr(da, attr, vb)
             setattr(db_, attr, va)
@@ -718,6 +719,8 @@ class Store:
         """Fill this empty store from an image's header and items; return its LSN."""
         lsn = image.import_image(self, head, items)
         self.mem = self.history_recount()
+        for db in self.dbs:
+            dataset.recount(db)
         return lsn
 
     def history_recount(self) -> HistoryMemory:

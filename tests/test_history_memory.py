@@ -251,7 +251,7 @@ def test_verbs_that_pin_history_are_refused_past_maxmemory() -> None:
     s, _sink = make_session()
     run(s, "SET", "a", "1")
     run(s, "TS.BRANCH", "CREATE", "ok")
-    s.server.over_maxmemory = True
+    s.server.limits.maxmemory = 1  # under noeviction, nothing is evicted: -OOM
     oom = b"OOM command not allowed when used memory > 'maxmemory'."
     assert run(s, "TS.SEAL", "s") == oom
     assert run(s, "TS.BRANCH", "CREATE", "b") == oom

@@ -65,6 +65,7 @@ MODULES = [
     "store/bulkreplay.py",
     "store/chains.py",
     "store/database.py",
+    "store/dataset.py",
     "store/image.py",
     "store/keyspace.py",
     "store/ops.py",
