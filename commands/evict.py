@@ -205,6 +205,9 @@ def evict_key(server: ServerState, db: Database, key: bytes) -> int:
         notify(server, EVICTED, b"evicted", key, db.ident)
     if server.tracking is not None:
         server.tracking.removed(key)
+    stream = server.repl_stream
+    if stream is not None:  # Redis replicas (commands.redis_repl): DEL, or UNLINK
+        stream.expired(server, db.ident, key, "lazyfree-lazy-eviction")
     return before - db.used
 
 

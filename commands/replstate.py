@@ -274,12 +274,15 @@ class ReplStream:
         if wrap:
             self.feed(server, ops[-1][0], [b"EXEC"])
 
-    def expired(self, server: Any, dbi: Any, key: bytes) -> None:
-        """A key expired (lazily, inside a call; or by active expiry): its DEL (UNLINK
-        with lazyfree-lazy-expire) is propagated with the call's commands, or at once."""
+    def expired(
+        self, server: Any, dbi: Any, key: bytes, lazy_param: str = "lazyfree-lazy-expire"
+    ) -> None:
+        """A key expired (lazily, inside a call; or by active expiry) or was evicted
+        (`lazy_param` lazyfree-lazy-eviction): its DEL (UNLINK when `lazy_param` is yes)
+        is propagated with the call's commands, or at once (propagateDeletion)."""
         if type(dbi) is not int:
             return  # a branch's database: nothing in Redis' keyspace
-        lazy = server.config.params.get("lazyfree-lazy-expire", "no") == "yes"
+        lazy = server.config.params.get(lazy_param, "no") == "yes"
         argv = [b"UNLINK" if lazy else b"DEL", key]
         if self.depth:
             self.pending.append((dbi, argv))

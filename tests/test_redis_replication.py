@@ -481,3 +481,24 @@ def test_a_redis_replica_counts_for_min_replicas_to_write(ts_dbg: ServerProcess)
     finally:
         c.config_set("min-replicas-to-write", 0)
         c.close()
+
+
+def test_eviction_propagates_del(both: list[redis.Redis]) -> None:
+    """The Redis suite's `propagation with eviction` (unit/maxmemory, external:skip there):
+    each evicted key is a DEL of its own in the stream, then writes go on."""
+
+    def run(c: redis.Redis) -> None:
+        for i in (1, 2, 3):
+            c.set(f"asdf{i}", i)
+        c.config_set("maxmemory-policy", "allkeys-lru")
+        c.config_set("maxmemory", 1)
+        try:
+            assert until(lambda: c.dbsize() == 0)
+        finally:
+            c.config_set("maxmemory", 0)
+            c.config_set("maxmemory-policy", "noeviction")
+        c.set("asdf4", 4)
+
+    # Which key goes first is the LRU sample's choice: each DEL's key digit is masked.
+    got = same_stream(both, run, mask=rb"(?<=asdf)([123])(?=\r\n\*)")
+    assert [argv[0] for argv in got] == [b"SELECT"] + [b"SET"] * 3 + [b"DEL"] * 3 + [b"SET"]
