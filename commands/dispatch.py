@@ -27,7 +27,7 @@ from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
-from commands.session import Session
+from commands.session import ServerCore, Session
 from store import PrunedError
 
 log = logging.getLogger("temporalstore")
@@ -118,7 +118,7 @@ class Dispatcher:
             return self.reject(s, NOAUTH.encode(), argv, cmd)
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
-        server = s.server
+        server: ServerCore = s.server  # its per-command fields, read directly when compiled
         if server.over_maxmemory and oom_rejects(s, cmd):  # sampled by the server cron
             return self.reject(s, OOM.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
@@ -183,7 +183,7 @@ class Dispatcher:
         store.cmd = cmd.name
         store.writer = s
         savepoint = len(store.pending)
-        server = s.server
+        server: ServerCore = s.server
         server.stats.commands_processed += 1
         # The counters exist after a command's first call: a dict lookup, no call.
         st = server.command_stats.get(cmd.name) or command_stats(s, cmd)
