@@ -40,6 +40,7 @@ GROUP = "store._hot"
 
 MODULES = [
     "proxy/reader.py",
+    "proxy/pipeline.py",
     "commands/dispatch.py",
     "commands/registry.py",
     "commands/errors.py",
