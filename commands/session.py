@@ -2,7 +2,9 @@
 
 The proxy creates one `Session` per connection and gives it the callbacks it
 needs to reach the wire (push a message, close); handlers get the session and
-reach the store, the server state and the clock through it.
+reach the store, the server state and the clock through it. `Session`, `Stats` and
+`ServerState`'s base `ServerCore` are defined in `commands.session_state` (compiled
+with the dispatcher) and importable from here.
 """
 
 from __future__ import annotations
