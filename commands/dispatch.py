@@ -30,7 +30,7 @@ from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.propagate import after_call as propagate_after
 from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
 from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
-from commands.session import Session
+from commands.session import ServerCore, Session
 from store import PrunedError
 
 log = logging.getLogger("temporalstore")
@@ -128,9 +128,9 @@ class Dispatcher:
             return self.reject(s, NOAUTH.encode(), argv, cmd)
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
-        server = s.server
-        if server.limits.maxmemory and memory_pressed(server):  # commands.evict
-            if memory_check(server) and oom_rejects(s, cmd):
+        server: ServerCore = s.server  # its per-command fields, read directly when compiled
+        if server.limits.maxmemory and memory_pressed(s.server):  # commands.evict
+            if memory_check(s.server) and oom_rejects(s, cmd):
                 return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
         if server.replication.min_replicas and _writes(s, cmd):  # min-replicas-to-write
             if server.replication.replicas_short(server.repl_stream):
@@ -197,7 +197,7 @@ class Dispatcher:
         store.cmd = cmd.name
         store.writer = s
         savepoint = len(store.pending)
-        server = s.server
+        server: ServerCore = s.server
         server.stats.commands_processed += 1
         # The counters exist after a command's first call: a dict lookup, no call.
         st = server.command_stats.get(cmd.name) or command_stats(s, cmd)

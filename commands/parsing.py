@@ -17,19 +17,27 @@ from commands.errors import (
     CommandError,
 )
 
-_INT_RE = re.compile(rb"-?(?:0|[1-9][0-9]{0,18})")
 LLONG_MIN = -(2**63)
 LLONG_MAX = 2**63 - 1
 
 
 def string2ll(b: bytes) -> int | None:
-    """Redis' string2ll: canonical decimal within int64, else None."""
-    if len(b) > 20 or _INT_RE.fullmatch(b) is None:
+    """Redis' string2ll: canonical decimal within int64, else None: an optional "-",
+    then 1 to 19 ASCII digits without a leading zero ("0" itself is one; "-0" is not).
+    Byte tests rather than a regex: a regex match cost ~4,400 instructions per INCR."""
+    n = len(b)
+    if n == 0 or n > 20:
         return None
-    n = int(b)
-    if n < LLONG_MIN or n > LLONG_MAX or b == b"-0":
+    neg = b[0] == 45  # "-"
+    digits = b[1:] if neg else b
+    if len(digits) > 19 or not digits.isdigit():  # isdigit: ASCII digits, not empty
         return None
-    return n
+    if digits[0] == 48 and (neg or len(digits) > 1):  # a leading zero, or "-0"
+        return None
+    v = int(b)
+    if v < LLONG_MIN or v > LLONG_MAX:
+        return None
+    return v
 
 
 def get_int(b: bytes, error: str = NOT_INTEGER) -> int:

@@ -2,7 +2,9 @@
 
 The proxy creates one `Session` per connection and gives it the callbacks it
 needs to reach the wire (push a message, close); handlers get the session and
-reach the store, the server state and the clock through it.
+reach the store, the server state and the clock through it. `Session`, `Stats` and
+`ServerState`'s base `ServerCore` are defined in `commands.session_state` (compiled
+with the dispatcher) and importable from here.
 """
 
 from __future__ import annotations
@@ -18,17 +20,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from commands.access import policy_changed
 from commands.limits import STARTUP_RSS, Limits
 from commands.ops_state import OpsState
-from commands.querybuf import QueryBuffer
-from commands.registry import CommandStats
 from commands.replstate import ReplicationState, ReplStream
+from commands.session_state import ServerCore as ServerCore
+from commands.session_state import Session as Session
+from commands.session_state import Stats as Stats
 from commands.users import Users
-from store import Database, Store, WriteMeta
+from store import Database, Store
 from store.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from commands.keys import ScanSnapshot
-    from commands.replies import Reply
-    from commands.tracking import ClientTracking, Tracking
 
 
 @dataclass
@@ -145,25 +146,6 @@ class Faults(Protocol):
 
 
 @dataclass
-class Stats:
-    connections_received: int = 0
-    commands_processed: int = 0
-    rejected_connections: int = 0
-    keyspace_hits: int = 0
-    keyspace_misses: int = 0
-    expired_keys: int = 0
-    evicted_keys: int = 0
-    # INFO total/current_eviction_exceeded_time: ms past maxmemory before the current
-    # spell, and when (monotonic) the current one began (0.0: under it).
-    eviction_exceeded_ms: int = 0
-    eviction_exceeded_since: float = 0.0
-    net_input_bytes: int = 0
-    net_output_bytes: int = 0
-    error_replies: int = 0
-    pubsub_messages: int = 0
-
-
-@dataclass
 class SaveStats:
     """What LASTSAVE and INFO persistence report of SAVE and BGSAVE."""
 
@@ -210,14 +192,16 @@ class Rates:
     out_kbps: float = 0.0
 
 
-class ServerState:
-    """Everything shared by all connections except the keyspace itself."""
+class ServerState(ServerCore):
+    """Everything shared by all connections except the keyspace itself: what the
+    dispatcher reads per command is declared by `ServerCore` (compiled), the rest here
+    (a Python class: it keys weak references, as commands.scripting's engines)."""
 
     def __init__(self, store: Store, config: Config | None = None) -> None:
+        super().__init__()
         self.store = store
         self.config = config or Config()
         self.started = time.time()
-        self.stats = Stats()
         self.clients: dict[int, Session] = {}
         self.next_client_id = itertools.count(1)
         self.channels: dict[bytes, dict[int, Session]] = {}
@@ -226,39 +210,23 @@ class ServerState:
         # CONFIG SET port: listen on this port instead (0: not at all), keeping the
         # connections; OSError if it cannot be bound. Set by the server that listens.
         self.listen_port: Callable[[int], None] | None = None
-        self.loading = False
         self.loading_progress: dict[str, Any] = {}
-        self.durability: Durability | None = None
         self.faults: Faults | None = None  # set when started with --fault-injection yes
         self.replication = ReplicationState()  # role, primary, replica links
         # The replication stream to Redis replicas (SYNC/PSYNC, commands.redis_repl):
         # kept for its offset; `repl_stream` is it while a Redis replica is attached and
         # None otherwise (the dispatcher's one test per command).
         self.redis_repl = ReplStream()
-        self.repl_stream: ReplStream | None = None
         self.sync_full = 0  # INFO stats' sync_full and sync_partial_err
         self.sync_partial_err = 0
-        # Why writes are refused now (a replica's READONLY), or "" when they are not.
-        self.read_only = ""
-        # A group's leader refuses writes from this time.monotonic() on (0: no limit).
-        self.write_deadline = 0.0
-        # The -BUSY error while a script runs past busy-reply-threshold (commands.scripting),
-        # else empty: the dispatcher refuses all but allow-busy commands meanwhile.
-        self.busy_script = b""
         # How long a write waits for the flush backlog to drain before TRYAGAIN.
         self.write_wait_s = 5.0
         # Limits in force (from `config.params`, kept current by CONFIG SET), and whether
-        # the used memory was past maxmemory with nothing left to evict before the last
-        # command (commands.evict; Redis' pre_command_oom_state, which scripts read).
+        # the used memory was past maxmemory (ServerCore.over_maxmemory).
         self.limits = Limits.from_params(self.config.params)
-        self.over_maxmemory = False
         # ACL users (`commands.users`): requirepass is the default user's password; the
         # aclfile's users are loaded (AclFileError names what is wrong in it).
         self.users = Users(self.config.params, self.config.requirepass, self.config.aclfile)
-        # INFO commandstats/latencystats (full command name -> counters) and errorstats
-        # (error replies by their first word), kept by the dispatcher.
-        self.command_stats: dict[str, CommandStats] = {}
-        self.error_stats: dict[str, int] = {}
         self.run_id = "".join(f"{b:02x}" for b in os.urandom(20))
         self.replid = hashlib.sha1(self.run_id.encode()).hexdigest()  # INFO replication
         self.save_stats = SaveStats()
@@ -270,12 +238,6 @@ class ServerState:
         self.config_defaults_loaded = False
         # SCAN's hash-ordered keys per database, kept while a scan is under way, and
         # SSCAN's member order of a few large sets (commands.keys, commands.sets).
-        # Keyspace notification classes in force (commands.notify); 0: none, and the
-        # dispatcher's one test per command skips the rest.
-        self.notify_flags = 0
-        # Client-side caching (commands.tracking): None until a client turns tracking
-        # on, and again once nothing is tracked; the dispatcher tests it per command.
-        self.tracking: Tracking | None = None
         self.scan_snapshots: dict[Database, ScanSnapshot] = {}
         self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
         # SLOWLOG, LATENCY, MONITOR and CLIENT PAUSE (commands.ops_state). What the
@@ -283,92 +245,9 @@ class ServerState:
         # the shortest duration anything records, whether latency histograms are kept,
         # the MONITOR clients, and the check a pause or a monitor adds (None: none).
         self.ops = OpsState(self.config.params)
-        self.clock_mark = time.perf_counter_ns()
         self.slow_ns = self.ops.slow_ns()
         self.latency_tracking = self.config.params.get("latency-tracking", "yes") == "yes"
-        self.monitors: dict[int, Session] = {}
         self.expired_seen = store.expired_keys  # INFO expired_keys (ops_state.sync_expired)
-        self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
 
     def uptime(self) -> int:
         return int(time.time() - self.started)
-
-
-class Session:
-    """One client connection's view: selected database, protocol, name, MULTI
-    queue, subscriptions, and the metadata attached to its writes."""
-
-    def __init__(
-        self,
-        server: ServerState,
-        addr: str = "",
-        laddr: str = "",
-        push: Callable[[Reply], None] | None = None,
-        close: Callable[[], None] | None = None,
-    ) -> None:
-        self.server = server
-        self.store = server.store
-        self.id = next(server.next_client_id)
-        self.addr = addr
-        self.laddr = laddr
-        self.push: Callable[[Reply], None] = push or (lambda r: None)
-        self.close: Callable[[], None] = close or (lambda: None)
-        # Bytes written to this connection and not yet taken by the socket.
-        self.output_size: Callable[[], int] = lambda: 0
-        self.repl_port = 0  # REPLCONF listening-port (a replica's link)
-        self.repl_ip = ""  # REPLCONF ip-address
-        self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
-        self.repl_woff = 0  # the Redis replication offset after its last propagated write
-        self.resp = 2
-        self.dbi = 0
-        self.db: Database = self.store.dbs[0]
-        self.name: bytes | None = None
-        self.lib_name: bytes | None = None
-        self.lib_ver: bytes | None = None
-        self.authenticated = server.users.default.login_free
-        self.user = b"default"
-        # The user may run anything: the dispatcher's ACL check is skipped (commands.acl).
-        self.acl_all = server.users.default.unrestricted
-        self.multi: list[tuple[Any, list[bytes]]] | None = None
-        self.multi_error = False
-        self.in_exec = False
-        self.watched: dict[tuple[int, bytes], Callable[[int, bytes], None]] = {}
-        self.watch_dirty = False
-        self.channels: set[bytes] = set()
-        self.patterns: set[bytes] = set()
-        self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
-        self.meta: WriteMeta | None = None
-        self.last_write_lsn = 0  # the LSN of this connection's latest write
-        self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
-        self.last_raft_lsn = 0  # ... and to raft-durability data
-        self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
-        self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
-        self.created = time.time()
-        self.last_interaction = self.created
-        self.qbuf = QueryBuffer()  # CLIENT LIST's qbuf, qbuf-free (commands.querybuf)
-        self.last_cmd = b"NULL"
-        self.last_cmd_name = "NULL"  # full name ("client|list") of the last command run
-        self.blocked = False
-        self.killed = False
-        self.extra: dict[str, Any] = {}
-        self.monitor = False  # MONITOR: every command's line is pushed to it
-        self.reply_mode = 0  # CLIENT REPLY: 0 ON, else commands.ops_state.REPLY_*
-        # CLIENT UNBLOCK: end this client's blocking command (True: it was blocked),
-        # with an error (True) or its timeout reply (False). Set by the connection.
-        self.unblock: Callable[[bool], bool] = lambda error: False
-
-    def select(self, dbi: int) -> None:
-        """Switch database (under a checkout, to its view: that raises PrunedError,
-        changing nothing, where the database's history there is no longer retained)."""
-        if self.branch is not None:
-            db: Database = self.store.branches[self.branch].dbs[dbi]
-        elif self.view_lsn is None:
-            db = self.store.dbs[dbi]
-        else:
-            db = self.store.view(dbi, self.view_lsn)
-        self.dbi = dbi
-        self.db = db
-
-    @property
-    def subscriptions(self) -> int:
-        return len(self.channels) + len(self.patterns)

@@ -31,7 +31,6 @@ _BIG_COUNT = re.compile(rb"\n\*[0-9]{7}")
 # as hiredis does), so the exact parser can always take over from its start; past
 # this size the check for non-canonical encodings no longer re-reads it per chunk.
 DIAGNOSE_LIMIT = 1024 * 1024
-_ONLY_BYTES = {bytes}  # the types of a request's arguments (a set: no Python loop)
 # Past client-query-buffer-limit Redis closes the connection without a reply.
 QUERY_BUFFER_OVERFLOW = ProtocolError("query buffer limit")
 
@@ -134,8 +133,11 @@ class RequestReader:
                     break
                 if not req:  # *0 and *-1 are empty requests, skipped as Redis does
                     continue
-                if type(req) is not list or set(map(type, req)) != _ONLY_BYTES:
+                if type(req) is not list:
                     raise hiredis.ProtocolError("not an array of bulk strings")
+                for arg in req:  # a loop in C when compiled (a set of types is not)
+                    if type(arg) is not bytes:
+                        raise hiredis.ProtocolError("not an array of bulk strings")
                 out.append(req)
         except hiredis.ProtocolError:
             refused = True

@@ -20,23 +20,21 @@ from typing import Any, cast
 
 from commands.cleanup import session_closed
 from commands.client_control import quiet_reply
-from commands.dispatch import DISPATCHER, lookup
+from commands.dispatch import DISPATCHER
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached
 from commands.ops_state import sync_expired
-from commands.registry import Command
 from commands.replies import (
-    OK,
     Blocked,
-    CloseAfterReply,
     Deferred,
     ErrorReply,
-    Paused,
     Reply,
 )
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
 from proxy.listeners import move_listener
+from proxy.pipeline import READY, serve_ready
+from proxy.pipeline import run as run_batch
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 
 log = logging.getLogger("temporalstore")
@@ -45,22 +43,6 @@ log = logging.getLogger("temporalstore")
 # client-output-buffer-limit says; reading from it is paused long before this).
 OUTPUT_HARD_LIMIT = 256 * 1024 * 1024
 HELD_PAUSE_ITEMS = 100_000
-BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
-OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
-# Connections whose blocked command a commit may now serve, in the order their keys were
-# touched. Served right after the command that touched them (before the next command of
-# any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
-# for commits made outside a command (expiry, replication).
-READY: deque[Connection] = deque()
-
-
-def serve_ready() -> None:
-    """Retry every ready blocked command; one served may ready others (a BLMOVE into a
-    list another client waits on), and they are served in the same pass."""
-    while READY:
-        READY.popleft()._retry_block()
-
-
 # Graceful shutdown waits this long for object storage to take every pending write.
 SHUTDOWN_DRAIN_S = 30.0
 # ... and then this long for the replies that became durable to be handed to sockets.
@@ -106,11 +88,6 @@ def _int_param(state: ServerState, name: str, default: int) -> int:
         return int(state.config.params.get(name, default))
     except ValueError:
         return default
-
-
-def _is_write(argv: list[bytes]) -> bool:
-    cmd = lookup(argv)
-    return isinstance(cmd, Command) and cmd.is_write
 
 
 @dataclass(slots=True)
@@ -249,96 +226,7 @@ class Connection(asyncio.Protocol):
     def _run(
         self, requests: list[list[bytes]] | deque[list[bytes]], error: ProtocolError | None
     ) -> None:
-        s = self.session
-        transport = self.transport
-        assert s is not None and transport is not None
-        out: list[bytes] = []
-        execute = DISPATCHER.execute
-        s.last_interaction = time.time()  # CLIENT LIST idle=
-        it = iter(requests) if not isinstance(requests, deque) else None
-        n = 0
-        server = s.server
-        server.clock_mark = time.perf_counter_ns()  # the first command's start
-        while True:
-            if it is not None:
-                argv = next(it, None)
-            else:
-                argv = requests.popleft() if requests else None  # type: ignore[union-attr]
-            if argv is None:
-                break
-            s.last_cmd = argv[0]
-            dur = server.durability
-            if dur is not None and dur.over_capacity() and _is_write(argv):
-                # Object storage is behind: hold this write (and what follows) until
-                # the backlog drains, or answer TRYAGAIN (reads are not held).
-                rest = list(it) if it is not None else list(requests)
-                self.backlog.extendleft(reversed([argv, *rest]))
-                self.backlog_error = error
-                self._write(out)
-                self._wait_capacity()
-                return
-            reply = execute(s, argv)
-            if READY:
-                serve_ready()
-            if s.reply_mode:
-                reply = quiet_reply(s, reply)  # CLIENT REPLY OFF|SKIP
-            t = type(reply)
-            # The commonest replies first, encoded here (no call); then the ones that
-            # stop this batch; then the codec.
-            if t is bytes:
-                out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
-            elif reply is OK:
-                out.append(OK_ENCODED)
-            elif t is Blocked or t is Deferred or t is CloseAfterReply or t is Paused:
-                if t is Paused:
-                    # CLIENT PAUSE holds this command: it and the rest run when it ends.
-                    self.backlog.append(argv)
-                if t is CloseAfterReply:
-                    assert isinstance(reply, CloseAfterReply)
-                    encode(reply.reply, s.resp, out)
-                    self._write(out)
-                    self._close_after_write()
-                    return
-                rest = list(it) if it is not None else list(requests)
-                self.backlog.extend(rest)
-                self.backlog_error = error
-                self._write(out)
-                if t is Blocked:
-                    assert isinstance(reply, Blocked)
-                    self._block(argv, reply)
-                elif t is Paused:
-                    self._hold()
-                else:
-                    assert isinstance(reply, Deferred)
-                    self._defer(reply)
-                return
-            else:
-                encode(reply, s.resp, out)
-            if s.killed:
-                break
-            n += 1
-            if not n & 63 and sum(map(len, out)) > BATCH_OUTPUT_LIMIT:
-                # A big pipeline of big replies: hand this much to the socket, and if
-                # the client is not reading, stop here until it drains (the rest of
-                # the requests wait in the backlog, and reading is paused).
-                self._write(out)
-                out = []
-                if self.paused:
-                    self.backlog.extendleft(
-                        reversed(list(it) if it is not None else list(requests))
-                    )
-                    self.waiting = True
-                    self.output_blocked = True
-                    self.backlog_error = error
-                    return
-        if error is not None:
-            encode(ErrorReply(error.text), s.resp, out)
-            self._write(out)
-            self._close_after_write()
-            return
-        self._write(out)
-        if s.killed:
-            self._close_after_write()
+        run_batch(self, requests, error)  # proxy.pipeline (compiled)
 
     def _write(self, out: list[bytes]) -> None:
         """Send replies, or hold them while this connection's writes are not yet

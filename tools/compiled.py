@@ -40,6 +40,7 @@ GROUP = "store._hot"
 
 MODULES = [
     "proxy/reader.py",
+    "proxy/pipeline.py",
     "commands/dispatch.py",
     "commands/registry.py",
     "commands/errors.py",
@@ -57,6 +58,7 @@ MODULES = [
     "commands/limits.py",
     "commands/notify.py",
     "commands/transactions.py",
+    "commands/session_state.py",
     "commands/longdouble.py",
     "commands/points.py",
     "store/accounting.py",
@@ -86,7 +88,8 @@ EXCLUDED = {
     "commands/replies.py": "subclasses of bytes, list and set (the reply types)",
     "store/views.py": "a view database is shared through weak references (Store.views), "
     "which a compiled class does not take",
-    "commands/session.py": "ServerState keys a WeakKeyDictionary (one Lua engine per server)",
+    "commands/session.py": "ServerState keys a WeakKeyDictionary (one Lua engine per server): "
+    "it derives from the compiled ServerCore (commands/session_state.py)",
     "proxy/server.py": "Connection derives from asyncio.Protocol, a Python class",
 }
 

@@ -1,0 +1,177 @@
+"""What compiled code reads per command: `Session` (one client connection's state),
+`ServerCore` (the server-wide fields the dispatcher and the connection's loop test on
+every command) and `Stats`. A compiled module (tools/compiled.py): compiled callers
+read these attributes directly instead of looking them up in an instance dict.
+
+`commands.session.ServerState` derives from `ServerCore` (it stays a Python class:
+it keys weak references) and re-exports `Session` and `Stats`; import them from there.
+Compiled code that reads a `ServerCore` field per command names the server as a
+`ServerCore` (`server: ServerCore = s.server`) so the read is direct.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mypy_extensions import mypyc_attr
+
+from commands.querybuf import QueryBuffer
+from commands.registry import CommandStats
+from store import Database, WriteMeta
+
+if TYPE_CHECKING:
+    from commands.limits import Limits
+    from commands.replies import Reply
+    from commands.replstate import ReplicationState, ReplStream
+    from commands.session import Durability, ServerState
+    from commands.tracking import ClientTracking, Tracking
+
+
+@dataclass
+class Stats:
+    connections_received: int = 0
+    commands_processed: int = 0
+    rejected_connections: int = 0
+    keyspace_hits: int = 0
+    keyspace_misses: int = 0
+    expired_keys: int = 0
+    evicted_keys: int = 0
+    # INFO total/current_eviction_exceeded_time: ms past maxmemory before the current
+    # spell, and when (monotonic) the current one began (0.0: under it).
+    eviction_exceeded_ms: int = 0
+    eviction_exceeded_since: float = 0.0
+    net_input_bytes: int = 0
+    net_output_bytes: int = 0
+    error_replies: int = 0
+    pubsub_messages: int = 0
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class ServerCore:
+    """The server-wide state the dispatcher reads per command (see the module doc)."""
+
+    # Set by ServerState: the limits in force (commands.limits) and the replication
+    # state (commands.replstate), both read by the dispatcher per command.
+    limits: Limits
+    replication: ReplicationState
+
+    def __init__(self) -> None:
+        self.stats = Stats()
+        self.loading = False
+        self.durability: Durability | None = None
+        # Why writes are refused now (a replica's READONLY), or "" when they are not.
+        self.read_only = ""
+        # A group's leader refuses writes from this time.monotonic() on (0: no limit).
+        self.write_deadline = 0.0
+        # The -BUSY error while a script runs past busy-reply-threshold (commands.scripting),
+        # else empty: the dispatcher refuses all but allow-busy commands meanwhile.
+        self.busy_script = b""
+        # Whether the used memory was past maxmemory with nothing left to evict before
+        # the last command (commands.evict; Redis' pre_command_oom_state, which scripts read).
+        self.over_maxmemory = False
+        # The replication stream to Redis replicas while one is attached, else None (the
+        # dispatcher's one test per command; ServerState.redis_repl keeps the offset).
+        self.repl_stream: ReplStream | None = None
+        # INFO commandstats/latencystats (full command name -> counters) and errorstats
+        # (error replies by their first word), kept by the dispatcher.
+        self.command_stats: dict[str, CommandStats] = {}
+        self.error_stats: dict[str, int] = {}
+        # Keyspace notification classes in force (commands.notify); 0: none, and the
+        # dispatcher's one test per command skips the rest.
+        self.notify_flags = 0
+        # Client-side caching (commands.tracking): None until a client turns tracking
+        # on, and again once nothing is tracked; the dispatcher tests it per command.
+        self.tracking: Tracking | None = None
+        # SLOWLOG, LATENCY, MONITOR and CLIENT PAUSE (commands.ops_state), as the
+        # dispatcher reads them per command: the end of the command before
+        # (perf_counter_ns), the shortest duration anything records (ServerState sets it
+        # from the config), whether latency histograms are kept, the MONITOR clients, and
+        # the check a pause or a monitor adds (None: none).
+        self.clock_mark = time.perf_counter_ns()
+        self.slow_ns = 0
+        self.latency_tracking = True
+        self.monitors: dict[int, Session] = {}
+        self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
+
+
+class Session:
+    """One client connection's view: selected database, protocol, name, MULTI
+    queue, subscriptions, and the metadata attached to its writes."""
+
+    def __init__(
+        self,
+        server: ServerState,
+        addr: str = "",
+        laddr: str = "",
+        push: Callable[[Reply], None] | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> None:
+        self.server = server
+        self.store = server.store
+        self.id = next(server.next_client_id)
+        self.addr = addr
+        self.laddr = laddr
+        self.push: Callable[[Reply], None] = push or (lambda r: None)
+        self.close: Callable[[], None] = close or (lambda: None)
+        # Bytes written to this connection and not yet taken by the socket.
+        self.output_size: Callable[[], int] = lambda: 0
+        self.repl_port = 0  # REPLCONF listening-port (a replica's link)
+        self.repl_ip = ""  # REPLCONF ip-address
+        self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
+        self.repl_woff = 0  # the Redis replication offset after its last propagated write
+        self.resp = 2
+        self.dbi = 0
+        self.db: Database = self.store.dbs[0]
+        self.name: bytes | None = None
+        self.lib_name: bytes | None = None
+        self.lib_ver: bytes | None = None
+        self.authenticated = server.users.default.login_free
+        self.user = b"default"
+        # The user may run anything: the dispatcher's ACL check is skipped (commands.acl).
+        self.acl_all = server.users.default.unrestricted
+        self.multi: list[tuple[Any, list[bytes]]] | None = None
+        self.multi_error = False
+        self.in_exec = False
+        self.watched: dict[tuple[int, bytes], Callable[[int, bytes], None]] = {}
+        self.watch_dirty = False
+        self.channels: set[bytes] = set()
+        self.patterns: set[bytes] = set()
+        self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
+        self.meta: WriteMeta | None = None
+        self.last_write_lsn = 0  # the LSN of this connection's latest write
+        self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
+        self.last_raft_lsn = 0  # ... and to raft-durability data
+        self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
+        self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
+        self.created = time.time()
+        self.last_interaction = self.created
+        self.qbuf = QueryBuffer()  # CLIENT LIST's qbuf, qbuf-free (commands.querybuf)
+        self.last_cmd = b"NULL"
+        self.last_cmd_name = "NULL"  # full name ("client|list") of the last command run
+        self.blocked = False
+        self.killed = False
+        self.extra: dict[str, Any] = {}
+        self.monitor = False  # MONITOR: every command's line is pushed to it
+        self.reply_mode = 0  # CLIENT REPLY: 0 ON, else commands.ops_state.REPLY_*
+        # CLIENT UNBLOCK: end this client's blocking command (True: it was blocked),
+        # with an error (True) or its timeout reply (False). Set by the connection.
+        self.unblock: Callable[[bool], bool] = lambda error: False
+
+    def select(self, dbi: int) -> None:
+        """Switch database (under a checkout, to its view: that raises PrunedError,
+        changing nothing, where the database's history there is no longer retained)."""
+        if self.branch is not None:
+            db: Database = self.store.branches[self.branch].dbs[dbi]
+        elif self.view_lsn is None:
+            db = self.store.dbs[dbi]
+        else:
+            db = self.store.view(dbi, self.view_lsn)
+        self.dbi = dbi
+        self.db = db
+
+    @property
+    def subscriptions(self) -> int:
+        return len(self.channels) + len(self.patterns)

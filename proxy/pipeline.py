@@ -1,0 +1,151 @@
+"""A connection's batch of requests, run: each request dispatched in order, its reply
+encoded into the batch's one output buffer, and the batch stopped where a reply
+blocks, defers, is paused or closes the connection (the rest waits in the
+connection's backlog). Compiled with the dispatcher (tools/compiled.py); the asyncio
+glue around it (reading, writing, blocking, durability waits) is `proxy.server`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from commands.client_control import quiet_reply
+from commands.dispatch import DISPATCHER, lookup
+from commands.registry import Command
+from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Paused
+from commands.resp import ProtocolError, encode
+from commands.session import ServerCore
+
+if TYPE_CHECKING:
+    from proxy.server import Connection
+
+BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
+OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
+# The headers of short bulk strings, made once (formatting one per reply costs more).
+_BULK_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
+# Connections whose blocked command a commit may now serve, in the order their keys were
+# touched. Served right after the command that touched them (before the next command of
+# any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
+# for commits made outside a command (expiry, replication).
+READY: deque[Connection] = deque()
+
+
+def serve_ready() -> None:
+    """Retry every ready blocked command; one served may ready others (a BLMOVE into a
+    list another client waits on), and they are served in the same pass."""
+    while READY:
+        READY.popleft()._retry_block()
+
+
+def is_write(argv: list[bytes]) -> bool:
+    cmd = lookup(argv)
+    return isinstance(cmd, Command) and cmd.is_write
+
+
+def run(
+    conn: Connection,
+    requests: list[list[bytes]] | deque[list[bytes]],
+    error: ProtocolError | None,
+) -> None:
+    """Run `requests` (then answer `error`, which ends the connection) for `conn`."""
+    s = conn.session
+    assert s is not None and conn.transport is not None
+    out: list[bytes] = []
+    execute = DISPATCHER.execute
+    s.last_interaction = time.time()  # CLIENT LIST idle=
+    # A list (just read) is walked by index; a deque (the backlog) is consumed.
+    queue: deque[list[bytes]] | None = None
+    items: list[list[bytes]] = []
+    if isinstance(requests, deque):
+        queue = requests
+    else:
+        items = requests
+    i = 0
+    n = 0
+    server: ServerCore = s.server
+    server.clock_mark = time.perf_counter_ns()  # the first command's start
+    while True:
+        if queue is None:
+            if i >= len(items):
+                break
+            argv = items[i]
+            i += 1
+        elif queue:
+            argv = queue.popleft()
+        else:
+            break
+        s.last_cmd = argv[0]
+        dur = server.durability
+        if dur is not None and is_write(argv) and dur.over_capacity():
+            # Object storage is behind: hold this write (and what follows) until
+            # the backlog drains, or answer TRYAGAIN (reads are not held).
+            conn.backlog.extendleft(reversed([argv, *_rest(items, queue, i)]))
+            conn.backlog_error = error
+            conn._write(out)
+            conn._wait_capacity()
+            return
+        reply: Any = execute(s, argv)
+        if READY:
+            serve_ready()
+        if s.reply_mode:
+            reply = quiet_reply(s, reply)  # CLIENT REPLY OFF|SKIP
+        t = type(reply)
+        # The commonest replies first, encoded here (no call); then the ones that
+        # stop this batch; then the codec.
+        if t is bytes:
+            size = len(reply)
+            head = _BULK_HEADERS[size] if size < 1024 else b"$%d\r\n" % size
+            out.append(b"".join((head, reply, b"\r\n")))
+        elif reply is OK:
+            out.append(OK_ENCODED)
+        elif t is Blocked or t is Deferred or t is CloseAfterReply or t is Paused:
+            if t is Paused:
+                # CLIENT PAUSE holds this command: it and the rest run when it ends.
+                conn.backlog.append(argv)
+            if t is CloseAfterReply:
+                encode(reply.reply, s.resp, out)
+                conn._write(out)
+                conn._close_after_write()
+                return
+            conn.backlog.extend(_rest(items, queue, i))
+            conn.backlog_error = error
+            conn._write(out)
+            if t is Blocked:
+                conn._block(argv, reply)
+            elif t is Paused:
+                conn._hold()
+            else:
+                conn._defer(reply)
+            return
+        else:
+            encode(reply, s.resp, out)
+        if s.killed:
+            break
+        n += 1
+        if not n & 63 and sum(map(len, out)) > BATCH_OUTPUT_LIMIT:
+            # A big pipeline of big replies: hand this much to the socket, and if
+            # the client is not reading, stop here until it drains (the rest of
+            # the requests wait in the backlog, and reading is paused).
+            conn._write(out)
+            out = []
+            if conn.paused:
+                conn.backlog.extendleft(reversed(_rest(items, queue, i)))
+                conn.waiting = True
+                conn.output_blocked = True
+                conn.backlog_error = error
+                return
+    if error is not None:
+        encode(ErrorReply(error.text), s.resp, out)
+        conn._write(out)
+        conn._close_after_write()
+        return
+    conn._write(out)
+    if s.killed:
+        conn._close_after_write()
+
+
+def _rest(items: list[list[bytes]], queue: deque[list[bytes]] | None, i: int) -> list[list[bytes]]:
+    """The requests after the one being run."""
+    return list(queue) if queue is not None else items[i:]
