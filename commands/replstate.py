@@ -104,8 +104,12 @@ class ReplicationState:
         old (Redis' refreshGoodSlavesCount, in whole seconds as Redis counts them): ours,
         and with `redis` the stream's Redis replicas."""
         acks = [link.last_ack for link in self.links.values()]
-        if redis is not None:
-            acks += [rep.last_ack for rep in redis.replicas.values()]
+        if redis is not None:  # the replicas whose connection is still open
+            acks += [
+                r.last_ack
+                for r in redis.replicas.values()
+                if r.session.id in r.session.server.clients
+            ]
         return self._good(acks)
 
     def _good(self, acks: list[float]) -> int:
