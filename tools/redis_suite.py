@@ -481,11 +481,11 @@ def report(units: list[str], results: Path = RESULTS) -> str:
     )
 
 
-def write_doc(units: list[str]) -> None:
+def write_doc(units: list[str], results: Path = RESULTS) -> None:
     text = DOC.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    DOC.write_text(head + BEGIN + "\n" + report(units) + "\n" + END + tail)
+    DOC.write_text(head + BEGIN + "\n" + report(units, results) + "\n" + END + tail)
 
 
 def main() -> int:
@@ -512,7 +512,7 @@ def main() -> int:
         if a.stdout:
             print(report(list(UNITS), a.results))
         else:
-            write_doc(list(UNITS))
+            write_doc(list(UNITS), a.results)
         return 0
     suite = a.suite or fetch()
     if shutil.which("tclsh") is None:
