@@ -1,0 +1,329 @@
+"""Run redis-py's own command tests (tests/test_commands.py and
+tests/test_asyncio/test_commands.py of the redis-py version installed in .venv) against
+a fresh redis-server 7.0 and a fresh TemporalStore, and compare them test by test.
+
+    .venv/bin/python tools/redispy_suite.py fetch      # sdist + test venv, print the path
+    .venv/bin/python tools/redispy_suite.py run        # both files, both servers
+    .venv/bin/python tools/redispy_suite.py run --file tests/test_commands.py --server ours
+    .venv/bin/python tools/redispy_suite.py report     # print the comparison (markdown)
+
+`make redispy-suite` runs `run --report`.
+
+redis-py's tests are never part of this repository: `fetch` downloads the sdist of the
+installed redis-py version from PyPI (`pip download --no-binary :all:`), unpacks its tests/
+(and pyproject.toml, which holds their pytest settings) under .cache/redispy/ (git-ignored)
+and makes a separate venv there with what those tests import (the installed redis-py,
+pytest, pytest-asyncio, pytest-timeout, packaging, redis-entraid). Each file runs with
+`--redis-url=redis://127.0.0.1:PORT/9` and a per-test timeout; the outcome of every test
+goes to .cache/redispy/results.json (one record per server and file) and pytest's own
+output to .cache/redispy/logs/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.proc import Proc, start_ours, start_redis, tmpdir  # noqa: E402
+from tools.redis_suite import REDIS_FLAGS, ours_flags  # noqa: E402
+
+VERSION = version("redis")
+CACHE = REPO / ".cache" / "redispy"
+SUITE = CACHE / f"redis-{VERSION}"
+VENV = CACHE / "venv"
+RESULTS = CACHE / "results.json"
+LOGS = CACHE / "logs"
+DOC = REPO / "docs" / "compatibility.md"
+BEGIN = "<!-- redispy-suite:begin (tools/redispy_suite.py report --write writes this part) -->"
+END = "<!-- redispy-suite:end -->"
+FILES = ("tests/test_commands.py", "tests/test_asyncio/test_commands.py")
+SERVERS = ("ours", "redis")
+# What tests/conftest.py and the two files import (from the sdist's dev_requirements.txt,
+# no more): the rest of that list is for other files (numpy, opentelemetry, uvloop, ...).
+REQUIREMENTS = ("pytest", "pytest-asyncio", "pytest-timeout", "packaging", "redis-entraid==1.2.1")
+TEST_TIMEOUT = 60  # seconds per test (pytest-timeout)
+
+
+# -- fetching ----------------------------------------------------------------------------
+
+
+def fetch() -> Path:
+    """redis-py's tests/ for the installed version, and a venv that can run them."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if not (SUITE / "tests" / "conftest.py").is_file():
+        sdist = CACHE / f"redis-{VERSION}.tar.gz"
+        if not sdist.is_file():
+            subprocess.run(
+                [
+                    *(sys.executable, "-m", "pip", "download", "--no-deps"),
+                    *("--no-binary", ":all:", f"redis=={VERSION}", "-d", str(CACHE)),
+                ],
+                check=True,
+            )
+        keep = (f"redis-{VERSION}/tests/", f"redis-{VERSION}/pyproject.toml")
+        with tarfile.open(sdist) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(keep)]
+            tar.extractall(CACHE, members=members, filter="data")
+    python = VENV / "bin" / "python"
+    if not python.is_file():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    done = VENV / f"installed-{VERSION}"
+    if not done.is_file():
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"redis=={VERSION}", *REQUIREMENTS],
+            check=True,
+        )
+        done.touch()
+    return SUITE
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+def start(server: str) -> Proc:
+    if server == "redis":
+        return start_redis(*REDIS_FLAGS)
+    return start_ours(f"file://{tmpdir('redispy')}/data", *ours_flags())
+
+
+def slug(server: str, file: str) -> str:
+    return server + "-" + file.removeprefix("tests/").removesuffix(".py").replace("/", "_")
+
+
+def run_file(server: str, file: str, timeout: float) -> dict[str, Any]:
+    """One file of redis-py's tests against a fresh server: every test's outcome."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    junit = LOGS / (slug(server, file) + ".xml")
+    log = LOGS / (slug(server, file) + ".log")
+    junit.unlink(missing_ok=True)
+    proc = start(server)
+    argv = [
+        str(VENV / "bin" / "pytest"),
+        file,
+        f"--redis-url=redis://127.0.0.1:{proc.port}/9",
+        f"--timeout={TEST_TIMEOUT}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--junitxml={junit}",
+    ]
+    try:
+        with log.open("wb") as out:
+            child = subprocess.run(
+                argv,
+                cwd=SUITE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+            )
+        code: int | None = child.returncode
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        alive = proc.alive()
+        proc.stop()
+    tests = parse_junit(junit) if junit.is_file() else {}
+    return {
+        "server": server,
+        "file": file,
+        "exit": code,
+        "server_alive_at_end": alive,
+        "tests": tests,
+    }
+
+
+def parse_junit(path: Path) -> dict[str, dict[str, str]]:
+    """test id -> {"outcome": passed|failed|error|skipped, "message": first line}."""
+    out: dict[str, dict[str, str]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("classname", "").rsplit(".", 1)[-1] + "::" + case.get("name", "")
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = case.find(tag)
+            if el is not None:
+                outcome = "failed" if tag == "failure" else tag
+                message = first_line(el.get("message") or el.text or "")
+                break
+        out[name] = {"outcome": outcome, "message": message}
+    return out
+
+
+def first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return (line[:157] + "...") if len(line) > 160 else line
+
+
+def load(path: Path = RESULTS) -> dict[str, dict[str, Any]]:
+    if path.is_file():
+        data: dict[str, dict[str, Any]] = json.loads(path.read_text())
+        return data
+    return {}
+
+
+def save(record: dict[str, Any]) -> None:
+    # Runs of other files or servers may be saving at the same time.
+    with (CACHE / "results.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = load()
+        data.setdefault(record["file"], {})[record["server"]] = record
+        RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True))
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+
+def count(record: dict[str, Any], outcome: str) -> int:
+    return sum(1 for t in record["tests"].values() if t["outcome"] == outcome)
+
+
+def cause(message: str) -> str:
+    """A failure's first line without what varies from test to test (the arguments of
+    an unknown command)."""
+    text = re.sub(r"(unknown command '[^']*'), with args beginning with:.*", r"\1", message)
+    return text.replace("|", "\\|")
+
+
+def differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Tests that pass on server a and not on server b."""
+    return sorted(
+        name
+        for name, t in a["tests"].items()
+        if t["outcome"] == "passed" and b["tests"].get(name, {}).get("outcome") != "passed"
+    )
+
+
+def grouped(names: list[str], record: dict[str, Any]) -> list[str]:
+    """One line per cause: the tests failing with the same first line, counted together."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        t = record["tests"].get(name, {"outcome": "absent", "message": "not run"})
+        groups.setdefault(f"{t['outcome']}: {cause(t['message'])}", []).append(name)
+    return [
+        f"- {len(ns)} x {key}: " + ", ".join(f"`{n}`" for n in ns)
+        for key, ns in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+
+
+def report(results: Path = RESULTS) -> str:
+    data = load(results)
+    rows = [
+        "| file | redis: passed | failed | skipped | ours: passed | failed | skipped | "
+        "passing on redis, not on ours | passing on ours, not on redis |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    details: list[str] = []
+    total = [0, 0, 0, 0]
+    for file in FILES:
+        if not all(s in data.get(file, {}) for s in SERVERS):
+            rows.append(f"| {file} | not run | | | | | | | |")
+            continue
+        redis, ours = data[file]["redis"], data[file]["ours"]
+        missing, extra = differing(redis, ours), differing(ours, redis)
+        for i, n in enumerate(
+            (count(redis, "passed"), count(ours, "passed"), len(missing), len(extra))
+        ):
+            total[i] += n
+        rows.append(
+            f"| {file} | {count(redis, 'passed')} | "
+            f"{count(redis, 'failed') + count(redis, 'error')} | {count(redis, 'skipped')} | "
+            f"{count(ours, 'passed')} | {count(ours, 'failed') + count(ours, 'error')} | "
+            f"{count(ours, 'skipped')} | {len(missing)} | {len(extra)} |"
+        )
+        details.append(f"\n#### {file}\n")
+        details.append("Passing on redis-server, not on ours (ours' failure):\n")
+        details += grouped(missing, ours) or ["- none"]
+        details.append("\nPassing on ours, not on redis-server (redis-server's failure):\n")
+        details += grouped(extra, redis) or ["- none"]
+        details.append("\nFailing on both (redis-server's failure):\n")
+        both = sorted(
+            n
+            for n, t in redis["tests"].items()
+            if t["outcome"] in ("failed", "error") and n not in extra
+            if ours["tests"].get(n, {}).get("outcome") in ("failed", "error")
+        )
+        details += grouped(both, redis) or ["- none"]
+        skips: dict[str, int] = {}
+        for t in redis["tests"].values():
+            if t["outcome"] == "skipped":
+                skips[t["message"] or "(no reason)"] = (
+                    skips.get(t["message"] or "(no reason)", 0) + 1
+                )
+        same = {n for n, t in redis["tests"].items() if t["outcome"] == "skipped"} == {
+            n for n, t in ours["tests"].items() if t["outcome"] == "skipped"
+        }
+        details.append(
+            "\nSkipped on redis-server (by redis-py's markers; "
+            + ("the same tests on ours" if same else "NOT the same tests as on ours")
+            + "): "
+            + "; ".join(
+                f"{n} x {cause(m)}" for m, n in sorted(skips.items(), key=lambda kv: -kv[1])
+            )
+        )
+    rows.append(
+        f"| **both files** | **{total[0]}** | | | **{total[1]}** | | | **{total[2]}** | "
+        f"**{total[3]}** |"
+    )
+    return "\n".join(rows) + "\n" + "\n".join(details)
+
+
+def write_doc(results: Path = RESULTS) -> None:
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + BEGIN + "\n" + report(results) + "\n" + END + tail)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch")
+    r = sub.add_parser("run")
+    r.add_argument("--file", action="append", choices=FILES, help="default: both")
+    r.add_argument("--server", action="append", choices=SERVERS, help="default: both")
+    r.add_argument("--timeout", type=float, default=3600, help="seconds per file and server")
+    r.add_argument("--report", action="store_true", help="then rewrite docs/compatibility.md")
+    rep = sub.add_parser("report")
+    rep.add_argument("--results", type=Path, default=RESULTS, help="another results.json")
+    rep.add_argument("--write", action="store_true", help="rewrite docs/compatibility.md")
+    a = p.parse_args()
+    if a.cmd == "fetch":
+        print(fetch())
+        return 0
+    if a.cmd == "report":
+        if a.write:
+            write_doc(a.results)
+        else:
+            print(report(a.results))
+        return 0
+    fetch()
+    for file in a.file or FILES:
+        for server in a.server or SERVERS:
+            record = run_file(server, file, a.timeout)
+            save(record)
+            print(
+                f"{server:5} {file:38} passed {count(record, 'passed'):4} failed "
+                f"{count(record, 'failed') + count(record, 'error'):4} skipped "
+                f"{count(record, 'skipped'):4} exit {record['exit']}",
+                flush=True,
+            )
+    if a.report:
+        write_doc()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
