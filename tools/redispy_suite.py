@@ -3,9 +3,10 @@ tests/test_asyncio/test_commands.py of the redis-py version installed in .venv) 
 a fresh redis-server 7.0 and a fresh TemporalStore, and compare them test by test.
 
     .venv/bin/python tools/redispy_suite.py fetch      # sdist + test venv, print the path
-    .venv/bin/python tools/redispy_suite.py run        # both files, both servers
-    .venv/bin/python tools/redispy_suite.py run --file tests/test_commands.py --server ours
+    .venv/bin/python tools/redispy_suite.py run        # both files, RESP3 and RESP2, both servers
+    .venv/bin/python tools/redispy_suite.py run --file tests/test_commands.py --protocol 2
     .venv/bin/python tools/redispy_suite.py report     # print the comparison (markdown)
+    .venv/bin/python tools/redispy_suite.py report --write   # rewrite the docs section
 
 `make redispy-suite` runs `run --report`.
 
@@ -13,10 +14,11 @@ redis-py's tests are never part of this repository: `fetch` downloads the sdist 
 installed redis-py version from PyPI (`pip download --no-binary :all:`), unpacks its tests/
 (and pyproject.toml, which holds their pytest settings) under .cache/redispy/ (git-ignored)
 and makes a separate venv there with what those tests import (the installed redis-py,
-pytest, pytest-asyncio, pytest-timeout, packaging, redis-entraid). Each file runs with
-`--redis-url=redis://127.0.0.1:PORT/9` and a per-test timeout; the outcome of every test
-goes to .cache/redispy/results.json (one record per server and file) and pytest's own
-output to .cache/redispy/logs/.
+pytest, pytest-asyncio, pytest-timeout, packaging, redis-entraid). Each file runs against
+a server of its own, started for it, with `--redis-url=redis://127.0.0.1:PORT/9`,
+`--protocol=3` then `--protocol=2` (redis-py 8 speaks RESP3 unless told otherwise) and a
+per-test timeout; the outcome of every test goes to .cache/redispy/results.json (one
+record per file, protocol and server) and pytest's own output to .cache/redispy/logs/.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ DOC = REPO / "docs" / "compatibility.md"
 BEGIN = "<!-- redispy-suite:begin (tools/redispy_suite.py report --write writes this part) -->"
 END = "<!-- redispy-suite:end -->"
 FILES = ("tests/test_commands.py", "tests/test_asyncio/test_commands.py")
+# redis-py 8 speaks RESP3 unless told otherwise; its tests run with either (--protocol).
+PROTOCOLS = ("3", "2")
 SERVERS = ("ours", "redis")
 # What tests/conftest.py and the two files import (from the sdist's dev_requirements.txt,
 # no more): the rest of that list is for other files (numpy, opentelemetry, uvloop, ...).
@@ -98,21 +102,27 @@ def start(server: str) -> Proc:
     return start_ours(f"file://{tmpdir('redispy')}/data", *ours_flags())
 
 
-def slug(server: str, file: str) -> str:
-    return server + "-" + file.removeprefix("tests/").removesuffix(".py").replace("/", "_")
+def slug(server: str, file: str, protocol: str) -> str:
+    name = file.removeprefix("tests/").removesuffix(".py").replace("/", "_")
+    return f"{server}-{name}-resp{protocol}"
 
 
-def run_file(server: str, file: str, timeout: float) -> dict[str, Any]:
+def run_name(file: str, protocol: str) -> str:
+    return f"{file} --protocol={protocol}"
+
+
+def run_file(server: str, file: str, protocol: str, timeout: float) -> dict[str, Any]:
     """One file of redis-py's tests against a fresh server: every test's outcome."""
     LOGS.mkdir(parents=True, exist_ok=True)
-    junit = LOGS / (slug(server, file) + ".xml")
-    log = LOGS / (slug(server, file) + ".log")
+    junit = LOGS / (slug(server, file, protocol) + ".xml")
+    log = LOGS / (slug(server, file, protocol) + ".log")
     junit.unlink(missing_ok=True)
     proc = start(server)
     argv = [
         str(VENV / "bin" / "pytest"),
         file,
         f"--redis-url=redis://127.0.0.1:{proc.port}/9",
+        f"--protocol={protocol}",
         f"--timeout={TEST_TIMEOUT}",
         "-p",
         "no:cacheprovider",
@@ -140,6 +150,7 @@ def run_file(server: str, file: str, timeout: float) -> dict[str, Any]:
     return {
         "server": server,
         "file": file,
+        "protocol": protocol,
         "exit": code,
         "server_alive_at_end": alive,
         "tests": tests,
@@ -147,18 +158,21 @@ def run_file(server: str, file: str, timeout: float) -> dict[str, Any]:
 
 
 def parse_junit(path: Path) -> dict[str, dict[str, str]]:
-    """test id -> {"outcome": passed|failed|error|skipped, "message": first line}."""
+    """test id -> {"outcome": passed|failed|error|skipped, "message": first line,
+    "detail": pytest's explanation (its `E` lines, without line numbers)}."""
     out: dict[str, dict[str, str]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         name = case.get("classname", "").rsplit(".", 1)[-1] + "::" + case.get("name", "")
-        outcome, message = "passed", ""
+        outcome, message, detail = "passed", "", ""
         for tag in ("failure", "error", "skipped"):
             el = case.find(tag)
             if el is not None:
                 outcome = "failed" if tag == "failure" else tag
                 message = first_line(el.get("message") or el.text or "")
+                explained = [ln for ln in (el.text or "").splitlines() if ln.startswith("E ")]
+                detail = re.sub(r":\d+\b", "", "\n".join(explained))[:4000]
                 break
-        out[name] = {"outcome": outcome, "message": message}
+        out[name] = {"outcome": outcome, "message": message, "detail": detail}
     return out
 
 
@@ -179,7 +193,8 @@ def save(record: dict[str, Any]) -> None:
     with (CACHE / "results.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = load()
-        data.setdefault(record["file"], {})[record["server"]] = record
+        run = run_name(record["file"], record["protocol"])
+        data.setdefault(run, {})[record["server"]] = record
         RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
@@ -221,60 +236,66 @@ def grouped(names: list[str], record: dict[str, Any]) -> list[str]:
 def report(results: Path = RESULTS) -> str:
     data = load(results)
     rows = [
-        "| file | redis: passed | failed | skipped | ours: passed | failed | skipped | "
+        "| run | redis: passed | failed | skipped | ours: passed | failed | skipped | "
         "passing on redis, not on ours | passing on ours, not on redis |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     details: list[str] = []
     total = [0, 0, 0, 0]
-    for file in FILES:
-        if not all(s in data.get(file, {}) for s in SERVERS):
-            rows.append(f"| {file} | not run | | | | | | | |")
+    for name in (run_name(f, p) for p in PROTOCOLS for f in FILES):
+        if not all(s in data.get(name, {}) for s in SERVERS):
+            rows.append(f"| {name} | not run | | | | | | | |")
             continue
-        redis, ours = data[file]["redis"], data[file]["ours"]
+        redis, ours = data[name]["redis"], data[name]["ours"]
         missing, extra = differing(redis, ours), differing(ours, redis)
         for i, n in enumerate(
             (count(redis, "passed"), count(ours, "passed"), len(missing), len(extra))
         ):
             total[i] += n
         rows.append(
-            f"| {file} | {count(redis, 'passed')} | "
+            f"| {name} | {count(redis, 'passed')} | "
             f"{count(redis, 'failed') + count(redis, 'error')} | {count(redis, 'skipped')} | "
             f"{count(ours, 'passed')} | {count(ours, 'failed') + count(ours, 'error')} | "
             f"{count(ours, 'skipped')} | {len(missing)} | {len(extra)} |"
         )
-        details.append(f"\n#### {file}\n")
+        details.append(f"\n#### {name}\n")
         details.append("Passing on redis-server, not on ours (ours' failure):\n")
         details += grouped(missing, ours) or ["- none"]
         details.append("\nPassing on ours, not on redis-server (redis-server's failure):\n")
         details += grouped(extra, redis) or ["- none"]
-        details.append("\nFailing on both (redis-server's failure):\n")
         both = sorted(
             n
             for n, t in redis["tests"].items()
             if t["outcome"] in ("failed", "error") and n not in extra
             if ours["tests"].get(n, {}).get("outcome") in ("failed", "error")
         )
-        details += grouped(both, redis) or ["- none"]
+        same = [n for n in both if redis["tests"][n]["detail"] == ours["tests"][n]["detail"]]
+        details.append(
+            "\nFailing on both, with the same explanation from pytest (redis-server's failure):\n"
+        )
+        details += grouped(same, redis) or ["- none"]
+        other = [n for n in both if n not in same]
+        if other:
+            details.append("\nFailing on both, differently (ours' failure):\n")
+            details += grouped(other, ours)
         skips: dict[str, int] = {}
         for t in redis["tests"].values():
             if t["outcome"] == "skipped":
-                skips[t["message"] or "(no reason)"] = (
-                    skips.get(t["message"] or "(no reason)", 0) + 1
-                )
-        same = {n for n, t in redis["tests"].items() if t["outcome"] == "skipped"} == {
+                why = t["message"] or "(no reason)"
+                skips[why] = skips.get(why, 0) + 1
+        same_skips = {n for n, t in redis["tests"].items() if t["outcome"] == "skipped"} == {
             n for n, t in ours["tests"].items() if t["outcome"] == "skipped"
         }
         details.append(
             "\nSkipped on redis-server (by redis-py's markers; "
-            + ("the same tests on ours" if same else "NOT the same tests as on ours")
+            + ("the same tests on ours" if same_skips else "NOT the same tests as on ours")
             + "): "
             + "; ".join(
                 f"{n} x {cause(m)}" for m, n in sorted(skips.items(), key=lambda kv: -kv[1])
             )
         )
     rows.append(
-        f"| **both files** | **{total[0]}** | | | **{total[1]}** | | | **{total[2]}** | "
+        f"| **all runs** | **{total[0]}** | | | **{total[1]}** | | | **{total[2]}** | "
         f"**{total[3]}** |"
     )
     return "\n".join(rows) + "\n" + "\n".join(details)
@@ -294,6 +315,7 @@ def main() -> int:
     r = sub.add_parser("run")
     r.add_argument("--file", action="append", choices=FILES, help="default: both")
     r.add_argument("--server", action="append", choices=SERVERS, help="default: both")
+    r.add_argument("--protocol", action="append", choices=PROTOCOLS, help="default: both")
     r.add_argument("--timeout", type=float, default=3600, help="seconds per file and server")
     r.add_argument("--report", action="store_true", help="then rewrite docs/compatibility.md")
     rep = sub.add_parser("report")
@@ -310,13 +332,14 @@ def main() -> int:
             print(report(a.results))
         return 0
     fetch()
-    for file in a.file or FILES:
+    runs = [(f, p) for p in a.protocol or PROTOCOLS for f in a.file or FILES]
+    for file, protocol in runs:
         for server in a.server or SERVERS:
-            record = run_file(server, file, a.timeout)
+            record = run_file(server, file, protocol, a.timeout)
             save(record)
             print(
-                f"{server:5} {file:38} passed {count(record, 'passed'):4} failed "
-                f"{count(record, 'failed') + count(record, 'error'):4} skipped "
+                f"{server:5} {run_name(file, protocol):50} passed {count(record, 'passed'):4} "
+                f"failed {count(record, 'failed') + count(record, 'error'):4} skipped "
                 f"{count(record, 'skipped'):4} exit {record['exit']}",
                 flush=True,
             )
