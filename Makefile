@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha1(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
-.PHONY: run test lint typecheck layers pytest pytest-pure native compat redis-server etcd chromium node-deps install clean bench soak cluster redis-suite
+.PHONY: run test lint typecheck layers pytest pytest-pure native compat redis-server etcd chromium node-deps install clean bench soak cluster redis-suite redispy-suite
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +103,13 @@ redis-suite: $(STAMP) redis-server
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq tcl; }
 	$(BIN)/python tools/redis_suite.py run --report
+
+# redis-py's own command tests (tests/test_commands.py and its asyncio twin, from the sdist
+# of the installed redis-py, fetched from PyPI into .cache/, never kept here) against
+# redis-server and ours: writes the "redis-py's own tests" section of docs/compatibility.md
+# (see tools/redispy_suite.py). Not part of `make test`.
+redispy-suite: $(STAMP) redis-server
+	$(BIN)/python tools/redispy_suite.py run --report
 
 # Side-by-side benchmarks against redis-server: writes docs/benchmarks.md and
 # bench-results.json (see bench/run.py).
