@@ -27,6 +27,7 @@ from commands.errors import NOT_INTEGER, SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.registry import COMMANDS, Flag, command
 from commands.replies import OK, ErrorReply, Reply, Simple
+from commands.replstate import encode_command
 from commands.session import ServerState, Session
 from store import now_ms
 from store.ops import DEL
@@ -42,14 +43,6 @@ CACHE_TTL = 10  # MIGRATE_SOCKET_CACHE_TTL, seconds
 LINE_MAX = 1024  # the buffer Redis reads each reply line into
 
 command("restore-asking", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)(cmd_restore)
-
-
-def _command(args: list[bytes]) -> bytes:
-    """A command as a client sends it (a RESP array of bulk strings)."""
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class _Cached:
@@ -187,10 +180,10 @@ def cmd_migrate(s: Session, argv: list[bytes]) -> Reply:
         cs = _get_socket(s.server, host, port, timeout / 1000)
         if cs is not None:
             cs.sock.settimeout(timeout / 1000)
-        out = [_command([b"AUTH", *auth])] if auth is not None else []
+        out = [encode_command([b"AUTH", *auth])] if auth is not None else []
         select = cs is None or cs.last_dbid != dbid
         if select:
-            out.append(_command([b"SELECT", b"%d" % dbid]))
+            out.append(encode_command([b"SELECT", b"%d" % dbid]))
         sent: list[bytes] = []
         for key in keys:
             at = db.ttl_ms(key)
@@ -204,7 +197,7 @@ def cmd_migrate(s: Session, argv: list[bytes]) -> Reply:
             if value is None:
                 continue
             restore = [b"RESTORE", key, b"%d" % ttl, dump_of(s, value)]
-            out.append(_command([*restore, b"REPLACE"] if replace else restore))
+            out.append(encode_command([*restore, b"REPLACE"] if replace else restore))
             sent.append(key)
         try:
             if cs is None:

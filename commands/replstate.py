@@ -213,7 +213,8 @@ class ReplicationState:
 
 
 def encode_command(argv: list[bytes]) -> bytes:
-    """A command as the replication stream carries it: a RESP array of bulk strings."""
+    """A command as a client sends it and the replication stream carries it: a RESP
+    array of bulk strings (also MIGRATE's to its target)."""
     out = [b"*%d\r\n" % len(argv)]
     for a in argv:
         out.append(b"$%d\r\n%b\r\n" % (len(a), a))
