@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flusher import paths
 from flusher.checkpoint import read_checkpoint, write_checkpoint
 from flusher.compaction import compact
 from flusher.flusher import FencedError, Flusher
@@ -36,6 +37,10 @@ RELOAD_DRAIN_S = 60.0
 """How long DEBUG RELOAD waits for every write to be durable before it drops memory."""
 CHECKPOINT_POLL_S = 0.5
 """How often the background task asks whether a checkpoint is due."""
+SUPERSEDED_POLL_S = 1.0
+"""How often the background task looks for the manifest a newer writer takes this
+prefix over with (one GET of a known key): a writer that keeps flushing would
+otherwise hold the next log position ahead of the newcomer's claim indefinitely."""
 
 
 @dataclass
@@ -245,9 +250,28 @@ class DurableStore:
         )
         return (due_records or due_time or self._requested) and self.fenced is None
 
+    async def superseded(self) -> bool:
+        """Fence this writer if a newer one has taken the prefix over: its takeover
+        writes manifest (epoch + 1, 0) before it claims the log (replay.startup)."""
+        if self.fenced is not None:
+            return True
+        key = paths.manifest(self.manifest.epoch + 1, 0)
+        if await self.objects.get(key) is None:
+            return False
+        with contextlib.suppress(FencedError):  # what `fence` raises to its caller
+            self.flusher.fence(f"{key}: a newer writer owns this storage prefix")
+        return True
+
     async def _checkpoints(self) -> None:
+        checked = self.clock()
         while not self._closed:
             await asyncio.sleep(CHECKPOINT_POLL_S)
+            if self.clock() - checked >= SUPERSEDED_POLL_S and self.fenced is None:
+                checked = self.clock()
+                try:
+                    await self.superseded()
+                except ObjectStoreError as e:
+                    log.warning("could not look for a newer writer: %s", e)
             if self.checkpoint_due():
                 self._requested = False
                 try:

@@ -3,9 +3,11 @@
 `take_over` rebuilds the store (replay), then writes a manifest with the next
 writer epoch (create-if-absent, so two new servers cannot both win) and claims
 the next place in the log with a takeover record written put-if-absent. A
-previous writer still running finds that name taken at its next flush and is
-fenced: it can never interleave segments with us. The CLI then starts the durable
-layer (`flusher.durable.DurableStore`) on the store and the manifest.
+previous writer still running finds that name taken at its next flush, or our
+manifest at its next look for one, and is fenced: it can never interleave
+segments with us, and cannot hold the next place ahead of our claim for long.
+The CLI then starts the durable layer (`flusher.durable.DurableStore`) on the
+store and the manifest.
 
 A writer that crashed with several PUTs in flight may have left segments past a
 hole (`Recovery.unfinished`: none of their records was acknowledged as durable).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 
 from flusher import paths
 from flusher.flusher import put_record
@@ -31,7 +34,10 @@ from store import Store, UpdateRecord, WriteMeta, now_ms
 
 log = logging.getLogger("temporalstore")
 
-CLAIM_ATTEMPTS = 20
+CLAIM_SECONDS = 30.0
+"""How long a takeover goes on catching up with a previous writer that keeps
+flushing. That writer fences itself within `flusher.durable.SUPERSEDED_POLL_S` of
+seeing our manifest, after which the next claim holds."""
 
 
 async def take_over(
@@ -55,7 +61,8 @@ async def take_over(
     manifest = new_manifest(epoch, 0, previous.checkpoint_lsn if previous else None)
     if not await objects.put_if_absent(manifest.key, manifest.encode()):
         raise ReplayError(f"{manifest.key}: another server is taking over this storage prefix")
-    for _attempt in range(CLAIM_ATTEMPTS):
+    deadline = time.monotonic() + CLAIM_SECONDS
+    while True:
         await set_aside(objects, epoch, rec.strays)
         lsn = store.lsn + 1
         record = UpdateRecord(
@@ -65,10 +72,10 @@ async def take_over(
             store.replay(record)
             await set_aside(objects, epoch, rec.unfinished)
             break
+        if time.monotonic() >= deadline:
+            raise ReplayError("could not claim the log: the previous writer keeps writing")
         # The previous writer flushed more since we read: catch up and retry.
         rec = await recover(store, objects, progress, after=rec)
-    else:
-        raise ReplayError("could not claim the log: the previous writer keeps writing")
     log.info(
         "storage %s: epoch %d, LSN %d (%d records replayed in %.2fs)",
         objects.url,

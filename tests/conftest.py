@@ -159,6 +159,7 @@ def start_temporalstore(
         line = proc.stderr.readline().decode(errors="replace")
         if not line:
             if proc.poll() is not None:
+                proc.stderr.close()  # not left for a later test's garbage collection
                 raise RuntimeError("temporalstore exited:\n" + "".join(lines))
             continue
         lines.append(line)
@@ -171,6 +172,8 @@ def start_temporalstore(
             break
     if port is None or proc.poll() is not None:
         proc.kill()
+        proc.wait()
+        proc.stderr.close()
         raise RuntimeError("temporalstore did not start:\n" + "".join(lines))
     # Keep draining stderr so the server never blocks on a full pipe.
     import threading

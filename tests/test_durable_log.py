@@ -325,3 +325,59 @@ def test_a_fenced_server_cannot_drain() -> None:
         assert b"k" not in newest.dbs[0].data
 
     run(body())
+
+
+def test_an_idle_writer_finds_the_newer_manifest_and_is_fenced() -> None:
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
+        store.sink = durable.flusher
+        assert not await durable.superseded() and durable.fenced is None
+        await take_over(Store(databases=2), objects)
+        # No write of its own collided with the newcomer's claim: the manifest alone fences it.
+        assert await durable.superseded()
+        assert durable.fenced is not None and "newer writer" in durable.fenced
+
+    run(body())
+
+
+class RacingObjectStore(MemoryObjectStore):
+    """Storage shared with a writer that flushes another record just after each time
+    a newcomer lists the log (so each claim finds its place taken), and looks for a newer
+    manifest on every third listing, as its background task does each second."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.old: DurableStore | None = None
+        self.listings = 0
+
+    async def list(self, prefix: str) -> list[str]:
+        keys = await super().list(prefix)
+        old = self.old
+        if old is not None and prefix == paths.SEGMENTS and old.fenced is None:
+            self.listings += 1
+            old.store.apply(old.store.dbs[0], b"k%d" % self.listings, ("set", b"v", None))
+            old.store.commit()
+            await old.drain(timeout=5)
+            if self.listings % 3 == 0:
+                await old.superseded()
+        return keys
+
+
+def test_a_takeover_claims_the_log_from_a_writer_that_keeps_flushing() -> None:
+    async def body() -> None:
+        objects = RacingObjectStore()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        old = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
+        store.sink = old.flusher
+        objects.old = old
+        new = Store(databases=2)
+        await take_over(new, objects)
+        assert old.fenced is not None and objects.listings >= 3
+        # Every record the old writer made durable is in the newcomer's store.
+        assert all(b"k%d" % i in new.dbs[0].data for i in range(1, objects.listings + 1))
+
+    run(body())
