@@ -16,6 +16,9 @@ DEFAULT_HAND_WRITTEN = """
 (Not written yet: run `python -m bench.profile` and describe the hot spots here.)
 """
 FLUSH_INTERVAL_MS = 100  # the server default, used by every run
+# The Targets rows of `make bench-long` (bench/report_long.py), by their `item` column.
+LONG_VERSIONS_ITEM = "4 (long)"
+LONG_CHECKPOINT_ITEM = "5 (long)"
 
 
 def _ok(r: dict[str, Any] | None) -> bool:
@@ -58,6 +61,8 @@ THROUGHPUT_GOALS = {
 
 
 def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
+    from bench.report_long import long_targets
+
     out: list[dict[str, Any]] = []
 
     def add(target: str, measured: str, ok: bool | None, item: str) -> None:
@@ -84,43 +89,9 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         assert mem is not None
         r = mem["ours"]["loaded"]["rss"] / mem["redis"]["loaded"]["rss"]
         add(f"memory (RSS), {mem['keys']:,} latest-value keys <= 2x redis", _x(r), r <= 2, "4")
-        v = mem.get("versions")
-        if v is not None and "redis_latest" in v:
-            n = v["rounds"]
-            r = v[f"round{n}"]["rss"] / v["redis_latest"]["rss"]
-            add(
-                f"memory (RSS), {v['keys']:,} keys x {n} versions <= 4x redis holding the"
-                " latest values (measured)",
-                _x(r),
-                r <= 4,
-                "4",
-            )
     rs = res.get("restart")
     if _ok(rs):
         assert rs is not None
-        for ck in rs.get("checkpoint", []):
-            rate = ck["ours_records_per_s"]
-            add(
-                f"restart from checkpoint + segments, {ck['records']:,} records:"
-                " >= 1,000,000 records/s",
-                f"{_n(rate)} records/s ({ck['ours_serving_s']:.2f} s to serving)",
-                rate >= 1_000_000,
-                "5",
-            )
-            add(
-                f"restart from checkpoint + segments, {ck['records']:,} records: faster"
-                " than redis from its AOF in the same run",
-                f"{ck['ours_serving_s']:.2f} s vs {ck['redis_serving_s']:.2f} s",
-                ck["ours_serving_s"] < ck["redis_serving_s"],
-                "5",
-            )
-            if ck["records"] >= 10_000_000:
-                add(
-                    f"{ck['records']:,} records, serving in < 15 s",
-                    f"{ck['ours_serving_s']:.1f} s (measured)",
-                    ck["ours_serving_s"] < 15,
-                    "5",
-                )
         rate = rs["ours_records_per_s_replay"]
         add(
             "segments only (no checkpoint): replay >= 1,000,000 records/s",
@@ -129,6 +100,8 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
             rate >= 1_000_000,
             "5",
         )
+    for item, target, measured, ok in long_targets(res):
+        add(target, measured, ok, item)
     du = res.get("durability")
     if _ok(du):
         assert du is not None
@@ -292,6 +265,8 @@ def _failed(name: str, r: Any) -> list[str]:
 
 
 def render(res: dict[str, Any], old: str) -> str:
+    from bench.report_long import long_checkpoint, long_versions
+
     m = res["machine"]
     s = res["settings"]
     L: list[str] = [
@@ -319,7 +294,10 @@ def render(res: dict[str, Any], old: str) -> str:
     else:
         L.append("- Pinning: **not pinned** (fewer than 2 cores or no taskset).")
     L += [
-        "- Run it: `make bench` (everything, about 25 min); `python -m bench.run --quick`"
+        "- Run it: `make bench` (every item but the long ones, under 10 minutes with the"
+        " set-up of a fresh clone); `make bench-long` (1M keys x 10 versions and restarts"
+        " from a checkpoint at 1M and 10M records, sections 4b and 5b: about 10 minutes more;"
+        " `make bench` keeps their last figures); `python -m bench.run --quick`"
         " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
         " report keeps the other sections from the last run); `python -m bench.profile`"
         " (the py-spy profile alone);"
@@ -344,7 +322,9 @@ def render(res: dict[str, Any], old: str) -> str:
     L += _durability(res.get("durability"), s)
     L += _latency(res.get("throughput"))
     L += _memory(res.get("memory"))
+    L += long_versions(res.get("versions"), res)
     L += _restart(res.get("restart"))
+    L += long_checkpoint(res.get("checkpoint_restart"), res)
     L += _sync(res.get("durability"), s)
     L += _history(res.get("history"))
     L += _flush_lag(res.get("throughput"), res.get("durability"))
@@ -407,6 +387,8 @@ TARGET_SOURCES = {
     "8": "throughput",
     "4": "memory",
     "5": "restart",
+    LONG_VERSIONS_ITEM: "versions",
+    LONG_CHECKPOINT_ITEM: "checkpoint_restart",
     "6": "durability",
     "7": "history",
     "9": "bounded",
@@ -445,7 +427,10 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
     """A run of some items (--items) rewrites their sections only: every section the
     run left out ("Not run in this invocation") is taken from the existing report, with
     its Targets rows and its line of "This run", and the header says what was
-    re-measured when."""
+    re-measured when. A whole `make bench` leaves out the long items (make bench-long):
+    it writes its own header and keeps their sections, which say when they were run."""
+    from bench.run import DEFAULT_ITEMS
+
     new_pre, new_secs = _split_sections(new)
     old_pre, old_secs = _split_sections(old)
     kept = [
@@ -497,6 +482,9 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
         m = re.search(r"--items ([\w,]+)", old_line)
         return m is None or not set(m.group(1).split(",")) <= set(items)
 
+    if set(DEFAULT_ITEMS) <= set(items):
+        # A whole `make bench`: its own header (the kept long sections say their date).
+        return "\n".join(new_pre + [x for h, body in new_secs.items() for x in (h, *body)])
     pre = [x for x in old_pre if current(x) or not x.startswith(REMEASURED)]
     at = max(i for i, x in enumerate(pre) if x.startswith(("- Code", "- **Warning", REMEASURED)))
     pre.insert(at + 1, line)
@@ -715,27 +703,6 @@ def _memory(mem: dict[str, Any] | None) -> list[str]:
         f" over the empty process {_x(delta)}.",
         "",
     ]
-    v = mem["versions"]
-    rounds = v["rounds"]
-    L += [
-        f"**Versions.** {rounds} versions per key over {v['keys']:,} keys ({rounds} rounds"
-        f" of SETs of every key, {v['keys'] * rounds:,} writes), ours with the default"
-        f" history `versions:64` which retains all {rounds}; redis holds the latest values"
-        " of the same keys (one round). Measured at this size, not extrapolated.",
-        "",
-    ]
-    extra = v["bytes_per_extra_version"]
-    ratio_v = v[f"round{rounds}"]["rss"] / v["redis_latest"]["rss"]
-    L += _table(
-        ["measure", "value"],
-        [
-            ["ours RSS, 1 version per key", _mib(v["round1"]["rss"])],
-            [f"ours RSS, {rounds} versions per key", _mib(v[f"round{rounds}"]["rss"])],
-            ["redis RSS, latest values of the same keys", _mib(v["redis_latest"]["rss"])],
-            [f"ours ({rounds} versions) / redis (latest), RSS", _x(ratio_v)],
-            ["bytes per additional retained version", f"{extra:.0f}"],
-        ],
-    )
     L += ["", "Commands:", "", *_code(mem["redis"]["server"], mem["ours"]["server"]), ""]
     return L
 
@@ -787,54 +754,6 @@ def _restart(rs: dict[str, Any] | None) -> list[str]:
         *_code(rs["redis_server"], rs["ours_server"]),
         "",
     ]
-    ck = rs.get("checkpoint", [])
-    if ck:
-        L += [
-            "### From a checkpoint plus segments",
-            "",
-            "Ours with its default checkpointing (a checkpoint every 1,000,000 records,"
-            " built by a forked child while the server keeps serving, on the load CPU:"
-            " `--checkpoint-cpulist`, as redis' AOF rewrites and saves get"
-            " `--aof_rewrite_cpulist` and `--bgsave_cpulist`) takes N SETs of"
-            " distinct keys (the item 4 loader), is killed with `kill -9` once they are"
-            " durable, and restarts from its newest checkpoint plus the segments after it;"
-            " redis restarts from an AOF of the same writes (`--appendonly yes"
-            " --appendfsync no`). Timed from process creation to the first `+PONG`,"
-            " restarts alternate, medians. Records/s = records the restarted server holds"
-            " (its last LSN) / start-to-serving time.",
-            "",
-        ]
-        rows = []
-        for c in ck:
-            r0 = c["ours_runs"][0]
-            rows.append(
-                [
-                    f"{c['records']:,}",
-                    f"{c['redis_serving_s']:.2f} s",
-                    f"{c['ours_serving_s']:.2f} s",
-                    _n(c["redis_records_per_s"]),
-                    _n(c["ours_records_per_s"]),
-                    f"{r0['checkpoint_lsn']:,} + {r0['replay_records']:,}",
-                    f"{c['checkpoints_written']}",
-                    _mib(med_of([r["rss"] for r in c["ours_runs"]])),
-                    f"{c['ours_load_s']:.0f} s",
-                ]
-            )
-        L += _table(
-            [
-                "records",
-                "redis (AOF) to serving",
-                "ours to serving",
-                "redis records/s",
-                "ours records/s",
-                "ours: checkpoint LSN + records replayed",
-                "checkpoints while loading",
-                "ours RSS after restart",
-                "ours load time",
-            ],
-            rows,
-        )
-        L += ["", *_code(ck[0]["redis_server"], ck[0]["ours_server"]), ""]
     return L
 
 

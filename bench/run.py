@@ -9,6 +9,8 @@ show medians of --runs runs. Writes docs/benchmarks.md (keeping its hand-written
     python -m bench.run                 # everything (what `make bench` runs)
     python -m bench.run --quick         # small sizes, one run: checks the suite itself
     python -m bench.run --items 1,7     # a subset: rewrites only its sections of the report
+    python -m bench.run --items L       # `make bench-long`: 1M keys x 10 versions and
+                                        # restarts from a checkpoint at 1M and 10M records
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from bench.proc import (
     create_bucket,
     pin,
     pin_self,
-    restart,
     start_moto,
     start_ours,
     start_redis,
@@ -418,190 +419,6 @@ def item_durability(s: Settings) -> dict[str, Any]:
     }
 
 
-# -- 4, 5: memory and restart -----------------------------------------------------------------
-
-
-def _memory(p: Proc) -> dict[str, int]:
-    with Client(p.port) as c:
-        used = int(c.info("memory")["used_memory"])
-    return {"rss": p.rss_bytes(), "used_memory": used}
-
-
-def _load_and_measure(srv: Proc, s: Settings) -> dict[str, Any]:
-    empty = _memory(srv)
-    n, secs = load(srv.port, set_commands(s.mem_keys, s.value_bytes))
-    if srv.name == "temporalstore":
-        wait_flushed(srv.port)
-    full = _memory(srv)
-    log(f"memory {srv.name}: {full['rss'] / 2**20:.0f} MiB RSS for {n:,} keys in {secs:.1f}s")
-    return {"empty": empty, "loaded": full, "load_seconds": secs, "server": show_server(srv)}
-
-
-def _versions(s: Settings) -> dict[str, Any]:
-    """Ours keeps `version_rounds` versions of `version_keys` keys."""
-    ver: dict[str, Any] = {"keys": s.version_keys, "rounds": s.version_rounds}
-    srv = start_ours(f"file://{tmpdir('ver')}")
-    ver["server"] = show_server(srv)
-    t0 = time.monotonic()
-    for rnd in range(1, s.version_rounds + 1):
-        load(srv.port, set_commands(s.version_keys, s.value_bytes, seed=rnd))
-        if rnd in (1, s.version_rounds):
-            wait_flushed(srv.port)
-            ver[f"round{rnd}"] = _memory(srv)
-    ver["load_seconds"] = time.monotonic() - t0
-    srv.stop()
-    r = start_redis("--appendonly", "no")
-    load(r.port, set_commands(s.version_keys, s.value_bytes))
-    ver["redis_latest"] = _memory(r)
-    r.stop()
-    extra_versions = s.version_keys * (s.version_rounds - 1)
-    ver["bytes_per_extra_version"] = (
-        ver[f"round{s.version_rounds}"]["rss"] - ver["round1"]["rss"]
-    ) / extra_versions
-    ver["ratio_to_redis_latest"] = (
-        ver[f"round{s.version_rounds}"]["rss"] / ver["redis_latest"]["rss"]
-    )
-    log(
-        f"versions: {s.version_keys:,} keys x {s.version_rounds}: ours "
-        f"{ver[f'round{s.version_rounds}']['rss'] / 2**20:.0f} MiB RSS, redis (latest) "
-        f"{ver['redis_latest']['rss'] / 2**20:.0f} MiB: {ver['ratio_to_redis_latest']:.2f}x"
-    )
-    return ver
-
-
-def item_memory_restart(s: Settings) -> dict[str, Any]:
-    """Items 4 and 5 share the expensive part: ours loads the 1M keys once, is
-    measured, then killed with -9 and restarted from its segments."""
-    mem: dict[str, Any] = {"keys": s.mem_keys, "value_bytes": s.value_bytes}
-    mem["loader"] = LOADER_DOC.format(size=s.value_bytes, keys=f"{s.mem_keys:,}")
-    redis = start_redis("--appendonly", "no")
-    mem["redis"] = _load_and_measure(redis, s)
-    redis.stop()
-    ours = start_ours(f"file://{tmpdir('replay')}", *NO_CHECKPOINTS)
-    mem["ours"] = _load_and_measure(ours, s)
-    mem["versions"] = _versions(s)
-
-    rs: dict[str, Any] = {"records": s.mem_keys}
-    rs["written_lsn"] = int(_persistence(ours.port)["last_lsn"])
-    rs["ours_server"] = show_server(ours)
-    ours.kill9()
-    redis, rs["aof_bytes"] = _aof_redis(s.mem_keys, s)
-    rs["redis_server"] = show_server(redis)
-    ours_runs, redis_runs = _restarts(s, ours, redis, s.mem_keys, "segments")
-    serving = med([r["serving_s"] for r in ours_runs])
-    replay_s = med([r["replay_seconds"] for r in ours_runs])
-    replayed = ours_runs[0]["replay_records"]
-    fixed = max(0.0, serving - replay_s)  # interpreter, imports, opening storage
-    rate = replayed / replay_s if replay_s > 0 else float("nan")
-    rs.update(
-        {
-            "ours_runs": ours_runs,
-            "redis_runs": redis_runs,
-            "ours_serving_s": serving,
-            "ours_replay_s": replay_s,
-            "ours_replay_records": replayed,
-            "ours_records_per_s_replay": rate,
-            "ours_records_per_s_end_to_end": replayed / serving,
-            "redis_serving_s": med(redis_runs),
-            "redis_records_per_s_end_to_end": s.mem_keys / med(redis_runs),
-            "ours_fixed_startup_s": fixed,
-        }
-    )
-    rs["checkpoint"] = [_checkpoint_restart(s, n) for n in s.restart_sizes]
-    return {"memory": mem, "restart": rs}
-
-
-def _aof_redis(records: int, s: Settings, *flags: str) -> tuple[Proc, int]:
-    """redis-server with an AOF holding `records` SETs (the item 4 loader), killed."""
-    aof_dir = tmpdir("aof")
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", *flags, workdir=aof_dir)
-    load(redis.port, set_commands(records, s.value_bytes))
-    with Client(redis.port) as c:
-        while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
-            time.sleep(0.1)
-    time.sleep(1.5)  # appendfsync no: the AOF is written at once, fsync'd within ~1 s
-    redis.kill9()
-    return redis, sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file())
-
-
-def _restarts(
-    s: Settings, ours: Proc, redis: Proc, records: int, what: str
-) -> tuple[list[dict[str, Any]], list[float]]:
-    """Restart both (killed) servers `s.runs` times each, alternating, each timed from
-    process creation to the first PONG and checked to hold `records` keys."""
-    ours_runs: list[dict[str, Any]] = []
-    redis_runs: list[float] = []
-    for rep in range(s.runs):
-        for kind in ["ours", "redis"] if rep % 2 == 0 else ["redis", "ours"]:
-            if kind == "ours":
-                srv = ours = restart(ours)
-            else:
-                srv = redis = restart(redis)
-            with Client(srv.port) as c:
-                keys = c.call("DBSIZE")
-            if keys != records:
-                raise RuntimeError(f"{srv.name} came back with {keys} keys, not {records}")
-            if kind == "ours":
-                p = _persistence(ours.port)
-                ours_runs.append(
-                    {
-                        "serving_s": ours.serving_s,
-                        "checkpoint_lsn": int(p["last_checkpoint_lsn"]),
-                        "replay_records": int(p["replay_records"]),
-                        "replay_seconds": float(p["replay_seconds"]),
-                        "rss": ours.rss_bytes(),
-                    }
-                )
-            else:
-                redis_runs.append(redis.serving_s)
-            srv.kill9()
-        log(f"restart ({what}, {records:,} records) run {rep + 1}/{s.runs} done")
-    return ours_runs, redis_runs
-
-
-def _child_cpus(flag: str) -> tuple[str, ...]:
-    """`flag LOAD_CPU` where servers are pinned (nothing otherwise)."""
-    return (flag, str(LOAD_CPU)) if PINNED else ()
-
-
-def _checkpoint_restart(s: Settings, records: int) -> dict[str, Any]:
-    """Ours with its default checkpointing (a checkpoint every 1,000,000 records, built
-    by a forked child) takes `records` SETs of distinct keys, is killed with -9 once
-    they are durable, and restarts from the newest checkpoint plus the segments after
-    it; redis restarts from an AOF of the same writes. Restarts alternate. Both
-    servers' children (ours: checkpoints; redis: AOF rewrites and saves) run on the
-    load CPU, as `bgsave_cpulist` places them: pinned with the server, a checkpoint
-    shares its core with the load and falls far behind the log."""
-    ours = start_ours(f"file://{tmpdir('ckpt')}", *_child_cpus("--checkpoint-cpulist"))
-    _n, load_s = load(ours.port, set_commands(records, s.value_bytes))
-    wait_flushed(ours.port, timeout=900)
-    p = _persistence(ours.port)
-    out: dict[str, Any] = {
-        "records": records,
-        "ours_load_s": load_s,
-        "written_lsn": int(p["last_lsn"]),
-        "checkpoints_written": int(p["checkpoints_written"]),
-        "ours_server": show_server(ours),
-    }
-    ours.kill9()
-    children = (*_child_cpus("--aof_rewrite_cpulist"), *_child_cpus("--bgsave_cpulist"))
-    redis, out["aof_bytes"] = _aof_redis(records, s, *children)
-    out["redis_server"] = show_server(redis)
-    ours_runs, redis_runs = _restarts(s, ours, redis, records, "checkpoint")
-    serving = med([r["serving_s"] for r in ours_runs])
-    out.update(
-        {
-            "ours_runs": ours_runs,
-            "redis_runs": redis_runs,
-            "ours_serving_s": serving,
-            "ours_records_per_s": out["written_lsn"] / serving,
-            "redis_serving_s": med(redis_runs),
-            "redis_records_per_s": records / med(redis_runs),
-        }
-    )
-    return out
-
-
 # -- 7: history ---------------------------------------------------------------------------------
 
 
@@ -731,6 +548,19 @@ def item_replicas(s: Settings) -> dict[str, Any]:
 
 # -- driver ---------------------------------------------------------------------------------------
 
+
+def item_memory_restart(s: Settings) -> dict[str, Any]:
+    from bench.memrestart import item_memory_restart as run_item
+
+    return run_item(s)
+
+
+def item_long(s: Settings) -> dict[str, Any]:
+    from bench.memrestart import item_long as run_item
+
+    return run_item(s)
+
+
 # Each returns its named sections of the results.
 ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "1": (
@@ -743,7 +573,13 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "10": ("replicas and failover (item 10, issue 12)", item_replicas),
     "p": ("profile", item_profile),
+    "L": (
+        "long: 1M keys x 10 versions, restart from a checkpoint (items 4 and 5, make bench-long)",
+        item_long,
+    ),
 }
+# `make bench` runs these; `make bench-long` runs L (10M records twice: several minutes).
+DEFAULT_ITEMS = ["1", "2", "4", "7", "9", "10", "p"]
 SECTIONS = {
     "1": ["throughput"],
     "2": ["durability"],
@@ -752,6 +588,7 @@ SECTIONS = {
     "9": ["bounded"],
     "10": ["replicas"],
     "p": ["profile"],
+    "L": ["versions", "checkpoint_restart"],
 }
 
 
@@ -851,7 +688,11 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run")
-    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,9,10,p")
+    ap.add_argument(
+        "--items",
+        default=",".join(DEFAULT_ITEMS),
+        help="comma-separated: 1,2,4,7,9,10,p (the default, make bench) and L (make bench-long)",
+    )
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default=str(REPO / "bench-results.json"))

@@ -1,0 +1,228 @@
+"""Items 4 and 5 of `make bench` (memory, restart) and the long measurements that
+`make bench-long` runs (`python -m bench.run --items L`).
+
+- `item_memory_restart` (make bench): redis and ours load the item 4 keys (1,000,000
+  by default) and are measured; ours, with no checkpoint, is then killed with -9 and
+  restarted from its segments beside redis from an AOF of the same writes (item 5,
+  the replay rate).
+- `item_long` (make bench-long): ours keeping 10 versions of 1,000,000 keys (item 4 at
+  the target's size, 10M writes) against redis holding the latest values, and restarts
+  from a checkpoint plus segments at 1M and 10M records beside redis from its AOF. They
+  load 10M records each, several minutes on the bench machine, too long for the
+  10-minute `make bench`; its report keeps their last figures, dated.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench.client import Client, wait_flushed
+from bench.proc import LOAD_CPU, PINNED, Proc, restart, start_ours, start_redis, tmpdir
+from bench.run import (
+    LOADER_DOC,
+    NO_CHECKPOINTS,
+    Settings,
+    _persistence,
+    load,
+    log,
+    med,
+    set_commands,
+    show_server,
+)
+
+
+def _memory(p: Proc) -> dict[str, int]:
+    with Client(p.port) as c:
+        used = int(c.info("memory")["used_memory"])
+    return {"rss": p.rss_bytes(), "used_memory": used}
+
+
+def _load_and_measure(srv: Proc, s: Settings) -> dict[str, Any]:
+    empty = _memory(srv)
+    n, secs = load(srv.port, set_commands(s.mem_keys, s.value_bytes))
+    if srv.name == "temporalstore":
+        wait_flushed(srv.port)
+    full = _memory(srv)
+    log(f"memory {srv.name}: {full['rss'] / 2**20:.0f} MiB RSS for {n:,} keys in {secs:.1f}s")
+    return {"empty": empty, "loaded": full, "load_seconds": secs, "server": show_server(srv)}
+
+
+def _versions(s: Settings) -> dict[str, Any]:
+    """Ours keeps `version_rounds` versions of `version_keys` keys."""
+    ver: dict[str, Any] = {"keys": s.version_keys, "rounds": s.version_rounds}
+    srv = start_ours(f"file://{tmpdir('ver')}")
+    ver["server"] = show_server(srv)
+    t0 = time.monotonic()
+    for rnd in range(1, s.version_rounds + 1):
+        load(srv.port, set_commands(s.version_keys, s.value_bytes, seed=rnd))
+        if rnd in (1, s.version_rounds):
+            wait_flushed(srv.port)
+            ver[f"round{rnd}"] = _memory(srv)
+    ver["load_seconds"] = time.monotonic() - t0
+    srv.stop()
+    r = start_redis("--appendonly", "no")
+    load(r.port, set_commands(s.version_keys, s.value_bytes))
+    ver["redis_latest"] = _memory(r)
+    r.stop()
+    extra_versions = s.version_keys * (s.version_rounds - 1)
+    ver["bytes_per_extra_version"] = (
+        ver[f"round{s.version_rounds}"]["rss"] - ver["round1"]["rss"]
+    ) / extra_versions
+    ver["ratio_to_redis_latest"] = (
+        ver[f"round{s.version_rounds}"]["rss"] / ver["redis_latest"]["rss"]
+    )
+    log(
+        f"versions: {s.version_keys:,} keys x {s.version_rounds}: ours "
+        f"{ver[f'round{s.version_rounds}']['rss'] / 2**20:.0f} MiB RSS, redis (latest) "
+        f"{ver['redis_latest']['rss'] / 2**20:.0f} MiB: {ver['ratio_to_redis_latest']:.2f}x"
+    )
+    return ver
+
+
+def item_memory_restart(s: Settings) -> dict[str, Any]:
+    """Items 4 and 5 share the expensive part: ours loads the 1M keys once, is
+    measured, then killed with -9 and restarted from its segments. The versions and
+    the restarts from a checkpoint are `item_long`'s (make bench-long)."""
+    mem: dict[str, Any] = {"keys": s.mem_keys, "value_bytes": s.value_bytes}
+    mem["loader"] = LOADER_DOC.format(size=s.value_bytes, keys=f"{s.mem_keys:,}")
+    redis = start_redis("--appendonly", "no")
+    mem["redis"] = _load_and_measure(redis, s)
+    redis.stop()
+    ours = start_ours(f"file://{tmpdir('replay')}", *NO_CHECKPOINTS)
+    mem["ours"] = _load_and_measure(ours, s)
+
+    rs: dict[str, Any] = {"records": s.mem_keys}
+    rs["written_lsn"] = int(_persistence(ours.port)["last_lsn"])
+    rs["ours_server"] = show_server(ours)
+    ours.kill9()
+    redis, rs["aof_bytes"] = _aof_redis(s.mem_keys, s)
+    rs["redis_server"] = show_server(redis)
+    ours_runs, redis_runs = _restarts(s, ours, redis, s.mem_keys, "segments")
+    serving = med([r["serving_s"] for r in ours_runs])
+    replay_s = med([r["replay_seconds"] for r in ours_runs])
+    replayed = ours_runs[0]["replay_records"]
+    fixed = max(0.0, serving - replay_s)  # interpreter, imports, opening storage
+    rate = replayed / replay_s if replay_s > 0 else float("nan")
+    rs.update(
+        {
+            "ours_runs": ours_runs,
+            "redis_runs": redis_runs,
+            "ours_serving_s": serving,
+            "ours_replay_s": replay_s,
+            "ours_replay_records": replayed,
+            "ours_records_per_s_replay": rate,
+            "ours_records_per_s_end_to_end": replayed / serving,
+            "redis_serving_s": med(redis_runs),
+            "redis_records_per_s_end_to_end": s.mem_keys / med(redis_runs),
+            "ours_fixed_startup_s": fixed,
+        }
+    )
+    return {"memory": mem, "restart": rs}
+
+
+def item_long(s: Settings) -> dict[str, Any]:
+    """make bench-long: 1M keys x 10 versions, and restarts from a checkpoint plus
+    segments at each of `restart_sizes` (1M and 10M records)."""
+    out: dict[str, Any] = {}
+    try:
+        out["versions"] = _versions(s)
+    except Exception as e:  # the restarts still run
+        log(f"long: versions failed: {e!r}")
+        out["versions"] = {"error": repr(e)}
+    out["checkpoint_restart"] = {
+        "sizes": [_checkpoint_restart(s, n) for n in s.restart_sizes],
+        "loader": LOADER_DOC.format(size=s.value_bytes, keys="N"),
+    }
+    return out
+
+
+def _aof_redis(records: int, s: Settings, *flags: str) -> tuple[Proc, int]:
+    """redis-server with an AOF holding `records` SETs (the item 4 loader), killed."""
+    aof_dir = tmpdir("aof")
+    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", *flags, workdir=aof_dir)
+    load(redis.port, set_commands(records, s.value_bytes))
+    with Client(redis.port) as c:
+        while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
+            time.sleep(0.1)
+    time.sleep(1.5)  # appendfsync no: the AOF is written at once, fsync'd within ~1 s
+    redis.kill9()
+    return redis, sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file())
+
+
+def _restarts(
+    s: Settings, ours: Proc, redis: Proc, records: int, what: str
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """Restart both (killed) servers `s.runs` times each, alternating, each timed from
+    process creation to the first PONG and checked to hold `records` keys."""
+    ours_runs: list[dict[str, Any]] = []
+    redis_runs: list[float] = []
+    for rep in range(s.runs):
+        for kind in ["ours", "redis"] if rep % 2 == 0 else ["redis", "ours"]:
+            if kind == "ours":
+                srv = ours = restart(ours)
+            else:
+                srv = redis = restart(redis)
+            with Client(srv.port) as c:
+                keys = c.call("DBSIZE")
+            if keys != records:
+                raise RuntimeError(f"{srv.name} came back with {keys} keys, not {records}")
+            if kind == "ours":
+                p = _persistence(ours.port)
+                ours_runs.append(
+                    {
+                        "serving_s": ours.serving_s,
+                        "checkpoint_lsn": int(p["last_checkpoint_lsn"]),
+                        "replay_records": int(p["replay_records"]),
+                        "replay_seconds": float(p["replay_seconds"]),
+                        "rss": ours.rss_bytes(),
+                    }
+                )
+            else:
+                redis_runs.append(redis.serving_s)
+            srv.kill9()
+        log(f"restart ({what}, {records:,} records) run {rep + 1}/{s.runs} done")
+    return ours_runs, redis_runs
+
+
+def _child_cpus(flag: str) -> tuple[str, ...]:
+    """`flag LOAD_CPU` where servers are pinned (nothing otherwise)."""
+    return (flag, str(LOAD_CPU)) if PINNED else ()
+
+
+def _checkpoint_restart(s: Settings, records: int) -> dict[str, Any]:
+    """Ours with its default checkpointing (a checkpoint every 1,000,000 records, built
+    by a forked child) takes `records` SETs of distinct keys, is killed with -9 once
+    they are durable, and restarts from the newest checkpoint plus the segments after
+    it; redis restarts from an AOF of the same writes. Restarts alternate. Both
+    servers' children (ours: checkpoints; redis: AOF rewrites and saves) run on the
+    load CPU, as `bgsave_cpulist` places them: pinned with the server, a checkpoint
+    shares its core with the load and falls far behind the log."""
+    ours = start_ours(f"file://{tmpdir('ckpt')}", *_child_cpus("--checkpoint-cpulist"))
+    _n, load_s = load(ours.port, set_commands(records, s.value_bytes))
+    wait_flushed(ours.port, timeout=900)
+    p = _persistence(ours.port)
+    out: dict[str, Any] = {
+        "records": records,
+        "ours_load_s": load_s,
+        "written_lsn": int(p["last_lsn"]),
+        "checkpoints_written": int(p["checkpoints_written"]),
+        "ours_server": show_server(ours),
+    }
+    ours.kill9()
+    children = (*_child_cpus("--aof_rewrite_cpulist"), *_child_cpus("--bgsave_cpulist"))
+    redis, out["aof_bytes"] = _aof_redis(records, s, *children)
+    out["redis_server"] = show_server(redis)
+    ours_runs, redis_runs = _restarts(s, ours, redis, records, "checkpoint")
+    serving = med([r["serving_s"] for r in ours_runs])
+    out.update(
+        {
+            "ours_runs": ours_runs,
+            "redis_runs": redis_runs,
+            "ours_serving_s": serving,
+            "ours_records_per_s": out["written_lsn"] / serving,
+            "redis_serving_s": med(redis_runs),
+            "redis_records_per_s": records / med(redis_runs),
+        }
+    )
+    return out

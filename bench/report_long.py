@@ -1,0 +1,177 @@
+"""The sections and Targets rows of `make bench-long` (`python -m bench.run --items L`,
+bench/memrestart.py `item_long`): 1M keys x 10 versions (item 4 at the target's size)
+and restarts from a checkpoint plus segments (item 5 at 1M and 10M records).
+
+`make bench` does not run them (10M records twice take longer than its 10 minutes);
+its report keeps their sections and Targets rows from the last `make bench-long`,
+each section saying when and on which commit it was measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report import (
+    LONG_CHECKPOINT_ITEM,
+    LONG_VERSIONS_ITEM,
+    _code,
+    _code_measured,
+    _failed,
+    _mib,
+    _n,
+    _ok,
+    _table,
+    _x,
+    med_of,
+)
+
+HOW = "Run by `make bench-long` (`python -m bench.run --items L`), not by `make bench`"
+
+
+def long_targets(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(item, target, measured, ok) of the long measurements in `res`."""
+    out: list[tuple[str, str, str, bool | None]] = []
+    v = res.get("versions")
+    if _ok(v):
+        assert v is not None
+        n = v["rounds"]
+        r = v[f"round{n}"]["rss"] / v["redis_latest"]["rss"]
+        out.append(
+            (
+                LONG_VERSIONS_ITEM,
+                f"memory (RSS), {v['keys']:,} keys x {n} versions <= 4x redis holding the"
+                " latest values (measured)",
+                _x(r),
+                r <= 4,
+            )
+        )
+    ck = res.get("checkpoint_restart")
+    if _ok(ck):
+        assert ck is not None
+        for c in ck["sizes"]:
+            rate = c["ours_records_per_s"]
+            out.append(
+                (
+                    LONG_CHECKPOINT_ITEM,
+                    f"restart from checkpoint + segments, {c['records']:,} records:"
+                    " >= 1,000,000 records/s",
+                    f"{_n(rate)} records/s ({c['ours_serving_s']:.2f} s to serving)",
+                    rate >= 1_000_000,
+                )
+            )
+            out.append(
+                (
+                    LONG_CHECKPOINT_ITEM,
+                    f"restart from checkpoint + segments, {c['records']:,} records: faster"
+                    " than redis from its AOF in the same run",
+                    f"{c['ours_serving_s']:.2f} s vs {c['redis_serving_s']:.2f} s",
+                    c["ours_serving_s"] < c["redis_serving_s"],
+                )
+            )
+            if c["records"] >= 10_000_000:
+                out.append(
+                    (
+                        LONG_CHECKPOINT_ITEM,
+                        f"{c['records']:,} records, serving in < 15 s",
+                        f"{c['ours_serving_s']:.1f} s (measured)",
+                        c["ours_serving_s"] < 15,
+                    )
+                )
+    return out
+
+
+def _when(res: dict[str, Any], runs: bool = False) -> str:
+    code = res.get("code")
+    return (
+        f"{HOW}; measured on {res['generated']}"
+        + (f", {_code_measured(code, subject=False)}" if code else "")
+        + (f"; {res['settings']['runs']} restarts per server and size, medians." if runs else ".")
+    )
+
+
+def long_versions(v: dict[str, Any] | None, res: dict[str, Any]) -> list[str]:
+    L = ["## 4b. Memory of retained versions (make bench-long)", ""]
+    if not _ok(v):
+        return L + _failed("item 4, versions: make bench-long", v)
+    assert v is not None
+    rounds = v["rounds"]
+    L += [
+        _when(res),
+        "",
+        f"{rounds} versions per key over {v['keys']:,} keys ({rounds} rounds of SETs of"
+        f" every key by the item 4 loader, {v['keys'] * rounds:,} writes), ours with the"
+        f" default history `versions:64` which retains all {rounds}; redis holds the latest"
+        " values of the same keys (one round). Measured at this size, not extrapolated.",
+        "",
+    ]
+    extra = v["bytes_per_extra_version"]
+    ratio_v = v[f"round{rounds}"]["rss"] / v["redis_latest"]["rss"]
+    L += _table(
+        ["measure", "value"],
+        [
+            ["ours RSS, 1 version per key", _mib(v["round1"]["rss"])],
+            [f"ours RSS, {rounds} versions per key", _mib(v[f"round{rounds}"]["rss"])],
+            ["redis RSS, latest values of the same keys", _mib(v["redis_latest"]["rss"])],
+            [f"ours ({rounds} versions) / redis (latest), RSS", _x(ratio_v)],
+            ["bytes per additional retained version", f"{extra:.0f}"],
+            ["ours load time, all rounds", f"{v['load_seconds']:.0f} s"],
+        ],
+    )
+    L += ["", *_code(v["server"]), ""]
+    return L
+
+
+def long_checkpoint(ck: dict[str, Any] | None, res: dict[str, Any]) -> list[str]:
+    L = ["## 5b. Restart from a checkpoint plus segments (make bench-long)", ""]
+    if not _ok(ck):
+        return L + _failed("item 5, from a checkpoint: make bench-long", ck)
+    assert ck is not None
+    sizes = ck["sizes"]
+    L += [
+        _when(res, runs=True),
+        "",
+        "Ours with its default checkpointing (a checkpoint every 1,000,000 records,"
+        " built by a forked child while the server keeps serving, on the load CPU:"
+        " `--checkpoint-cpulist`, as redis' AOF rewrites and saves get"
+        " `--aof_rewrite_cpulist` and `--bgsave_cpulist`) takes N SETs of"
+        " distinct keys (the item 4 loader), is killed with `kill -9` once they are"
+        " durable, and restarts from its newest checkpoint plus the segments after it;"
+        " redis restarts from an AOF of the same writes (`--appendonly yes"
+        " --appendfsync no`). Timed from process creation to the first `+PONG`,"
+        " restarts alternate, medians. Records/s = records the restarted server holds"
+        " (its last LSN) / start-to-serving time.",
+        "",
+    ]
+    rows = []
+    for c in sizes:
+        r0 = c["ours_runs"][0]
+        rows.append(
+            [
+                f"{c['records']:,}",
+                f"{c['redis_serving_s']:.2f} s",
+                f"{c['ours_serving_s']:.2f} s",
+                _n(c["redis_records_per_s"]),
+                _n(c["ours_records_per_s"]),
+                f"{r0['checkpoint_lsn']:,} + {r0['replay_records']:,}",
+                f"{c['checkpoints_written']}",
+                _mib(med_of([r["rss"] for r in c["ours_runs"]])),
+                f"{c['ours_load_s']:.0f} s",
+            ]
+        )
+    L += _table(
+        [
+            "records",
+            "redis (AOF) to serving",
+            "ours to serving",
+            "redis records/s",
+            "ours records/s",
+            "ours: checkpoint LSN + records replayed",
+            "checkpoints while loading",
+            "ours RSS after restart",
+            "ours load time",
+        ],
+        rows,
+    )
+    if sizes:
+        L += ["", *_code(sizes[0]["redis_server"], sizes[0]["ours_server"]), ""]
+    return L
