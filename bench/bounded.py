@@ -108,7 +108,7 @@ def _writes(s: Settings) -> dict[str, Any]:
             cfg: int(_history_info(srv.port)["history_pinned_versions"])
             for cfg, srv in servers.items()
         }
-        for rep in range(s.runs):
+        for rep in range(s.other_runs):
             for i, case in enumerate(WRITE_CASES):
                 # The four servers run side by side; each case runs on each in turn,
                 # the order rotating from case to case and run to run.
@@ -118,7 +118,7 @@ def _writes(s: Settings) -> dict[str, Any]:
                     wait_flushed(srv.port, timeout=600)  # no earlier flush competes with it
                     n, secs = load(srv.port, iter(commands[case]))
                     rates[case][cfg].append(n / secs)
-            log(f"bounded: writes under seals, run {rep + 1}/{s.runs} done")
+            log(f"bounded: writes under seals, run {rep + 1}/{s.other_runs} done")
         pinned_after = {
             cfg: int(_history_info(srv.port)["history_pinned_versions"])
             for cfg, srv in servers.items()
@@ -179,7 +179,7 @@ def _history_walk(s: Settings) -> dict[str, Any]:
                     raise RuntimeError(f"{key!r}: oldest value {oldest!r}")
             runs: dict[str, list[dict[str, float]]] = {f"{k} {n}": [] for k, n, _ in keys}
             deepest = {"string": max(s.walk_string_versions), "hash": max(s.walk_hash_versions)}
-            for rep in range(s.runs):
+            for rep in range(s.other_runs):
                 for kind, n, key in keys if rep % 2 == 0 else list(reversed(keys)):
                     # A short history is listed several times (the median counts), so
                     # that one hiccup of the machine does not decide its figure.
@@ -188,7 +188,7 @@ def _history_walk(s: Settings) -> dict[str, Any]:
                         size, secs, _head = c.call_unparsed("TS.HISTORY", key, "WITHVALUES")
                         times.append(secs)
                     runs[f"{kind} {n}"].append({"seconds": med(times), "bytes": size})
-                log(f"bounded: TS.HISTORY walk run {rep + 1}/{s.runs} done")
+                log(f"bounded: TS.HISTORY walk run {rep + 1}/{s.other_runs} done")
         server = show_server(srv)
     finally:
         srv.stop()
@@ -437,7 +437,7 @@ def _sampling(s: Settings) -> dict[str, Any]:
             with Client(srv.port) as c:
                 _random_members(c, s.random_members)
         wait_flushed(servers["ours"].port)
-        for rep in range(s.runs):
+        for rep in range(s.other_runs):
             for i, (name, cmd) in enumerate(cmds.items()):
                 order = ["redis", "ours"] if (rep + i) % 2 == 0 else ["ours", "redis"]
                 for kind in order:
@@ -445,7 +445,7 @@ def _sampling(s: Settings) -> dict[str, Any]:
                         size, secs, _head = c.call_unparsed(*cmd)
                     _expect(f"{kind} {name}", size, want)
                     runs[name][kind].append(secs)
-            log(f"bounded: sampling run {rep + 1}/{s.runs} done")
+            log(f"bounded: sampling run {rep + 1}/{s.other_runs} done")
         shown = {kind: show_server(srv) for kind, srv in servers.items()}
     finally:
         for srv in servers.values():

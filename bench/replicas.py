@@ -162,12 +162,12 @@ def _lag(s: Settings) -> dict[str, Any]:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
         f"P{p}": {"alone": [], "replica": []} for p in PIPELINES
     }
-    for rep in range(s.runs):
+    for rep in range(s.other_runs):
         for i, p in enumerate(PIPELINES):
             order = ["alone", "replica"] if (rep + i) % 2 == 0 else ["replica", "alone"]
             for kind in order:
                 runs[f"P{p}"][kind].append(_lag_run(s, p, kind == "replica"))
-        log(f"replicas: lag run {rep + 1}/{s.runs} done")
+        log(f"replicas: lag run {rep + 1}/{s.other_runs} done")
     summary: dict[str, Any] = {}
     commands: dict[str, str] = {}
     for pp, by in runs.items():
