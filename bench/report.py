@@ -303,8 +303,8 @@ def render(res: dict[str, Any], old: str) -> str:
         " (the py-spy profile alone);"
         " `python -m bench.experiments gc|replay` (the garbage-collector experiments cited"
         ' in "Where the time goes", not part of `make bench`).',
-        f"- Runs: items 1, 3, 7 and the restarts of item 5 are medians of {s['runs']} runs;"
-        f" items 2, 6, 9 and 10 of {s.get('other_runs', s['runs'])} (the median of 2 is"
+        f"- Runs: items 1, 3, 8 and the restarts of item 5 are medians of {s['runs']} runs;"
+        f" items 2, 6, 7, 9 and 10 of {s.get('other_runs', s['runs'])} (the median of 2 is"
         " their mean); runs of the two servers (and of the storage configurations)"
         " alternate so that drift affects all alike. Memory is measured once (it varies by"
         " a few MiB). Each section says its load.",
