@@ -126,7 +126,7 @@ def _writes(s: Settings) -> dict[str, Any]:
         server = show_server(servers["0 seals"])
     finally:
         for srv in servers.values():
-            srv.stop()
+            srv.discard()
     summary: dict[str, dict[str, Any]] = {}
     for case in WRITE_CASES:
         base = rates[case]["0 seals"]
@@ -191,7 +191,7 @@ def _history_walk(s: Settings) -> dict[str, Any]:
                 log(f"bounded: TS.HISTORY walk run {rep + 1}/{s.other_runs} done")
         server = show_server(srv)
     finally:
-        srv.stop()
+        srv.discard()
     summary: dict[str, dict[str, Any]] = {}
     for kind, n, _key in keys:
         secs = med([r["seconds"] for r in runs[f"{kind} {n}"]])
@@ -238,7 +238,7 @@ def _checkout_and_diff(s: Settings) -> dict[str, Any]:
             "diff": _diff(srv, s),
         }
     finally:
-        srv.stop()
+        srv.discard()
     return out
 
 
@@ -414,7 +414,7 @@ def _stalls(s: Settings) -> dict[str, Any]:
             redis.stop()
         log("bounded: PING beside the long verbs done")
     finally:
-        srv.stop()
+        srv.discard()
     return out
 
 
@@ -449,7 +449,7 @@ def _sampling(s: Settings) -> dict[str, Any]:
         shown = {kind: show_server(srv) for kind, srv in servers.items()}
     finally:
         for srv in servers.values():
-            srv.stop()
+            srv.discard()
     summary = {
         name: {
             "redis_s": med(r["redis"]),

@@ -60,7 +60,7 @@ def _versions(s: Settings) -> dict[str, Any]:
             wait_flushed(srv.port)
             ver[f"round{rnd}"] = _memory(srv)
     ver["load_seconds"] = time.monotonic() - t0
-    srv.stop()
+    srv.discard()
     r = start_redis("--appendonly", "no")
     load(r.port, set_commands(s.version_keys, s.value_bytes))
     ver["redis_latest"] = _memory(r)

@@ -106,11 +106,9 @@ def _caught_up(primary: Proc, replica: Proc) -> int:
     return v
 
 
-def _lag_run(s: Settings, pipeline: int, with_replica: bool) -> dict[str, Any]:
-    """One redis-benchmark SET run against a fresh primary, with or without a fresh
-    replica beside it."""
-    from bench import rb
-
+def _lag_runs(s: Settings, with_replica: bool) -> dict[str, dict[str, Any]]:
+    """A fresh primary (and, with_replica, a fresh replica beside it), then one
+    redis-benchmark SET run per pipeline depth against the primary, by "P<depth>"."""
     storage = f"file://{tmpdir('repl')}"
     primary = start_ours(storage)
     replica = None
@@ -118,44 +116,49 @@ def _lag_run(s: Settings, pipeline: int, with_replica: bool) -> dict[str, Any]:
         if with_replica:
             replica = start_ours(storage, "--replicaof", f"127.0.0.1 {primary.port}")
             _caught_up(primary, replica)
-        a = rb.argv(primary.port, requests=s.lag_requests, pipeline=pipeline, tests="set")
-        sampler = LagSampler(
-            primary.port, replica.port if replica else None, s.lag_interval_ms / 1000
-        )
-        info = Sampler(replica.port, "temporalstore", "replica_lag_ms") if replica else None
-        sampler.start()
-        if info is not None:
-            info.start()
-        t0 = time.monotonic()
-        c0 = replica.cpu_seconds() if replica else 0.0
-        try:
-            (row,) = rb.run(a)
-        finally:
-            sampler.stop()
-            info_ms = info.stop() if info is not None else []
-        wall = time.monotonic() - t0
-        out: dict[str, Any] = {
-            "rps": row.rps,
-            "p50_ms": row.p50_ms,
-            "p99_ms": row.p99_ms,
-            "version_rtt_ms": sampler.version_rtt_ms,
-            "command": rb.show(a),
-            "primary": show_server(primary),
-        }
-        if replica is not None:
-            out |= {
-                "lag_ms": sampler.lag_ms,
-                "timeouts": sampler.timeouts,
-                "info_lag_ms": info_ms,
-                "replica_cpu": (replica.cpu_seconds() - c0) / wall,
-                "final_lsn": _caught_up(primary, replica),
-                "replica": _shown(replica),
-            }
-        return out
+        return {f"P{p}": _lag_run(s, p, primary, replica) for p in PIPELINES}
     finally:
         if replica is not None:
-            replica.stop()
-        primary.stop()
+            replica.discard()
+        primary.discard()
+
+
+def _lag_run(s: Settings, pipeline: int, primary: Proc, replica: Proc | None) -> dict[str, Any]:
+    """One redis-benchmark SET run against the primary, the lag sampled beside it."""
+    from bench import rb
+
+    a = rb.argv(primary.port, requests=s.lag_requests, pipeline=pipeline, tests="set")
+    sampler = LagSampler(primary.port, replica.port if replica else None, s.lag_interval_ms / 1000)
+    info = Sampler(replica.port, "temporalstore", "replica_lag_ms") if replica else None
+    sampler.start()
+    if info is not None:
+        info.start()
+    t0 = time.monotonic()
+    c0 = replica.cpu_seconds() if replica else 0.0
+    try:
+        (row,) = rb.run(a)
+    finally:
+        sampler.stop()
+        info_ms = info.stop() if info is not None else []
+    wall = time.monotonic() - t0
+    out: dict[str, Any] = {
+        "rps": row.rps,
+        "p50_ms": row.p50_ms,
+        "p99_ms": row.p99_ms,
+        "version_rtt_ms": sampler.version_rtt_ms,
+        "command": rb.show(a),
+        "primary": show_server(primary),
+    }
+    if replica is not None:
+        out |= {
+            "lag_ms": sampler.lag_ms,
+            "timeouts": sampler.timeouts,
+            "info_lag_ms": info_ms,
+            "replica_cpu": (replica.cpu_seconds() - c0) / wall,
+            "final_lsn": _caught_up(primary, replica),
+            "replica": _shown(replica),
+        }
+    return out
 
 
 def _lag(s: Settings) -> dict[str, Any]:
@@ -163,10 +166,11 @@ def _lag(s: Settings) -> dict[str, Any]:
         f"P{p}": {"alone": [], "replica": []} for p in PIPELINES
     }
     for rep in range(s.other_runs):
-        for i, p in enumerate(PIPELINES):
-            order = ["alone", "replica"] if (rep + i) % 2 == 0 else ["replica", "alone"]
-            for kind in order:
-                runs[f"P{p}"][kind].append(_lag_run(s, p, kind == "replica"))
+        # Fresh servers per run and kind; the -P 16 load follows the -P 1 one on them
+        # (both SET the one key `key:__rand_int__`: the store stays as small).
+        for kind in ["alone", "replica"] if rep % 2 == 0 else ["replica", "alone"]:
+            for pp, r in _lag_runs(s, kind == "replica").items():
+                runs[pp][kind].append(r)
         log(f"replicas: lag run {rep + 1}/{s.other_runs} done")
     summary: dict[str, Any] = {}
     commands: dict[str, str] = {}
@@ -347,7 +351,7 @@ def _failover(s: Settings) -> dict[str, Any]:
         for w in writers.values():
             w.stop()
         for n in nodes:
-            n.stop()
+            n.discard()
         etcd.stop()
     kills = [r["killed_at"] for r in rounds]
     per_mode: dict[str, Any] = {}

@@ -1198,9 +1198,10 @@ def _replica_lag(lg: dict[str, Any]) -> list[str]:
     if not _ok(lg):
         return L + _failed("replica lag", lg)
     L += [
-        "A primary and a replica (`--replicaof`, the same `--storage`), both fresh and both"
-        " on the server CPU, and redis-benchmark SET (the item 1 load: 50 clients,"
-        f" {lg['requests']:,} requests) on the load CPU against the primary. Every"
+        "A primary and a replica (`--replicaof`, the same `--storage`), both fresh for each"
+        " run and both on the server CPU, and redis-benchmark SET (the item 1 load: 50"
+        f" clients, {lg['requests']:,} requests, -P 1 and then -P 16 on the same servers:"
+        " both SET the one key `key:__rand_int__`) on the load CPU against the primary. Every"
         f" {lg['interval_ms']} ms a sampler (a thread of the runner) reads `TS.VERSION` on"
         " the primary and sends `TS.WAITLSN <that version> 30000` to the replica; the lag"
         " is the time from the primary's reply to the replica's, i.e. what a client that"

@@ -249,7 +249,7 @@ def item_throughput(s: Settings) -> dict[str, Any]:
                     busy = (srv.cpu_seconds() - c0) / (time.monotonic() - t0)
                     rows[str(p)][t][kind].append(row.as_dict() | {"server_cpu": busy})
             for srv in servers.values():
-                srv.stop()
+                srv.discard()
             log(f"throughput run {rep + 1}/{s.runs} -P {p} done")
     summary: dict[str, Any] = {}
     for p in PIPELINES:
@@ -388,7 +388,7 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     commands[f"get_P{p}"] = rb.show(a)
                     (row,) = rb.run(a)
                     runs[cfg].setdefault(f"get:c50:P{p}", []).append(row.as_dict())
-                srv.stop()
+                srv.discard()
                 log(f"durability run {rep + 1}/{s.other_runs} {cfg} done")
     finally:
         moto.stop()
@@ -505,7 +505,7 @@ def item_history(s: Settings) -> dict[str, Any]:
             (row,) = rb.run(a)
             runs[name].append(row.as_dict())
         log(f"history run {rep + 1}/{s.other_runs} done")
-    srv.stop()
+    srv.discard()
     summary = {
         name: {"rps": med([r["rps"] for r in rs]), "p99_ms": med([r["p99_ms"] for r in rs])}
         for name, rs in runs.items()
