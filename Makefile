@@ -117,10 +117,11 @@ redispy-suite: $(STAMP) redis-server
 bench: install redis-server etcd
 	$(BIN)/python -m bench.run
 
-# The long measurements (about 10 minutes more): 1M keys x 10 versions and restarts
-# from a checkpoint at 1M and 10M records; rewrites their sections of docs/benchmarks.md.
+# The long measurements (about 10 minutes more): 1M keys x 10 versions, restarts from a
+# checkpoint at 1M and 10M records, and the py-spy profile under SET load; rewrites
+# their sections of docs/benchmarks.md.
 bench-long: install redis-server
-	$(BIN)/python -m bench.run --items L --json bench-results-long.json
+	$(BIN)/python -m bench.run --items L,p --json bench-results-long.json
 
 # The long versions of the reliability tests (about 13 minutes): a million fuzzed
 # frames, 20 kill -9 cycles, a 30-second object storage outage, 1,000 idle connections

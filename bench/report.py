@@ -296,8 +296,8 @@ def render(res: dict[str, Any], old: str) -> str:
     L += [
         "- Run it: `make bench` (every item but the long ones, under 10 minutes with the"
         " set-up of a fresh clone); `make bench-long` (1M keys x 10 versions and restarts"
-        " from a checkpoint at 1M and 10M records, sections 4b and 5b: about 10 minutes more;"
-        " `make bench` keeps their last figures); `python -m bench.run --quick`"
+        " from a checkpoint at 1M and 10M records, sections 4b and 5b, and the profile: about"
+        " 10 minutes more; `make bench` keeps their last figures); `python -m bench.run --quick`"
         " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
         " report keeps the other sections from the last run); `python -m bench.profile`"
         " (the py-spy profile alone);"
@@ -332,7 +332,7 @@ def render(res: dict[str, Any], old: str) -> str:
     L += _flush_lag(res.get("throughput"), res.get("durability"))
     L += _bounded(res.get("bounded"))
     L += _replicas(res.get("replicas"))
-    L += _profile(res.get("profile"))
+    L += _profile(res.get("profile"), res)
     L += ["## This run", ""]
     L += _table(
         ["part", "seconds", "CPU used by other processes on the machine meanwhile"],
@@ -485,8 +485,13 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
         return m is None or not set(m.group(1).split(",")) <= set(items)
 
     if set(DEFAULT_ITEMS) <= set(items):
-        # A whole `make bench`: its own header (the kept long sections say their date).
-        return "\n".join(new_pre + [x for h, body in new_secs.items() for x in (h, *body)])
+        # A whole `make bench`: its own header, and the older lines of what it left out
+        # (`make bench-long`'s).
+        pre = list(new_pre)
+        older = [x for x in old_pre if x.startswith(REMEASURED) and current(x)]
+        at = max(i for i, x in enumerate(pre) if x.startswith(("- Code", "- **Warning")))
+        pre[at + 1 : at + 1] = older
+        return "\n".join(pre + [x for h, body in new_secs.items() for x in (h, *body)])
     pre = [x for x in old_pre if current(x) or not x.startswith(REMEASURED)]
     at = max(i for i, x in enumerate(pre) if x.startswith(("- Code", "- **Warning", REMEASURED)))
     pre.insert(at + 1, line)
@@ -1150,11 +1155,14 @@ def _flush_lag(tp: dict[str, Any] | None, du: dict[str, Any] | None) -> list[str
     return L
 
 
-def _profile(pr: dict[str, Any] | None) -> list[str]:
+def _profile(pr: dict[str, Any] | None, res: dict[str, Any]) -> list[str]:
+    from bench.report_long import measured_by_long
+
     L = ["## Profile of the server under SET load (py-spy)", ""]
     if not _ok(pr):
-        return L + _failed("profile", pr)
+        return L + _failed("profile: make bench-long", pr)
     assert pr is not None
+    L += [measured_by_long(res), ""]
     for p, r in pr.items():
         if "skipped" in r:
             L += [f"{p}: skipped: {r['skipped']}", ""]

@@ -1,6 +1,7 @@
-"""The sections and Targets rows of `make bench-long` (`python -m bench.run --items L`,
+"""The sections and Targets rows of `make bench-long` (`python -m bench.run --items L,p`,
 bench/memrestart.py `item_long`): 1M keys x 10 versions (item 4 at the target's size)
-and restarts from a checkpoint plus segments (item 5 at 1M and 10M records).
+and restarts from a checkpoint plus segments (item 5 at 1M and 10M records); the
+profile section (bench/report.py) opens with the same dated line.
 
 `make bench` does not run them (10M records twice take longer than its 10 minutes);
 its report keeps their sections and Targets rows from the last `make bench-long`,
@@ -25,7 +26,7 @@ from bench.report import (
     med_of,
 )
 
-HOW = "Run by `make bench-long` (`python -m bench.run --items L`), not by `make bench`"
+HOW = "Run by `make bench-long` (`python -m bench.run --items L,p`), not by `make bench`"
 
 
 def long_targets(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
@@ -80,7 +81,8 @@ def long_targets(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]
     return out
 
 
-def _when(res: dict[str, Any], runs: bool = False) -> str:
+def measured_by_long(res: dict[str, Any], runs: bool = False) -> str:
+    """The first line of a section of `make bench-long`: how it is run, when it was."""
     code = res.get("code")
     return (
         f"{HOW}; measured on {res['generated']}"
@@ -96,7 +98,7 @@ def long_versions(v: dict[str, Any] | None, res: dict[str, Any]) -> list[str]:
     assert v is not None
     rounds = v["rounds"]
     L += [
-        _when(res),
+        measured_by_long(res),
         "",
         f"{rounds} versions per key over {v['keys']:,} keys ({rounds} rounds of SETs of"
         f" every key by the item 4 loader, {v['keys'] * rounds:,} writes), ours with the"
@@ -128,7 +130,7 @@ def long_checkpoint(ck: dict[str, Any] | None, res: dict[str, Any]) -> list[str]
     assert ck is not None
     sizes = ck["sizes"]
     L += [
-        _when(res, runs=True),
+        measured_by_long(res, runs=True),
         "",
         "Ours with its default checkpointing (a checkpoint every 1,000,000 records,"
         " built by a forked child while the server keeps serving, on the load CPU:"
