@@ -127,7 +127,8 @@ def _lag_run(s: Settings, pipeline: int, primary: Proc, replica: Proc | None) ->
     """One redis-benchmark SET run against the primary, the lag sampled beside it."""
     from bench import rb
 
-    a = rb.argv(primary.port, requests=s.lag_requests, pipeline=pipeline, tests="set")
+    n = s.lag_requests if pipeline == 1 else s.lag_requests_pipelined
+    a = rb.argv(primary.port, requests=n, pipeline=pipeline, tests="set")
     sampler = LagSampler(primary.port, replica.port if replica else None, s.lag_interval_ms / 1000)
     info = Sampler(replica.port, "temporalstore", "replica_lag_ms") if replica else None
     sampler.start()
@@ -203,6 +204,7 @@ def _lag(s: Settings) -> dict[str, Any]:
         commands["replica"] = by["replica"][0]["replica"]
     return {
         "requests": s.lag_requests,
+        "requests_pipelined": s.lag_requests_pipelined,
         "interval_ms": s.lag_interval_ms,
         "runs": runs,
         "summary": summary,

@@ -1208,7 +1208,8 @@ def _replica_lag(lg: dict[str, Any]) -> list[str]:
     L += [
         "A primary and a replica (`--replicaof`, the same `--storage`), both fresh for each"
         " run and both on the server CPU, and redis-benchmark SET (the item 1 load: 50"
-        f" clients, {lg['requests']:,} requests, -P 1 and then -P 16 on the same servers:"
+        f" clients, {lg['requests']:,} requests at -P 1 and then"
+        f" {lg.get('requests_pipelined', lg['requests']):,} at -P 16 on the same servers:"
         " both SET the one key `key:__rand_int__`) on the load CPU against the primary. Every"
         f" {lg['interval_ms']} ms a sampler (a thread of the runner) reads `TS.VERSION` on"
         " the primary and sends `TS.WAITLSN <that version> 30000` to the replica; the lag"
