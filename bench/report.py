@@ -294,8 +294,8 @@ def render(res: dict[str, Any], old: str) -> str:
     else:
         L.append("- Pinning: **not pinned** (fewer than 2 cores or no taskset).")
     L += [
-        "- Run it: `make bench` (every item but the long ones, under 10 minutes with the"
-        " set-up of a fresh clone); `make bench-long` (1M keys x 10 versions and restarts"
+        "- Run it: `make bench` (every item but the long ones; the goal is under 10 minutes"
+        " with the set-up of a fresh clone); `make bench-long` (1M keys x 10 versions and restarts"
         " from a checkpoint at 1M and 10M records, sections 4b and 5b, and the profile: about"
         " 10 minutes more; `make bench` keeps their last figures); `python -m bench.run --quick`"
         " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
