@@ -6,7 +6,7 @@ CPU 1. Runs of the two servers alternate so drift affects both alike, and tables
 show medians of --runs runs. Writes docs/benchmarks.md (keeping its hand-written
 "where the time goes" section) and bench-results.json.
 
-    python -m bench.run                 # everything (what `make bench` runs)
+    python -m bench.run                 # what `make bench` runs: every item but L and p
     python -m bench.run --quick         # small sizes, one run: checks the suite itself
     python -m bench.run --items 1,7     # a subset: rewrites only its sections of the report
     python -m bench.run --items L,p     # `make bench-long`: 1M keys x 10 versions, restarts
