@@ -489,7 +489,9 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
         # (`make bench-long`'s).
         pre = list(new_pre)
         older = [x for x in old_pre if x.startswith(REMEASURED) and current(x)]
-        at = max(i for i, x in enumerate(pre) if x.startswith(("- Code", "- **Warning")))
+        at = max(
+            i for i, x in enumerate(pre) if x.startswith(("- Machine", "- Code", "- **Warning"))
+        )
         pre[at + 1 : at + 1] = older
         return "\n".join(pre + [x for h, body in new_secs.items() for x in (h, *body)])
     pre = [x for x in old_pre if current(x) or not x.startswith(REMEASURED)]
