@@ -304,8 +304,9 @@ def render(res: dict[str, Any], old: str) -> str:
         " `python -m bench.experiments gc|replay` (the garbage-collector experiments cited"
         ' in "Where the time goes", not part of `make bench`).',
         f"- Runs: items 1, 3, 8 and the restarts of item 5 are medians of {s['runs']} runs;"
-        f" items 2, 6, 7, 9 and 10 of {s.get('other_runs', s['runs'])} (the median of 2 is"
-        " their mean); runs of the two servers (and of the storage configurations)"
+        f" items 2, 6, 7, 9 and 10 of {s.get('other_runs', s['runs'])}"
+        + (" (the median of 2 is their mean)" if s.get("other_runs") == 2 else "")
+        + "; runs of the two servers (and of the storage configurations)"
         " alternate so that drift affects all alike. Memory is measured once (it varies by"
         " a few MiB). Each section says its load.",
         "- Ours: async durability, local directory storage (`file://`), default history"
