@@ -886,6 +886,7 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         ],
         rows,
     )
+    L += _sync_costs(sm, s)
     rp = du["raw_put"]
     c = du["commands"]
     L += [
@@ -914,6 +915,29 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         "",
     ]
     return L
+
+
+def _sync_costs(sm: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """What each S3 run cost the server and moto (results from before these were
+    counted have none)."""
+    parts = []
+    for clients, _n in s["sync_clients"]:
+        for mode in ("sync", "async"):
+            r = sm[f"s3-{mode}"][f"set:c{clients}:P1"]
+            if "server_us_per_write" not in r:
+                return []
+            parts.append(
+                f"{clients} client{'s' if clients > 1 else ''} {mode}: server"
+                f" {r['server_us_per_write']:.1f} µs CPU per write ({r['server_cpu_share']:.0%}"
+                f" of its core), {r['puts_per_s']:.0f} PUTs/s, moto {r['moto_ms_per_put']:.2f}"
+                f" ms CPU per PUT ({r['moto_cpu_share']:.0%} of its core)"
+            )
+    return [
+        "",
+        "Where the time goes (CPU time of each process over the run, medians): "
+        + "; ".join(parts)
+        + ". moto shares its core with redis-benchmark.",
+    ]
 
 
 def _history(hi: dict[str, Any] | None) -> list[str]:

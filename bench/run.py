@@ -309,6 +309,21 @@ def _raw_puts(storage: str, endpoint: str, size: int, count: int) -> tuple[str, 
     return shlex.join(shown), json.loads(out.stdout)
 
 
+def _costs(rs: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over S3 runs: the server's CPU microseconds per write, moto's CPU
+    milliseconds per PUT, PUTs per second (none for other runs)."""
+    rs = [r for r in rs if "server_cpu_s" in r and r.get("writes") and r.get("puts")]
+    if not rs:
+        return {}
+    return {
+        "server_us_per_write": med([r["server_cpu_s"] / r["writes"] * 1e6 for r in rs]),
+        "moto_ms_per_put": med([r["moto_cpu_s"] / r["puts"] * 1e3 for r in rs]),
+        "puts_per_s": med([r["puts"] / r["wall_s"] for r in rs]),
+        "server_cpu_share": med([r["server_cpu_s"] / r["wall_s"] for r in rs]),
+        "moto_cpu_share": med([r["moto_cpu_s"] / r["wall_s"] for r in rs]),
+    }
+
+
 def item_durability(s: Settings) -> dict[str, Any]:
     moto = start_moto()
     create_bucket(moto, BUCKET)
@@ -350,17 +365,27 @@ def item_durability(s: Settings) -> dict[str, Any]:
                             if mode == "async":
                                 sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
                                 sampler.start()
+                            cpu0 = (srv.cpu_seconds(), moto.cpu_seconds(), time.monotonic())
                             try:
                                 (row,) = rb.run(a)
                             finally:
                                 if sampler is not None:
                                     lag[cfg] += sampler.stop()
+                            # What the run cost each process: the server's CPU per
+                            # write and moto's per PUT show which side limits.
+                            cpu = (srv.cpu_seconds(), moto.cpu_seconds(), time.monotonic())
                             if mode == "async":
                                 wait_flushed(srv.port)
                             after = _persistence(srv.port)
                             writes = int(after["last_lsn"]) - int(before["last_lsn"])
                             put_n = int(after["object_puts"]) - int(before["object_puts"])
                             d = row.as_dict() | {"writes": writes, "puts": put_n}
+                            if medium == "s3":
+                                d |= {
+                                    "server_cpu_s": cpu[0] - cpu0[0],
+                                    "moto_cpu_s": cpu[1] - cpu0[1],
+                                    "wall_s": cpu[2] - cpu0[2],
+                                }
                             runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
                             if paired:
                                 # Raw PUTs of the size of the segments this round wrote.
@@ -396,6 +421,7 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     if "puts" in rs[0]
                     else None
                 ),
+                **_costs(rs),
             }
     flush_lag = {
         cfg: {"samples": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99)}
