@@ -580,7 +580,8 @@ class Server:
         self.servers: list[asyncio.base_events.Server] = []
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
-        # Connections' waits for durability before they send held replies.
+        # Connections' waits for etcd's log (raft tables) before they send held
+        # replies; waits for object storage alone are flusher callbacks (on_durable).
         self.releases: set[asyncio.Task[None]] = set()
         self.port = 0
         self.tls_port = 0
