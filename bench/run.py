@@ -324,18 +324,21 @@ def _costs(rs: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def item_durability(s: Settings) -> dict[str, Any]:
+def item_durability(s: Settings, sync_only: bool = False) -> dict[str, Any]:
+    """Item 2 (every storage and durability mode) with item 6 (sync mode against S3);
+    `sync_only`: item 6 alone (S3, -P 1, the client counts of `sync_clients`)."""
+    configs = ["s3-async", "s3-sync"] if sync_only else STORE_CONFIGS
     moto = start_moto()
     create_bucket(moto, BUCKET)
     endpoint = f"http://127.0.0.1:{moto.port}"
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in STORE_CONFIGS}
-    lag: dict[str, list[float]] = {c: [] for c in STORE_CONFIGS if c.endswith("async")}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in configs}
+    lag: dict[str, list[float]] = {c: [] for c in configs if c.endswith("async")}
     puts: list[dict[str, Any]] = []
     commands: dict[str, str] = {}
     try:
         for rep in range(s.runs):
-            k = rep % len(STORE_CONFIGS)
-            order = STORE_CONFIGS[k:] + STORE_CONFIGS[:k]
+            k = rep % len(configs)
+            order = configs[k:] + configs[:k]
             for cfg in order:
                 medium, mode = cfg.split("-")
                 flags: list[str] = ["--durability", mode]
@@ -346,8 +349,10 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     storage = f"file://{tmpdir(cfg)}"
                 srv = start_ours(storage, *flags)
                 commands[f"server_{cfg}"] = show_server(srv)
-                for p in PIPELINES:
+                for p in [1] if sync_only else PIPELINES:
                     sweep = [(50, s.sync_requests if mode == "sync" else s.store_requests)]
+                    if sync_only:
+                        sweep = []
                     if medium == "s3" and p == 1:
                         sweep += list(s.sync_clients)
                     for clients, n in sweep:
@@ -401,6 +406,8 @@ def item_durability(s: Settings) -> dict[str, Any]:
                                 )
                                 commands["raw_put"] = show
                                 puts.append(got | {"bytes": size, "sync_p50_ms": row.p50_ms})
+                    if sync_only:
+                        continue
                     a = rb.argv(srv.port, requests=s.store_requests, pipeline=p, tests="get")
                     commands[f"get_P{p}"] = rb.show(a)
                     (row,) = rb.run(a)
@@ -764,6 +771,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
         lambda s: {"throughput": item_throughput(s)},
     ),
     "2": ("durability and sync mode (items 2, 6)", lambda s: {"durability": item_durability(s)}),
+    "6": ("sync mode against S3 (item 6)", lambda s: {"sync": item_durability(s, sync_only=True)}),
     "4": ("memory and restart (items 4, 5)", item_memory_restart),
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
@@ -773,6 +781,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
 SECTIONS = {
     "1": ["throughput"],
     "2": ["durability"],
+    "6": ["sync"],
     "4": ["memory", "restart"],
     "7": ["history"],
     "9": ["bounded"],
@@ -877,7 +886,9 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run")
-    ap.add_argument("--items", default=",".join(ITEMS), help="comma-separated: 1,2,4,7,9,10,p")
+    # Item 6 alone is part of item 2: the whole run does not measure it twice.
+    every = ",".join(k for k in ITEMS if k != "6")
+    ap.add_argument("--items", default=every, help="comma-separated: 1,2,4,6,7,9,10,p")
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default=str(REPO / "bench-results.json"))
