@@ -102,7 +102,7 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         )
     for item, target, measured, ok in long_targets(res):
         add(target, measured, ok, item)
-    du = res.get("durability")
+    du = _sync_results(res)
     if _ok(du):
         assert du is not None
         rp = du["raw_put"]
@@ -299,7 +299,9 @@ def render(res: dict[str, Any], old: str) -> str:
         " from a checkpoint at 1M and 10M records, sections 4b and 5b, and the profile: about"
         " 10 minutes more; `make bench` keeps their last figures); `python -m bench.run --quick`"
         " (small sizes, checks the suite); `python -m bench.run --items 9` (one part: the"
-        " report keeps the other sections from the last run); `python -m bench.profile`"
+        " report keeps the other sections from the last run); `python -m bench.run --items 6`"
+        " (sync mode against S3 alone, about a minute; `make bench` measures it in item 2);"
+        " `python -m bench.profile`"
         " (the py-spy profile alone);"
         " `python -m bench.experiments gc|replay` (the garbage-collector experiments cited"
         ' in "Where the time goes", not part of `make bench`).',
@@ -328,7 +330,7 @@ def render(res: dict[str, Any], old: str) -> str:
     L += long_versions(res.get("versions"), res)
     L += _restart(res.get("restart"))
     L += long_checkpoint(res.get("checkpoint_restart"), res)
-    L += _sync(res.get("durability"), s)
+    L += _sync(_sync_results(res), s)
     L += _history(res.get("history"))
     L += _flush_lag(res.get("throughput"), res.get("durability"))
     L += _bounded(res.get("bounded"))
@@ -385,6 +387,7 @@ CODE_CHANGED = (
 REMEASURED = "- Re-measured "
 # Which results each Targets row comes from (the `item` column), in the order
 # `evaluate` lists them.
+# (Item 6's rows come from "sync" when `--items 6` ran alone: see _measured.)
 TARGET_SOURCES = {
     "1": "throughput",
     "8": "throughput",
@@ -397,6 +400,13 @@ TARGET_SOURCES = {
     "9": "bounded",
     "10": "replicas",
 }
+
+
+def _measured(res: dict[str, Any], item: str) -> bool:
+    """Whether this run measured the results a Targets row of `item` comes from."""
+    if item == "6" and res.get("sync") is not None:
+        return True
+    return res.get(TARGET_SOURCES.get(item, "")) is not None
 
 
 def _split_sections(text: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -454,7 +464,7 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
     rows += [
         r
         for r in _rows(old_secs.get("## Targets", ["| item |", "| --- |"]))[2]
-        if res.get(TARGET_SOURCES.get(_first_cell(r), "")) is None
+        if not _measured(res, _first_cell(r))
     ]
     rows.sort(key=lambda r: order.index(c) if (c := _first_cell(r)) in order else len(order))
     body = new_secs["## Targets"]
@@ -775,10 +785,16 @@ def med_of(xs: list[float]) -> float:
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def _sync_results(res: dict[str, Any]) -> dict[str, Any] | None:
+    """Item 6's results: from `--items 6` (sync mode alone) or from item 2."""
+    r: dict[str, Any] | None = res.get("sync") or res.get("durability")
+    return r
+
+
 def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
     L = ["## 6. Sync mode against S3 (moto)", ""]
     if not _ok(du):
-        return L + _failed("item 2", du)
+        return L + _failed("item 2 or 6", du)
     assert du is not None
     sm = du["summary"]
     rows = []
@@ -815,6 +831,7 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         ],
         rows,
     )
+    L += _sync_costs(sm, s)
     rp = du["raw_put"]
     c = du["commands"]
     L += [
@@ -843,6 +860,31 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         "",
     ]
     return L
+
+
+def _sync_costs(sm: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """What each S3 run cost the server and moto (results from before these were
+    counted have none)."""
+    parts = []
+    # The most clients only: /proc counts CPU time in 10 ms ticks, too coarse for
+    # the short 1-client runs.
+    for clients in [max(c for c, _n in s["sync_clients"])]:
+        for mode in ("sync", "async"):
+            r = sm[f"s3-{mode}"][f"set:c{clients}:P1"]
+            if "server_us_per_write" not in r:
+                return []
+            parts.append(
+                f"{clients} client{'s' if clients > 1 else ''} {mode}: server"
+                f" {r['server_us_per_write']:.1f} µs CPU per write ({r['server_cpu_share']:.0%}"
+                f" of its core), {r['puts_per_s']:.0f} PUTs/s, moto {r['moto_ms_per_put']:.2f}"
+                f" ms CPU per PUT ({r['moto_cpu_share']:.0%} of its core)"
+            )
+    return [
+        "",
+        "Where the time goes (CPU time of each process over the run, medians): "
+        + "; ".join(parts)
+        + ". moto shares its core with redis-benchmark.",
+    ]
 
 
 def _history(hi: dict[str, Any] | None) -> list[str]:

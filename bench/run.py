@@ -321,18 +321,36 @@ def _raw_puts(storage: str, endpoint: str, size: int, count: int) -> tuple[str, 
     return shlex.join(shown), json.loads(out.stdout)
 
 
-def item_durability(s: Settings) -> dict[str, Any]:
+def _costs(rs: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over S3 runs: the server's CPU microseconds per write, moto's CPU
+    milliseconds per PUT, PUTs per second (none for other runs)."""
+    rs = [r for r in rs if "server_cpu_s" in r and r.get("writes") and r.get("puts")]
+    if not rs:
+        return {}
+    return {
+        "server_us_per_write": med([r["server_cpu_s"] / r["writes"] * 1e6 for r in rs]),
+        "moto_ms_per_put": med([r["moto_cpu_s"] / r["puts"] * 1e3 for r in rs]),
+        "puts_per_s": med([r["puts"] / r["wall_s"] for r in rs]),
+        "server_cpu_share": med([r["server_cpu_s"] / r["wall_s"] for r in rs]),
+        "moto_cpu_share": med([r["moto_cpu_s"] / r["wall_s"] for r in rs]),
+    }
+
+
+def item_durability(s: Settings, sync_only: bool = False) -> dict[str, Any]:
+    """Item 2 (every storage and durability mode) with item 6 (sync mode against S3);
+    `sync_only`: item 6 alone (S3, -P 1, the client counts of `sync_clients`)."""
+    configs = ["s3-async", "s3-sync"] if sync_only else STORE_CONFIGS
     moto = start_moto()
     create_bucket(moto, BUCKET)
     endpoint = f"http://127.0.0.1:{moto.port}"
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in STORE_CONFIGS}
-    lag: dict[str, list[float]] = {c: [] for c in STORE_CONFIGS if c.endswith("async")}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in configs}
+    lag: dict[str, list[float]] = {c: [] for c in configs if c.endswith("async")}
     puts: list[dict[str, Any]] = []
     commands: dict[str, str] = {}
     try:
         for rep in range(s.other_runs):
-            k = rep % len(STORE_CONFIGS)
-            order = STORE_CONFIGS[k:] + STORE_CONFIGS[:k]
+            k = rep % len(configs)
+            order = configs[k:] + configs[:k]
             for cfg in order:
                 medium, mode = cfg.split("-")
                 flags: list[str] = ["--durability", mode]
@@ -343,8 +361,10 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     storage = f"file://{tmpdir(cfg)}"
                 srv = start_ours(storage, *flags)
                 commands[f"server_{cfg}"] = show_server(srv)
-                for p in PIPELINES:
+                for p in [1] if sync_only else PIPELINES:
                     sweep = [(50, s.sync_requests if mode == "sync" else s.store_requests)]
+                    if sync_only:
+                        sweep = []
                     if medium == "s3" and p == 1:
                         sweep += list(s.sync_clients)
                     for clients, n in sweep:
@@ -362,17 +382,27 @@ def item_durability(s: Settings) -> dict[str, Any]:
                             if mode == "async":
                                 sampler = Sampler(srv.port, "persistence", "flush_lag_ms")
                                 sampler.start()
+                            cpu0 = (srv.cpu_seconds(), moto.cpu_seconds(), time.monotonic())
                             try:
                                 (row,) = rb.run(a)
                             finally:
                                 if sampler is not None:
                                     lag[cfg] += sampler.stop()
+                            # What the run cost each process: the server's CPU per
+                            # write and moto's per PUT show which side limits.
+                            cpu = (srv.cpu_seconds(), moto.cpu_seconds(), time.monotonic())
                             if mode == "async":
                                 wait_flushed(srv.port)
                             after = _persistence(srv.port)
                             writes = int(after["last_lsn"]) - int(before["last_lsn"])
                             put_n = int(after["object_puts"]) - int(before["object_puts"])
                             d = row.as_dict() | {"writes": writes, "puts": put_n}
+                            if medium == "s3":
+                                d |= {
+                                    "server_cpu_s": cpu[0] - cpu0[0],
+                                    "moto_cpu_s": cpu[1] - cpu0[1],
+                                    "wall_s": cpu[2] - cpu0[2],
+                                }
                             runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
                             if paired:
                                 # Raw PUTs of the size of the segments this round wrote.
@@ -388,6 +418,8 @@ def item_durability(s: Settings) -> dict[str, Any]:
                                 )
                                 commands["raw_put"] = show
                                 puts.append(got | {"bytes": size, "sync_p50_ms": row.p50_ms})
+                    if sync_only:
+                        continue
                     a = rb.argv(srv.port, requests=s.store_requests, pipeline=p, tests="get")
                     commands[f"get_P{p}"] = rb.show(a)
                     (row,) = rb.run(a)
@@ -408,6 +440,7 @@ def item_durability(s: Settings) -> dict[str, Any]:
                     if "puts" in rs[0]
                     else None
                 ),
+                **_costs(rs),
             }
     flush_lag = {
         cfg: {"samples": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99)}
@@ -579,6 +612,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
         lambda s: {"throughput": item_throughput(s)},
     ),
     "2": ("durability and sync mode (items 2, 6)", lambda s: {"durability": item_durability(s)}),
+    "6": ("sync mode against S3 (item 6)", lambda s: {"sync": item_durability(s, sync_only=True)}),
     "4": ("memory and restart (items 4, 5)", item_memory_restart),
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
@@ -595,6 +629,7 @@ DEFAULT_ITEMS = ["1", "2", "4", "7", "9", "10"]
 SECTIONS = {
     "1": ["throughput"],
     "2": ["durability"],
+    "6": ["sync"],
     "4": ["memory", "restart"],
     "7": ["history"],
     "9": ["bounded"],
@@ -703,7 +738,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--items",
         default=",".join(DEFAULT_ITEMS),
-        help="comma-separated: 1,2,4,7,9,10 (the default, make bench), L and p (make bench-long)",
+        help=(
+            "comma-separated: 1,2,4,7,9,10 (the default, make bench), 6 (sync mode against"
+            " S3 alone; item 2 measures it too), L and p (make bench-long)"
+        ),
     )
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))

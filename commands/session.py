@@ -111,6 +111,10 @@ class Durability(Protocol):
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool: ...
 
+    def on_durable(self, lsn: int, callback: Callable[[Exception | None], None]) -> None:
+        """`callback(None)` once `lsn` is durable (at once if it is), `callback(exc)`
+        if it cannot become durable (fenced)."""
+
     @property
     def raft_lsn(self) -> int: ...
 

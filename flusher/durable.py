@@ -138,6 +138,9 @@ class DurableStore:
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
         return await self.flusher.wait_durable(lsn, timeout)
 
+    def on_durable(self, lsn: int, callback: Callable[[Exception | None], None]) -> None:
+        self.flusher.on_durable(lsn, callback)
+
     @property
     def raft_lsn(self) -> int:
         """Records up to here survive the loss of this node: in object storage, or

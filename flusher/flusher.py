@@ -157,7 +157,8 @@ class Flusher:
         self.fenced: str | None = None
         self.closed = False
         self._wake = asyncio.Event()
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        # (LSN, arrival, callback) of every writer waiting for durability: a heap.
+        self._waiters: list[tuple[int, int, Callable[[Exception | None], None]]] = []
         self._capacity: list[asyncio.Future[None]] = []
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
@@ -223,16 +224,19 @@ class Flusher:
 
     # -- waiting -------------------------------------------------------------------
 
-    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
-        """Wait until `lsn` is durable (True), or the timeout passes (False).
-        Raises FencedError if this writer was fenced."""
+    def on_durable(self, lsn: int, callback: Callable[[Exception | None], None]) -> None:
+        """Call `callback(None)` once `lsn` is durable (at once if it is already), or
+        `callback(exc)` if this writer is fenced first. No task and no future: the
+        writers released by one PUT are called back in one pass, in LSN order, from
+        the PUT's completion (a connection sends its held replies there)."""
         if self.fenced is not None:
-            raise FencedError(self.fenced)
+            callback(FencedError(self.fenced))
+            return
         if lsn <= self.durable_lsn:
-            return True
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            callback(None)
+            return
         self._seq += 1
-        heapq.heappush(self._waiters, (lsn, self._seq, fut))
+        heapq.heappush(self._waiters, (lsn, self._seq, callback))
         if lsn > self._wanted:
             self._wanted = lsn
         if lsn > self._cut_lsn:
@@ -245,8 +249,30 @@ class Flusher:
                     self._start_put()
             else:
                 self._wake.set()
+
+    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
+        """Wait until `lsn` is durable (True), or the timeout passes (False).
+        Raises FencedError if this writer was fenced."""
+        if self.fenced is not None:
+            raise FencedError(self.fenced)
+        if lsn <= self.durable_lsn:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def resolve(exc: Exception | None) -> None:
+            if fut.done():  # timed out or cancelled meanwhile
+                return
+            if exc is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(exc)
+
+        self.on_durable(lsn, resolve)
+        if timeout is None:
+            await fut
+            return True
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             return False
         return True
@@ -270,21 +296,27 @@ class Flusher:
         return True
 
     def _notify(self) -> None:
-        while self._waiters and self._waiters[0][0] <= self.durable_lsn:
-            _lsn, _seq, fut = heapq.heappop(self._waiters)
-            if not fut.done():
-                fut.set_result(None)
+        waiters, durable = self._waiters, self.durable_lsn
+        while waiters and waiters[0][0] <= durable:
+            self._call(heapq.heappop(waiters)[2], None)
         if not self.over_capacity():
             for fut in self._capacity:
                 if not fut.done():
                     fut.set_result(None)
             self._capacity.clear()
 
+    @staticmethod
+    def _call(callback: Callable[[Exception | None], None], exc: Exception | None) -> None:
+        """One waiter's callback: its failure is logged, the others are still called."""
+        try:
+            callback(exc)
+        except Exception:
+            log.exception("releasing a writer waiting for durability")
+
     def _fail_waiters(self, exc: Exception) -> None:
-        for _lsn, _seq, fut in self._waiters:
-            if not fut.done():
-                fut.set_exception(exc)
-        self._waiters.clear()
+        waiters, self._waiters = self._waiters, []
+        for _lsn, _seq, callback in waiters:
+            self._call(callback, exc)
         for fut in self._capacity:
             if not fut.done():
                 fut.set_exception(exc)

@@ -247,11 +247,42 @@ class Connection(asyncio.Protocol):
             s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn
         ):
             self.held = list(out)
+            self._await_durable(dur)
+            return
+        self._send(out)
+
+    def _await_durable(self, dur: Durability) -> None:
+        """Send the held replies once this connection's writes are durable: a callback
+        from the flusher (no task per write), or a task when etcd's log is waited for."""
+        s = self.session
+        assert s is not None
+        if s.last_raft_lsn > dur.raft_lsn:
             task = asyncio.get_running_loop().create_task(self._release(dur))
             self.server.releases.add(task)
             task.add_done_callback(self.server.releases.discard)
-            return
-        self._send(out)
+        else:
+            dur.on_durable(s.last_sync_lsn, self._durable)
+
+    def _durable(self, exc: Exception | None) -> None:
+        """`Durability.on_durable`'s callback: writes up to the LSN waited for are
+        durable (or cannot be: `exc`)."""
+        s = self.session
+        assert s is not None
+        dur = s.server.durability
+        assert dur is not None
+        if exc is not None:
+            self._not_durable(exc)
+        elif s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn:
+            self._await_durable(dur)  # written to while held: those writes too
+        else:
+            self._send_held()
+
+    def _not_durable(self, e: Exception) -> None:
+        """Fenced or shutting down: these writes are not durable."""
+        assert self.session is not None
+        log.warning("closing client %d: its writes cannot be made durable: %s", self.session.id, e)
+        self.held = None
+        self.kill()
 
     async def _release(self, dur: Durability) -> None:
         s = self.session
@@ -264,11 +295,12 @@ class Connection(asyncio.Protocol):
                     await dur.wait_raft(raft)
                 if s.last_sync_lsn <= target and s.last_raft_lsn <= raft:
                     break
-        except Exception as e:  # fenced or shutting down: these writes are not durable
-            log.warning("closing client %d: its writes cannot be made durable: %s", s.id, e)
-            self.held = None
-            self.kill()
+        except Exception as e:
+            self._not_durable(e)
             return
+        self._send_held()
+
+    def _send_held(self) -> None:
         held, self.held = self.held or [], None
         self._send(held)
         if self.paused and self.transport is not None:
@@ -548,7 +580,8 @@ class Server:
         self.servers: list[asyncio.base_events.Server] = []
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
-        # Connections' waits for durability before they send held replies.
+        # Connections' waits for etcd's log (raft tables) before they send held
+        # replies; waits for object storage alone are flusher callbacks (on_durable).
         self.releases: set[asyncio.Task[None]] = set()
         self.port = 0
         self.tls_port = 0

@@ -19,7 +19,7 @@ import pytest
 from flusher import paths, segment
 from flusher.codec import encode_record
 from flusher.durable import DurabilityConfig, DurableStore
-from flusher.flusher import segment_object
+from flusher.flusher import FencedError, segment_object
 from flusher.log import LogError, LogGap, SegmentLog
 from flusher.memory import MemoryObjectStore
 from replay.startup import take_over
@@ -142,6 +142,57 @@ def test_a_later_put_that_lands_first_releases_nobody() -> None:
         assert not flags(objects, first) & segment.FLAG_AHEAD
         assert durable.flusher.stats.segments_written == 3
         await durable.close()
+
+    run(body())
+
+
+def test_writers_are_called_back_in_one_pass_in_lsn_order_once_durable() -> None:
+    """`on_durable` (how a sync connection waits): nobody is called before every
+    earlier PUT has landed; then every writer up to the durable LSN is called in one
+    pass, in LSN order, even if one callback fails; later writers wait on."""
+
+    async def body() -> None:
+        objects = HeldStore()
+        _store, durable, write = await sync_server(objects)
+        called: list[tuple[int, Exception | None]] = []
+
+        def waiter(lsn: int) -> Callable[[Exception | None], None]:
+            def done(exc: Exception | None) -> None:
+                called.append((lsn, exc))
+                if lsn == first + 1:
+                    raise RuntimeError("a broken connection")  # the rest still go
+
+            return done
+
+        first = durable.durable_lsn + 1
+        objects.hold(paths.segment(first))
+        lsns = [write(i) for i in range(3)]  # one chunk: one segment, held
+        for lsn in reversed(lsns):
+            durable.on_durable(lsn, waiter(lsn))
+        await settle(lambda: durable.flusher.in_flight == 1)
+        objects.hold(paths.segment(first + 3))
+        late = write(3)
+        durable.on_durable(late, waiter(late))
+        await settle(lambda: durable.flusher.in_flight == 2)
+        await asyncio.sleep(0.01)
+        assert called == [] and durable.durable_lsn == first - 1
+        timed_out = await durable.wait_durable(late, timeout=0.01)
+        assert timed_out is False
+        objects.release(paths.segment(first))
+        await settle(lambda: len(called) == 3)
+        assert called == [(lsn, None) for lsn in lsns]
+        assert durable.durable_lsn == lsns[-1]
+        # Already durable: called at once.
+        durable.on_durable(lsns[0], waiter(lsns[0]))
+        assert called[-1] == (lsns[0], None)
+        # Fenced before the late one lands: it is told so, and so is a newcomer.
+        with pytest.raises(FencedError):
+            durable.flusher.fence("taken over")
+        assert called[-1][0] == late and isinstance(called[-1][1], FencedError)
+        durable.on_durable(late + 1, waiter(late + 1))
+        assert isinstance(called[-1][1], FencedError)
+        objects.release(paths.segment(first + 3))
+        await crash()
 
     run(body())
 
