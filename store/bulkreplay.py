@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES
@@ -51,7 +51,7 @@ def replay_records(
             expected += hi - lo
             applied += hi - lo
             continue
-        expected, n = _replay_rows(store, chunk[lo:hi], typed, expected, skip_through)
+        expected, n = replay_rows(store, chunk[lo:hi], typed, expected, skip_through)
         applied += n
     store.bound_index()
     return expected, applied
@@ -60,7 +60,7 @@ def replay_records(
 def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
     """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
     SET without TTL, no metadata, creating a distinct key absent from one main
-    database, LSNs from `expected` on) as `_replay_rows` would; False (nothing
+    database, LSNs from `expected` on) as `replay_rows` would; False (nothing
     applied) otherwise. The checks and the updates are C-level passes over the
     run, not Python code per record."""
     n = hi - lo
@@ -88,31 +88,66 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
         dbi = dbis[0]
         if count(map(type, dbis), int) != n or dbis.count(dbi) != n:
             return False
-        if not 0 <= dbi < len(store.dbs) or count(map(len, ops), 3) != n:
+        if count(map(len, ops), 3) != n:
             return False
         names, values, ttls = zip(*ops, strict=True)
         if names.count(SET) != n or ttls.count(None) != n:
             return False
         if count(map(type, values), bytes) != n or count(map(type, keys), bytes) != n:
             return False
-        db = store.dbs[dbi]
-        chains = db.chains
-        distinct = set(keys)
-        if (
-            len(distinct) != n
-            or not db.data.keys().isdisjoint(distinct)
-            or not db.expires.keys().isdisjoint(distinct)
-            or not dict.keys(chains).isdisjoint(distinct)
-        ):
-            return False
     except (TypeError, ValueError):
         return False  # not the common record's shape: one by one says why
+    return apply_run(store, dbi, keys, values, times, code, expected)
+
+
+def apply_columns(
+    store: Store,
+    dbi: int,
+    keys: Sequence[bytes],
+    values: Sequence[bytes],
+    times: Sequence[int],
+    cmd: str,
+    expected: int,
+) -> bool:
+    """`apply_run` of records by the command named `cmd` (False if it has no
+    packing code yet: one by one gives it one)."""
+    code = _cmd_codes.get(cmd)
+    return code is not None and apply_run(store, dbi, keys, values, times, code, expected)
+
+
+def apply_run(
+    store: Store,
+    dbi: int,
+    keys: Sequence[bytes],
+    values: Sequence[bytes],
+    times: Sequence[int],
+    code: int,
+    expected: int,
+) -> bool:
+    """Apply a run of common records given as columns (record i: a SET of
+    `keys[i]` to `values[i]` without TTL or metadata, by the command of packing
+    code `code`, in database `dbi`, LSN `expected + i`, time `times[i]`) if every
+    key is distinct and absent from that main database (no value, no expiry, no
+    history), as `replay_rows` would apply them; False (nothing applied)
+    otherwise. The checks and the updates are C-level passes over the run."""
+    n = len(keys)
+    if not 0 <= dbi < len(store.dbs):
+        return False
+    db = store.dbs[dbi]
+    chains = db.chains
+    distinct = set(keys)
+    if (
+        len(distinct) != n
+        or not db.data.keys().isdisjoint(distinct)
+        or not db.expires.keys().isdisjoint(distinct)
+        or not dict.keys(chains).isdisjoint(distinct)
+    ):
+        return False
     # array.extend converts item by item through argument parsing; struct packs
     # the run's ints in one C call (a third of the instructions).
     fmt = f"{n}q"
-    lsn_bytes, time_bytes = struct.pack(fmt, *lsns), struct.pack(fmt, *times)
-    store.index_lsns.frombytes(lsn_bytes)
-    store.index_times.frombytes(time_bytes)
+    store.index_lsns.frombytes(struct.pack(fmt, *range(expected, expected + n)))
+    store.index_times.frombytes(struct.pack(fmt, *times))
     index_keys = store.index_keys
     weighed = store._index_weighed == len(index_keys)
     if dbi == 0:
@@ -135,7 +170,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
     return True
 
 
-def _replay_rows(
+def replay_rows(
     store: Store,
     rows: Iterable[Any],
     typed: Callable[[Any], UpdateRecord],
