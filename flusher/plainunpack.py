@@ -18,7 +18,9 @@ iterator then, and replay takes the path it always had. Both give the same store
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
+
+from mypy_extensions import i64
 
 from flusher.codec import decode_records, fed_unpacker
 from store import native
@@ -30,8 +32,8 @@ from store.records import UpdateRecord
 COMPILED = __name__ in native.MODULES
 """Whether this module runs compiled, so that walking the bytes here pays."""
 
-_NOT = -1
-_TIME_MAX = (1 << 63) - 1
+# Final: compiled, these are constants in the C code, not lookups in the module's dict.
+_NOT: Final[i64] = -1
 
 
 class PlainRun:
@@ -43,6 +45,7 @@ class PlainRun:
         self.keys: list[bytes] = []
         self.values: list[bytes] = []
         self.times: list[Any] = []
+        self.nbytes = 0  # of the keys and values
 
     def rows(self, first: int) -> list[Any]:
         """The run's records as the codec decodes them (LSNs from `first`)."""
@@ -53,40 +56,40 @@ class PlainRun:
         ]
 
 
-def _uint(b: bytes, p: int) -> tuple[int, int]:
-    """The msgpack unsigned integer at `p` and the position after it; `_NOT` for
-    anything else."""
-    c = b[p]
+def _uint(b: bytes, p: i64) -> tuple[i64, i64]:
+    """The msgpack unsigned integer at `p` (below 2**63) and the position after
+    it; `_NOT` for anything else."""
+    c: i64 = b[p]
     if c < 0x80:
         return c, p + 1
     if c == 0xCC:
         return b[p + 1], p + 2
     if c == 0xCD:
-        return b[p + 1] << 8 | b[p + 2], p + 3
+        return i64(b[p + 1]) << 8 | b[p + 2], p + 3
     if c == 0xCE:
-        return b[p + 1] << 24 | b[p + 2] << 16 | b[p + 3] << 8 | b[p + 4], p + 5
-    if c == 0xCF:
-        v = 0
+        return i64(b[p + 1]) << 24 | i64(b[p + 2]) << 16 | i64(b[p + 3]) << 8 | b[p + 4], p + 5
+    if c == 0xCF and b[p + 1] < 0x80:
+        v: i64 = 0
         for i in range(p + 1, p + 9):
             v = v << 8 | b[i]
         return v, p + 9
     return _NOT, p
 
 
-def _bin(b: bytes, p: int) -> tuple[int, int]:
+def _bin(b: bytes, p: i64) -> tuple[i64, i64]:
     """The length of the msgpack binary at `p` and where its bytes start; `_NOT`
     for anything else."""
-    c = b[p]
+    c: i64 = b[p]
     if c == 0xC4:
         return b[p + 1], p + 2
     if c == 0xC5:
-        return b[p + 1] << 8 | b[p + 2], p + 3
+        return i64(b[p + 1]) << 8 | b[p + 2], p + 3
     if c == 0xC6:
-        return b[p + 1] << 24 | b[p + 2] << 16 | b[p + 3] << 8 | b[p + 4], p + 5
+        return i64(b[p + 1]) << 24 | i64(b[p + 2]) << 16 | i64(b[p + 3]) << 8 | b[p + 4], p + 5
     return _NOT, p
 
 
-def _plain(b: bytes, p: int) -> tuple[int, int, int, int, int, int, int, int, int, int]:
+def _plain(b: bytes, p: i64) -> tuple[i64, i64, i64, i64, i64, i64, i64, i64, i64, i64]:
     """The plain SET record at `p`: (its end, LSN, time, db, key start, key end,
     value start, value end, command name start, name end); end `_NOT` when the
     record at `p` is anything else or runs past the body."""
@@ -95,9 +98,9 @@ def _plain(b: bytes, p: int) -> tuple[int, int, int, int, int, int, int, int, in
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         lsn, q = _uint(b, p + 1)
         t, q = _uint(b, q)
-        if lsn == _NOT or t == _NOT or t > _TIME_MAX or b[q] != 0x91 or b[q + 1] != 0x93:
+        if lsn == _NOT or t == _NOT or b[q] != 0x91 or b[q + 1] != 0x93:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        dbi = b[q + 2]
+        dbi: i64 = b[q + 2]
         klen, ks = _bin(b, q + 3)
         if dbi >= 0x80 or klen == _NOT:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
@@ -110,7 +113,7 @@ def _plain(b: bytes, p: int) -> tuple[int, int, int, int, int, int, int, int, in
         if vlen == _NOT:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         q = vs + vlen
-        c = b[q + 2]  # the one command's name: a fixstr
+        c: i64 = b[q + 2]  # the one command's name: a fixstr
         if b[q] != 0xC0 or b[q + 1] != 0x91 or c & 0xE0 != 0xA0:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         cs = q + 3
@@ -122,7 +125,7 @@ def _plain(b: bytes, p: int) -> tuple[int, int, int, int, int, int, int, int, in
         return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
 
 
-def _same(b: bytes, s1: int, s2: int, n: int) -> bool:
+def _same(b: bytes, s1: i64, s2: i64, n: i64) -> bool:
     return all(b[s1 + i] == b[s2 + i] for i in range(n))
 
 
@@ -146,11 +149,12 @@ class BodyRecords:
         `expected` on, all in one database by one command, taken; None (nothing
         taken) if the next record is not one."""
         b = self.body
-        start: int = self.unpacker.tell()
+        start: i64 = self.unpacker.tell()
         p = start
+        exp: i64 = expected
         first = _plain(b, p)
         end, lsn, t, dbi, _ks, _ke, _vs, _ve, cs, ce = first
-        if end == _NOT or lsn != expected:
+        if end == _NOT or lsn != exp:
             return None
         try:
             run = PlainRun(dbi, b[cs:ce].decode())
@@ -161,10 +165,11 @@ class BodyRecords:
         cmd0 = cs
         prev_t = t
         t_obj: object = t
-        n = 0
+        n: i64 = 0
+        nbytes: i64 = 0
         while n < want:
             end, lsn, t, d, ks, ke, vs, ve, cs, ce = _plain(b, p)
-            if end == _NOT or lsn != expected + n or d != dbi or ce - cs != clen:
+            if end == _NOT or lsn != exp + n or d != dbi or ce - cs != clen:
                 break
             if not _same(b, cs, cmd0, clen):
                 break
@@ -174,9 +179,11 @@ class BodyRecords:
             keys.append(b[ks:ke])
             values.append(b[vs:ve])
             times.append(t_obj)
+            nbytes += ke - ks + ve - vs
             n += 1
             p = end
         self.unpacker.read_bytes(p - start)
+        run.nbytes = nbytes
         return run
 
     def take_rows(self, want: int, probe: bool) -> list[Any]:
@@ -221,7 +228,9 @@ def replay_records(
         run = rows.plain_run(expected, want) if expected > skip_through else None
         if run is not None:
             n = len(run.keys)
-            if apply_columns(store, run.dbi, run.keys, run.values, run.times, run.cmd, expected):
+            if apply_columns(
+                store, run.dbi, run.keys, run.values, run.times, run.nbytes, run.cmd, expected
+            ):
                 expected += n
             else:
                 expected, n = replay_rows(store, run.rows(expected), typed, expected, skip_through)

@@ -97,7 +97,8 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
             return False
     except (TypeError, ValueError):
         return False  # not the common record's shape: one by one says why
-    return apply_run(store, dbi, keys, values, times, code, expected)
+    nbytes = sum(map(len, keys)) + sum(map(len, values))
+    return apply_run(store, dbi, keys, values, times, nbytes, code, expected)
 
 
 def apply_columns(
@@ -106,13 +107,14 @@ def apply_columns(
     keys: Sequence[bytes],
     values: Sequence[bytes],
     times: Sequence[int],
+    nbytes: int,
     cmd: str,
     expected: int,
 ) -> bool:
     """`apply_run` of records by the command named `cmd` (False if it has no
     packing code yet: one by one gives it one)."""
     code = _cmd_codes.get(cmd)
-    return code is not None and apply_run(store, dbi, keys, values, times, code, expected)
+    return code is not None and apply_run(store, dbi, keys, values, times, nbytes, code, expected)
 
 
 def apply_run(
@@ -121,12 +123,14 @@ def apply_run(
     keys: Sequence[bytes],
     values: Sequence[bytes],
     times: Sequence[int],
+    nbytes: int,
     code: int,
     expected: int,
 ) -> bool:
     """Apply a run of common records given as columns (record i: a SET of
     `keys[i]` to `values[i]` without TTL or metadata, by the command of packing
-    code `code`, in database `dbi`, LSN `expected + i`, time `times[i]`) if every
+    code `code`, in database `dbi`, LSN `expected + i`, time `times[i]`; `nbytes`
+    the lengths of the keys and values, summed) if every
     key is distinct and absent from that main database (no value, no expiry, no
     history), as `replay_rows` would apply them; False (nothing applied)
     otherwise. The checks and the updates are C-level passes over the run."""
@@ -158,7 +162,7 @@ def apply_run(
         store._index_weighed += n
         store._index_weight += n
     db.data.update(zip(keys, values, strict=True))
-    db.used += n * STRING_KEY_BYTES + sum(map(len, keys)) + sum(map(len, values))
+    db.used += n * STRING_KEY_BYTES + nbytes
     step = 1 << _CMD_BITS
     packed = range(expected * step | code, (expected + n) * step, step)
     dict.update(chains, zip(keys, packed, strict=True))
