@@ -17,6 +17,7 @@ iterator then, and replay takes the path it always had. Both give the same store
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ COMPILED = __name__ in native.MODULES
 
 # Final: compiled, these are constants in the C code, not lookups in the module's dict.
 _NOT: Final[i64] = -1
+_TIME: Final = struct.Struct("q")  # as `array('q')` holds them: the time index's
 
 
 class PlainRun:
@@ -46,6 +48,8 @@ class PlainRun:
         self.values: list[bytes] = []
         self.times: list[Any] = []
         self.nbytes = 0  # of the keys and values
+        # The times packed as the time index's array takes them (`_pack_times`).
+        self.time_bytes = b""
 
     def rows(self, first: int) -> list[Any]:
         """The run's records as the codec decodes them (LSNs from `first`)."""
@@ -167,6 +171,8 @@ class BodyRecords:
         t_obj: object = t
         n: i64 = 0
         nbytes: i64 = 0
+        packed: list[bytes] = []  # the times, one piece per batch
+        same: i64 = 0  # records with the time `prev_t`, not packed yet
         while n < want:
             end, lsn, t, d, ks, ke, vs, ve, cs, ce = _plain(b, p)
             if end == _NOT or lsn != exp + n or d != dbi or ce - cs != clen:
@@ -174,8 +180,12 @@ class BodyRecords:
             if not _same(b, cs, cmd0, clen):
                 break
             if t != prev_t:  # records of one batch share their time: one int
+                if same:
+                    packed.append(_TIME.pack(prev_t) * same)
                 prev_t = t
                 t_obj = t
+                same = 0
+            same += 1
             keys.append(b[ks:ke])
             values.append(b[vs:ve])
             times.append(t_obj)
@@ -183,6 +193,9 @@ class BodyRecords:
             n += 1
             p = end
         self.unpacker.read_bytes(p - start)
+        if same:
+            packed.append(_TIME.pack(prev_t) * same)
+        run.time_bytes = b"".join(packed)
         run.nbytes = nbytes
         return run
 
@@ -229,7 +242,15 @@ def replay_records(
         if run is not None:
             n = len(run.keys)
             if apply_columns(
-                store, run.dbi, run.keys, run.values, run.times, run.nbytes, run.cmd, expected
+                store,
+                run.dbi,
+                run.keys,
+                run.values,
+                run.time_bytes,
+                run.times[-1],
+                run.nbytes,
+                run.cmd,
+                expected,
             ):
                 expected += n
             else:

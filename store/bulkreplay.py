@@ -98,7 +98,8 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
     except (TypeError, ValueError):
         return False  # not the common record's shape: one by one says why
     nbytes = sum(map(len, keys)) + sum(map(len, values))
-    return apply_run(store, dbi, keys, values, times, nbytes, code, expected)
+    time_bytes = struct.pack(f"{n}q", *times)
+    return apply_run(store, dbi, keys, values, time_bytes, times[-1], nbytes, code, expected)
 
 
 def apply_columns(
@@ -106,7 +107,8 @@ def apply_columns(
     dbi: int,
     keys: Sequence[bytes],
     values: Sequence[bytes],
-    times: Sequence[int],
+    time_bytes: bytes,
+    last_time: int,
     nbytes: int,
     cmd: str,
     expected: int,
@@ -114,7 +116,9 @@ def apply_columns(
     """`apply_run` of records by the command named `cmd` (False if it has no
     packing code yet: one by one gives it one)."""
     code = _cmd_codes.get(cmd)
-    return code is not None and apply_run(store, dbi, keys, values, times, nbytes, code, expected)
+    return code is not None and apply_run(
+        store, dbi, keys, values, time_bytes, last_time, nbytes, code, expected
+    )
 
 
 def apply_run(
@@ -122,15 +126,17 @@ def apply_run(
     dbi: int,
     keys: Sequence[bytes],
     values: Sequence[bytes],
-    times: Sequence[int],
+    time_bytes: bytes,
+    last_time: int,
     nbytes: int,
     code: int,
     expected: int,
 ) -> bool:
     """Apply a run of common records given as columns (record i: a SET of
     `keys[i]` to `values[i]` without TTL or metadata, by the command of packing
-    code `code`, in database `dbi`, LSN `expected + i`, time `times[i]`; `nbytes`
-    the lengths of the keys and values, summed) if every
+    code `code`, in database `dbi`, LSN `expected + i`; `time_bytes` the commit
+    times packed as the time index's array (native `q`), `last_time` the last of
+    them, `nbytes` the lengths of the keys and values, summed) if every
     key is distinct and absent from that main database (no value, no expiry, no
     history), as `replay_rows` would apply them; False (nothing applied)
     otherwise. The checks and the updates are C-level passes over the run."""
@@ -149,9 +155,8 @@ def apply_run(
         return False
     # array.extend converts item by item through argument parsing; struct packs
     # the run's ints in one C call (a third of the instructions).
-    fmt = f"{n}q"
-    store.index_lsns.frombytes(struct.pack(fmt, *range(expected, expected + n)))
-    store.index_times.frombytes(struct.pack(fmt, *times))
+    store.index_lsns.frombytes(struct.pack(f"{n}q", *range(expected, expected + n)))
+    store.index_times.frombytes(time_bytes)
     index_keys = store.index_keys
     weighed = store._index_weighed == len(index_keys)
     if dbi == 0:
@@ -169,8 +174,8 @@ def apply_run(
     store.mem.main_bytes += n * PACKED_BYTES
     store.mem.main_versions += n
     store.lsn = expected + n - 1
-    if times[-1] > store.last_time_ms:
-        store.last_time_ms = times[-1]
+    if last_time > store.last_time_ms:
+        store.last_time_ms = last_time
     return True
 
 
