@@ -25,7 +25,7 @@ from mypy_extensions import i64
 
 from flusher.codec import decode_records, fed_unpacker
 from store import native
-from store.bulkreplay import BULK_RUN, apply_columns, replay_rows
+from store.bulkreplay import BULK_RUN, apply_run, replay_rows
 from store.keyspace import Store
 from store.ops import SET
 from store.records import UpdateRecord
@@ -66,29 +66,24 @@ def _uint(b: bytes, p: i64) -> tuple[i64, i64]:
     c: i64 = b[p]
     if c < 0x80:
         return c, p + 1
-    if c == 0xCC:
-        return b[p + 1], p + 2
-    if c == 0xCD:
-        return i64(b[p + 1]) << 8 | b[p + 2], p + 3
-    if c == 0xCE:
-        return i64(b[p + 1]) << 24 | i64(b[p + 2]) << 16 | i64(b[p + 3]) << 8 | b[p + 4], p + 5
     if c == 0xCF and b[p + 1] < 0x80:
         v: i64 = 0
         for i in range(p + 1, p + 9):
             v = v << 8 | b[i]
         return v, p + 9
-    return _NOT, p
+    return _sized(b, p, 0xCC)
 
 
-def _bin(b: bytes, p: i64) -> tuple[i64, i64]:
-    """The length of the msgpack binary at `p` and where its bytes start; `_NOT`
-    for anything else."""
+def _sized(b: bytes, p: i64, tag8: i64) -> tuple[i64, i64]:
+    """The number after the tag at `p` if the tag is `tag8`, `tag8 + 1` or `tag8 +
+    2` (a number of 8, 16 or 32 bits follows: an unsigned int from 0xCC, a binary's
+    length from 0xC4), and the position after it; `_NOT` for another tag."""
     c: i64 = b[p]
-    if c == 0xC4:
+    if c == tag8:
         return b[p + 1], p + 2
-    if c == 0xC5:
+    if c == tag8 + 1:
         return i64(b[p + 1]) << 8 | b[p + 2], p + 3
-    if c == 0xC6:
+    if c == tag8 + 2:
         return i64(b[p + 1]) << 24 | i64(b[p + 2]) << 16 | i64(b[p + 3]) << 8 | b[p + 4], p + 5
     return _NOT, p
 
@@ -105,7 +100,7 @@ def _plain(b: bytes, p: i64) -> tuple[i64, i64, i64, i64, i64, i64, i64, i64, i6
         if lsn == _NOT or t == _NOT or b[q] != 0x91 or b[q + 1] != 0x93:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         dbi: i64 = b[q + 2]
-        klen, ks = _bin(b, q + 3)
+        klen, ks = _sized(b, q + 3, 0xC4)  # a binary
         if dbi >= 0x80 or klen == _NOT:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         q = ks + klen  # ["set", value, nil]
@@ -113,7 +108,7 @@ def _plain(b: bytes, p: i64) -> tuple[i64, i64, i64, i64, i64, i64, i64, i64, i6
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         if b[q + 4] != 0x74:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        vlen, vs = _bin(b, q + 5)
+        vlen, vs = _sized(b, q + 5, 0xC4)
         if vlen == _NOT:
             return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
         q = vs + vlen
@@ -241,7 +236,7 @@ def replay_records(
         run = rows.plain_run(expected, want) if expected > skip_through else None
         if run is not None:
             n = len(run.keys)
-            if apply_columns(
+            if apply_run(
                 store,
                 run.dbi,
                 run.keys,

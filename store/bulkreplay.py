@@ -78,8 +78,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
             return False
         if type(cmds) is not tuple or len(cmds) != 1:
             return False
-        code = _cmd_codes.get(cmds[0])
-        if code is None or count(map(len, opss), 1) != n:
+        if count(map(len, opss), 1) != n:
             return False
         triples = list(map(_FIRST, opss))
         if count(map(len, triples), 3) != n:
@@ -99,26 +98,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
         return False  # not the common record's shape: one by one says why
     nbytes = sum(map(len, keys)) + sum(map(len, values))
     time_bytes = struct.pack(f"{n}q", *times)
-    return apply_run(store, dbi, keys, values, time_bytes, times[-1], nbytes, code, expected)
-
-
-def apply_columns(
-    store: Store,
-    dbi: int,
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
-    time_bytes: bytes,
-    last_time: int,
-    nbytes: int,
-    cmd: str,
-    expected: int,
-) -> bool:
-    """`apply_run` of records by the command named `cmd` (False if it has no
-    packing code yet: one by one gives it one)."""
-    code = _cmd_codes.get(cmd)
-    return code is not None and apply_run(
-        store, dbi, keys, values, time_bytes, last_time, nbytes, code, expected
-    )
+    return apply_run(store, dbi, keys, values, time_bytes, times[-1], nbytes, cmds[0], expected)
 
 
 def apply_run(
@@ -129,19 +109,20 @@ def apply_run(
     time_bytes: bytes,
     last_time: int,
     nbytes: int,
-    code: int,
+    cmd: str,
     expected: int,
 ) -> bool:
     """Apply a run of common records given as columns (record i: a SET of
-    `keys[i]` to `values[i]` without TTL or metadata, by the command of packing
-    code `code`, in database `dbi`, LSN `expected + i`; `time_bytes` the commit
+    `keys[i]` to `values[i]` without TTL or metadata, by the command named
+    `cmd`, in database `dbi`, LSN `expected + i`; `time_bytes` the commit
     times packed as the time index's array (native `q`), `last_time` the last of
     them, `nbytes` the lengths of the keys and values, summed) if every
     key is distinct and absent from that main database (no value, no expiry, no
     history), as `replay_rows` would apply them; False (nothing applied)
     otherwise. The checks and the updates are C-level passes over the run."""
     n = len(keys)
-    if not 0 <= dbi < len(store.dbs):
+    code = _cmd_codes.get(cmd)  # None: one by one gives the command its code
+    if code is None or not 0 <= dbi < len(store.dbs):
         return False
     db = store.dbs[dbi]
     chains = db.chains
