@@ -186,11 +186,16 @@ def _unpacker(size: int) -> Any:
     )
 
 
-def iter_items(body: bytes) -> Iterator[Any]:
-    """msgpack values packed back to back (a segment or checkpoint body)."""
+def fed_unpacker(body: bytes) -> Any:
+    """An unpacker of the msgpack values packed back to back in `body`, fed."""
     unpacker = _unpacker(len(body))
     unpacker.feed(body)
-    return iter(unpacker)
+    return unpacker
+
+
+def iter_items(body: bytes) -> Iterator[Any]:
+    """msgpack values packed back to back (a segment or checkpoint body)."""
+    return iter(fed_unpacker(body))
 
 
 def stream_items(chunks: Iterable[bytes], size: int) -> Iterator[Any]:

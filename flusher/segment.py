@@ -102,7 +102,8 @@ def verify(data: bytes, name: str, magic: bytes) -> Header:
 def decode(data: bytes, name: str, magic: bytes) -> tuple[Header, bytes]:
     """Verify an object and return its header and decompressed body."""
     h = verify(data, name, magic)
-    raw = zstandard.ZstdDecompressor().decompress(data[HEADER_SIZE:], max_output_size=h.raw_len)
+    body = memoryview(data)[HEADER_SIZE:]  # no copy of the compressed body
+    raw = zstandard.ZstdDecompressor().decompress(body, max_output_size=h.raw_len)
     if len(raw) != h.raw_len:
         raise CorruptObject(f"{name}: body decompresses to {len(raw)} bytes, not {h.raw_len}")
     return h, raw

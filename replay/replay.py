@@ -26,6 +26,7 @@ from flusher.codec import decode_records
 from flusher.log import LogError, SegmentLog, SegmentRef
 from flusher.manifest import Manifest, newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
+from flusher.plainunpack import body_records, replay_records
 from store import Store
 from store.keyspace import LsnMismatch
 
@@ -83,10 +84,10 @@ async def recover(
         async with contextlib.aclosing(log.walk(segments, rec.stored)) as walk:
             async for seg in walk:
                 expected = seg.ref.first
-                rows, typed = seg.rows()
+                rows, typed = body_records(seg.body)
                 while True:
                     try:
-                        nxt_lsn, applied = store.replay_records(rows, typed, expected, skip, SLICE)
+                        nxt_lsn, applied = replay_records(store, rows, typed, expected, skip, SLICE)
                     except LsnMismatch as e:
                         raise ReplayError(f"{seg.ref.key}: {e}") from None
                     taken = nxt_lsn - expected

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES
@@ -51,7 +51,7 @@ def replay_records(
             expected += hi - lo
             applied += hi - lo
             continue
-        expected, n = _replay_rows(store, chunk[lo:hi], typed, expected, skip_through)
+        expected, n = replay_rows(store, chunk[lo:hi], typed, expected, skip_through)
         applied += n
     store.bound_index()
     return expected, applied
@@ -60,7 +60,7 @@ def replay_records(
 def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
     """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
     SET without TTL, no metadata, creating a distinct key absent from one main
-    database, LSNs from `expected` on) as `_replay_rows` would; False (nothing
+    database, LSNs from `expected` on) as `replay_rows` would; False (nothing
     applied) otherwise. The checks and the updates are C-level passes over the
     run, not Python code per record."""
     n = hi - lo
@@ -78,8 +78,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
             return False
         if type(cmds) is not tuple or len(cmds) != 1:
             return False
-        code = _cmd_codes.get(cmds[0])
-        if code is None or count(map(len, opss), 1) != n:
+        if count(map(len, opss), 1) != n:
             return False
         triples = list(map(_FIRST, opss))
         if count(map(len, triples), 3) != n:
@@ -88,30 +87,56 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
         dbi = dbis[0]
         if count(map(type, dbis), int) != n or dbis.count(dbi) != n:
             return False
-        if not 0 <= dbi < len(store.dbs) or count(map(len, ops), 3) != n:
+        if count(map(len, ops), 3) != n:
             return False
         names, values, ttls = zip(*ops, strict=True)
         if names.count(SET) != n or ttls.count(None) != n:
             return False
         if count(map(type, values), bytes) != n or count(map(type, keys), bytes) != n:
             return False
-        db = store.dbs[dbi]
-        chains = db.chains
-        distinct = set(keys)
-        if (
-            len(distinct) != n
-            or not db.data.keys().isdisjoint(distinct)
-            or not db.expires.keys().isdisjoint(distinct)
-            or not dict.keys(chains).isdisjoint(distinct)
-        ):
-            return False
     except (TypeError, ValueError):
         return False  # not the common record's shape: one by one says why
+    nbytes = sum(map(len, keys)) + sum(map(len, values))
+    time_bytes = struct.pack(f"{n}q", *times)
+    return apply_run(store, dbi, keys, values, time_bytes, times[-1], nbytes, cmds[0], expected)
+
+
+def apply_run(
+    store: Store,
+    dbi: int,
+    keys: Sequence[bytes],
+    values: Sequence[bytes],
+    time_bytes: bytes,
+    last_time: int,
+    nbytes: int,
+    cmd: str,
+    expected: int,
+) -> bool:
+    """Apply a run of common records given as columns (record i: a SET of
+    `keys[i]` to `values[i]` without TTL or metadata, by the command named
+    `cmd`, in database `dbi`, LSN `expected + i`; `time_bytes` the commit
+    times packed as the time index's array (native `q`), `last_time` the last of
+    them, `nbytes` the lengths of the keys and values, summed) if every
+    key is distinct and absent from that main database (no value, no expiry, no
+    history), as `replay_rows` would apply them; False (nothing applied)
+    otherwise. The checks and the updates are C-level passes over the run."""
+    n = len(keys)
+    code = _cmd_codes.get(cmd)  # None: one by one gives the command its code
+    if code is None or not 0 <= dbi < len(store.dbs):
+        return False
+    db = store.dbs[dbi]
+    chains = db.chains
+    distinct = set(keys)
+    if (
+        len(distinct) != n
+        or not db.data.keys().isdisjoint(distinct)
+        or not db.expires.keys().isdisjoint(distinct)
+        or not dict.keys(chains).isdisjoint(distinct)
+    ):
+        return False
     # array.extend converts item by item through argument parsing; struct packs
     # the run's ints in one C call (a third of the instructions).
-    fmt = f"{n}q"
-    lsn_bytes, time_bytes = struct.pack(fmt, *lsns), struct.pack(fmt, *times)
-    store.index_lsns.frombytes(lsn_bytes)
+    store.index_lsns.frombytes(struct.pack(f"{n}q", *range(expected, expected + n)))
     store.index_times.frombytes(time_bytes)
     index_keys = store.index_keys
     weighed = store._index_weighed == len(index_keys)
@@ -123,19 +148,19 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
         store._index_weighed += n
         store._index_weight += n
     db.data.update(zip(keys, values, strict=True))
-    db.used += n * STRING_KEY_BYTES + sum(map(len, keys)) + sum(map(len, values))
+    db.used += n * STRING_KEY_BYTES + nbytes
     step = 1 << _CMD_BITS
     packed = range(expected * step | code, (expected + n) * step, step)
     dict.update(chains, zip(keys, packed, strict=True))
     store.mem.main_bytes += n * PACKED_BYTES
     store.mem.main_versions += n
     store.lsn = expected + n - 1
-    if times[-1] > store.last_time_ms:
-        store.last_time_ms = times[-1]
+    if last_time > store.last_time_ms:
+        store.last_time_ms = last_time
     return True
 
 
-def _replay_rows(
+def replay_rows(
     store: Store,
     rows: Iterable[Any],
     typed: Callable[[Any], UpdateRecord],
