@@ -78,6 +78,7 @@ MODULES = [
     "store/values.py",
     "store/windex.py",
     "flusher/codec.py",
+    "flusher/plainpack.py",
 ]
 
 # Modules of the hot path's neighbourhood that stay Python, and why (docs/design-notes.md).
