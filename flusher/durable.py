@@ -121,7 +121,9 @@ class DurableStore:
     def start(self) -> None:
         """Become the store's sink and start flushing and checkpointing."""
         self.store.default_sync = self.sync
-        self.store.sink = self.flusher
+        f = self.flusher
+        self.store.sink = f
+        self.store.sink_batch = (f, f.raw, f.batch_started)  # its `append`, inline
         self.flusher.start()
         self._task = asyncio.get_running_loop().create_task(self._checkpoints())
 

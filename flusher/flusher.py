@@ -132,7 +132,7 @@ class Flusher:
     ) -> None:
         self.objects = objects
         self.durable_lsn = durable_lsn
-        self.last_lsn = durable_lsn
+        self._last_lsn = durable_lsn  # of the last record encoded
         self.interval = flush_interval_ms / 1000
         self.segment_max_bytes = segment_max_bytes
         self.max_unflushed_bytes = max_unflushed_bytes
@@ -142,7 +142,9 @@ class Flusher:
         self.max_in_flight = max(1, max_in_flight)
         self.mark = segment.epoch_mark(epoch)  # in every segment's flags
         # Records committed in this pass of the event loop, not yet encoded: encoded
-        # together at its end (`encode_pending`), one C call for the batch.
+        # together at its end (`encode_pending`), one C call for the batch. The same
+        # list for the flusher's life: the store's commit appends to it directly
+        # (`Store.attach_sink`) and calls `batch_started` for a batch's first record.
         self.raw: list[UpdateRecord] = []
         # (first LSN, last LSN, commit time of the first, the records encoded back to
         # back): chunks of consecutive records, so the backlog is counted exactly and
@@ -169,22 +171,34 @@ class Flusher:
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        self.last_lsn = record.lsn
         raw = self.raw
         raw.append(record)
         if len(raw) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.encode_pending)
-            except RuntimeError:  # no event loop (tools, tests): at once
-                self.encode_pending()
+            self.batch_started()
+
+    def batch_started(self) -> None:
+        """`raw` has just received its first record: encode at the end of this pass
+        of the event loop."""
+        try:
+            asyncio.get_running_loop().call_soon(self.encode_pending)
+        except RuntimeError:  # no event loop (tools, tests): at once
+            self.encode_pending()
+
+    @property
+    def last_lsn(self) -> int:
+        """The LSN of the last record appended."""
+        raw = self.raw
+        return raw[-1].lsn if raw else self._last_lsn
 
     def encode_pending(self) -> None:
         """Encode the records appended since the last call, as one chunk."""
-        raw = self.raw
-        if not raw:
+        batch = self.raw
+        if not batch:
             return
-        self.raw = []
+        raw = batch.copy()
+        batch.clear()
         first, last = raw[0].lsn, raw[-1].lsn
+        self._last_lsn = last
         data = encode_records(raw)
         self.pending.append((first, last, raw[0].time_ms, data))
         self.pending_bytes += len(data)
