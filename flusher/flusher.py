@@ -157,6 +157,9 @@ class Flusher:
         self.tap: Callable[[int, int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
+        # Told once when this writer is fenced (the durability object keeps `fenced`
+        # as a plain attribute the dispatcher reads before each write).
+        self.on_fenced: Callable[[str], None] | None = None
         self.closed = False
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -464,6 +467,8 @@ class Flusher:
     def fence(self, why: str) -> None:
         if self.fenced is None:
             self.fenced = why
+            if self.on_fenced is not None:
+                self.on_fenced(why)
             self.stats.last_flush_status = "fenced"
             log.error("%s", why)
         exc = FencedError(why)
