@@ -34,17 +34,22 @@ _NIL: Final = b"\xc0"
 _FALSE: Final = b"\xc2"
 _TRUE: Final = b"\xc3"
 
-_be_BH = struct.Struct(">BH").pack
-_be_BI = struct.Struct(">BI").pack
-_be_BQ = struct.Struct(">BQ").pack
-_be_Bb = struct.Struct(">Bb").pack
-_be_Bh = struct.Struct(">Bh").pack
-_be_Bi = struct.Struct(">Bi").pack
-_be_Bq = struct.Struct(">Bq").pack
-_be_Bd = struct.Struct(">Bd").pack
+# Final: compiled code keeps them in C statics, not the module's dict.
+_be_BH: Final = struct.Struct(">BH").pack
+_be_BI: Final = struct.Struct(">BI").pack
+_be_BQ: Final = struct.Struct(">BQ").pack
+_be_Bb: Final = struct.Struct(">Bb").pack
+_be_Bh: Final = struct.Struct(">Bh").pack
+_be_Bi: Final = struct.Struct(">Bi").pack
+_be_Bq: Final = struct.Struct(">Bq").pack
+_be_Bd: Final = struct.Struct(">Bd").pack
+# A record's head: its array header, then LSN (uint32) and commit time (uint64), the
+# common widths (an LSN from 65,536 to 2**32 - 1, a time in ms after 1970-02-19).
+_HEAD: Final = struct.Struct(">BBIBQ").pack
+_RECORD: Final = UpdateRecord
 
 # str -> its msgpack encoding (header and UTF-8): op and command names repeat.
-_strs: dict[str, bytes] = {}
+_strs: Final[dict[str, bytes]] = {}
 
 
 def _int(x: int, out: list[bytes]) -> bool:
@@ -57,7 +62,7 @@ def _int(x: int, out: list[bytes]) -> bool:
             out.append(_be_BH(0xCD, x))
         elif x < 0x100000000:
             out.append(_be_BI(0xCE, x))
-        elif x < 0x10000000000000000:
+        elif x < 0x4000000000000000 or x < 0x10000000000000000:  # the first: a C compare
             out.append(_be_BQ(0xCF, x))
         else:
             return False
@@ -170,6 +175,14 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
     this module leaves to msgpack."""
     out: list[bytes] = []
     for r in records:
+        if type(r) is _RECORD:
+            lsn: int = r[0]
+            t: int = r[1]
+            if 0x10000 <= lsn < 0x100000000 and 0x100000000 <= t < 0x4000000000000000:
+                out.append(_HEAD(0x95, 0xCE, lsn, 0xCF, t))
+                if _value(r[2], out, 1) and _value(r[3], out, 1) and _value(r[4], out, 1):
+                    continue
+                return None
         if not _value(r, out, 0):
             return None
     return b"".join(out)

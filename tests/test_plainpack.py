@@ -67,10 +67,12 @@ OPS = st.lists(
     min_size=1,
     max_size=4,
 ).map(tuple)
+# LSNs and times at the edges of the common head (uint32 LSN, uint64 time) and past.
+HEADS = st.sampled_from([1, 0xFFFF, 0x10000, 2**32 - 1, 2**32, 2**62 - 1, 2**62, 2**64 - 1])
 RECORDS = st.builds(
     UpdateRecord,
-    st.integers(1, 2**63 - 1),
-    st.integers(0, 2**63 - 1),
+    st.one_of(st.integers(1, 2**63 - 1), HEADS),
+    st.one_of(st.integers(0, 2**63 - 1), HEADS),
     OPS,
     st.lists(STRS, max_size=4).map(tuple),
     write_metas(2**40, 8),
