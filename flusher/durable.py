@@ -99,9 +99,9 @@ class DurableStore:
             clock=clock,
             epoch=manifest.epoch,
         )
-        # Asked before every write (proxy.pipeline): the flusher's own method, so the
-        # check is one Python call, not two.
-        self.over_capacity: Callable[[], bool] = self.flusher.over_capacity
+        # Asked before every write (proxy.pipeline): the compiled check itself, not a
+        # Python method calling it.
+        self.over_capacity: Callable[[], bool] = self.flusher.capacity.over
         # Read by the dispatcher before every write: a plain attribute, kept by the
         # flusher (`Flusher.on_fenced`), not a property reading the flusher's.
         self.fenced: str | None = None

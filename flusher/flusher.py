@@ -36,16 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flusher import paths, segment
+from flusher.capacity import Capacity
 from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
-
-# The least an encoded record takes (its array header, LSN, commit time, ops, command
-# names and metadata): how records not yet encoded count against the backlog cap.
-MIN_RECORD_BYTES = 16
 
 
 class FencedError(Exception):
@@ -135,7 +132,6 @@ class Flusher:
         self._last_lsn = durable_lsn  # of the last record encoded
         self.interval = flush_interval_ms / 1000
         self.segment_max_bytes = segment_max_bytes
-        self.max_unflushed_bytes = max_unflushed_bytes
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
@@ -146,12 +142,13 @@ class Flusher:
         # list for the flusher's life: the store's commit appends to it directly
         # (`Store.attach_sink`) and calls `batch_started` for a batch's first record.
         self.raw: list[UpdateRecord] = []
+        # The backlog's size and cap (`pending_bytes`, `max_unflushed_bytes`), kept in
+        # a compiled object whose `over` is the check before every write.
+        self.capacity = Capacity(self.raw, max_unflushed_bytes)
         # (first LSN, last LSN, commit time of the first, the records encoded back to
         # back): chunks of consecutive records, so the backlog is counted exactly and
         # holds no objects for the garbage collector to walk.
         self.pending: deque[tuple[int, int, int, bytes]] = deque()
-        # Bytes of every record not yet durable: queued or in a PUT.
-        self.pending_bytes = 0
         # Told of every batch of records as encoded (first LSN, last LSN, the records
         # back to back): the replication backlog, when set.
         self.tap: Callable[[int, int, bytes], None] | None = None
@@ -213,6 +210,23 @@ class Flusher:
     # -- state ---------------------------------------------------------------------
 
     @property
+    def pending_bytes(self) -> int:
+        """Bytes of every record not yet durable: queued or in a PUT."""
+        return self.capacity.pending_bytes
+
+    @pending_bytes.setter
+    def pending_bytes(self, n: int) -> None:
+        self.capacity.pending_bytes = n
+
+    @property
+    def max_unflushed_bytes(self) -> int:
+        return self.capacity.cap
+
+    @max_unflushed_bytes.setter
+    def max_unflushed_bytes(self, n: int) -> None:
+        self.capacity.cap = n
+
+    @property
     def unflushed_bytes(self) -> int:
         self.encode_pending()
         return self.pending_bytes
@@ -236,7 +250,7 @@ class Flusher:
 
     def over_capacity(self) -> bool:
         # Records not yet encoded count as their least possible size.
-        return self.pending_bytes + MIN_RECORD_BYTES * len(self.raw) > self.max_unflushed_bytes
+        return self.capacity.over()
 
     # -- waiting -------------------------------------------------------------------
 

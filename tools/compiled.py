@@ -77,6 +77,7 @@ MODULES = [
     "store/stream.py",
     "store/values.py",
     "store/windex.py",
+    "flusher/capacity.py",
     "flusher/codec.py",
     "flusher/plainpack.py",
 ]
