@@ -43,25 +43,37 @@ _be_Bh: Final = struct.Struct(">Bh").pack
 _be_Bi: Final = struct.Struct(">Bi").pack
 _be_Bq: Final = struct.Struct(">Bq").pack
 _be_Bd: Final = struct.Struct(">Bd").pack
-# A record's head: its array header, then LSN (uint32) and commit time (uint64), the
-# common widths (an LSN from 65,536 to 2**32 - 1, a time in ms after 1970-02-19).
-_HEAD: Final = struct.Struct(">BBIBQ").pack
+# A record's head: its array header, then LSN (uint16 or uint32) and commit time
+# (uint64), the common widths (an LSN from 256 to 2**32 - 1, a time in ms after
+# 1970-02-19).
+_HEAD16: Final = struct.Struct(">BBHBQ").pack
+_HEAD32: Final = struct.Struct(">BBIBQ").pack
 _RECORD: Final = UpdateRecord
 
 # str -> its msgpack encoding (header and UTF-8): op and command names repeat.
 _strs: Final[dict[str, bytes]] = {}
 
 
+def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
+    """`n` (>= 0) in its 8-bit form from `table8`, or after `code16` or `code32`: an
+    unsigned int or a bin header. False past 32 bits."""
+    if n < 0x100:
+        out.append(table8[n])
+    elif n < 0x10000:
+        out.append(_be_BH(code16, n))
+    elif n < 0x100000000:
+        out.append(_be_BI(code32, n))
+    else:
+        return False
+    return True
+
+
 def _int(x: int, out: list[bytes]) -> bool:
     if x >= 0:
         if x < 0x80:
             out.append(_POS_FIX[x])
-        elif x < 0x100:
-            out.append(_UINT8[x])
-        elif x < 0x10000:
-            out.append(_be_BH(0xCD, x))
-        elif x < 0x100000000:
-            out.append(_be_BI(0xCE, x))
+        elif _sized(x, _UINT8, 0xCD, 0xCE, out):
+            pass
         elif x < 0x4000000000000000 or x < 0x10000000000000000:  # the first: a C compare
             out.append(_be_BQ(0xCF, x))
         else:
@@ -136,14 +148,7 @@ def _value(x: Any, out: list[bytes], depth: int) -> bool:
     t = type(x)
     if t is bytes:
         b: bytes = x
-        n = len(b)
-        if n < 0x100:
-            out.append(_BIN8[n])
-        elif n < 0x10000:
-            out.append(_be_BH(0xC5, n))
-        elif n < 0x100000000:
-            out.append(_be_BI(0xC6, n))
-        else:
+        if not _sized(len(b), _BIN8, 0xC5, 0xC6, out):
             return False
         out.append(b)
         return True
@@ -178,8 +183,11 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
         if type(r) is _RECORD:
             lsn: int = r[0]
             t: int = r[1]
-            if 0x10000 <= lsn < 0x100000000 and 0x100000000 <= t < 0x4000000000000000:
-                out.append(_HEAD(0x95, 0xCE, lsn, 0xCF, t))
+            if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t < 0x4000000000000000:
+                if lsn < 0x10000:
+                    out.append(_HEAD16(0x95, 0xCD, lsn, 0xCF, t))
+                else:
+                    out.append(_HEAD32(0x95, 0xCE, lsn, 0xCF, t))
                 if _value(r[2], out, 1) and _value(r[3], out, 1) and _value(r[4], out, 1):
                     continue
                 return None

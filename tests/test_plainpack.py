@@ -68,7 +68,9 @@ OPS = st.lists(
     max_size=4,
 ).map(tuple)
 # LSNs and times at the edges of the common head (uint32 LSN, uint64 time) and past.
-HEADS = st.sampled_from([1, 0xFFFF, 0x10000, 2**32 - 1, 2**32, 2**62 - 1, 2**62, 2**64 - 1])
+HEADS = st.sampled_from(
+    [1, 0xFF, 0x100, 0xFFFF, 0x10000, 2**32 - 1, 2**32, 2**62 - 1, 2**62, 2**64 - 1]
+)
 RECORDS = st.builds(
     UpdateRecord,
     st.one_of(st.integers(1, 2**63 - 1), HEADS),
@@ -116,5 +118,6 @@ def test_what_is_not_plain_is_left_to_msgpack() -> None:
 
 def test_a_common_set_record() -> None:
     meta = WriteMeta(12, b"me", None)
-    r = UpdateRecord(70_000, 1_790_000_000_000, ((0, b"key", ("set", b"v", None)),), ("set",), meta)
-    _same(plainpack.pack_records([r, r]), MSGPACK.pack(r) * 2)
+    for lsn in (7, 700, 70_000):
+        r = UpdateRecord(lsn, 1_790_000_000_000, ((0, b"k", ("set", b"v", None)),), ("set",), meta)
+        _same(plainpack.pack_records([r, r]), MSGPACK.pack(r) * 2)
