@@ -142,8 +142,8 @@ class Flusher:
         # list for the flusher's life: the store's commit appends to it directly
         # (`Store.attach_sink`) and calls `batch_started` for a batch's first record.
         self.raw: list[UpdateRecord] = []
-        # The backlog's size and cap (`pending_bytes`, `max_unflushed_bytes`), kept in
-        # a compiled object whose `over` is the check before every write.
+        # The backlog's size (`pending_bytes`) and cap (max-unflushed-bytes), kept in a
+        # compiled object whose `over` is the check before every write.
         self.capacity = Capacity(self.raw, max_unflushed_bytes)
         # (first LSN, last LSN, commit time of the first, the records encoded back to
         # back): chunks of consecutive records, so the backlog is counted exactly and
@@ -217,14 +217,6 @@ class Flusher:
     @pending_bytes.setter
     def pending_bytes(self, n: int) -> None:
         self.capacity.pending_bytes = n
-
-    @property
-    def max_unflushed_bytes(self) -> int:
-        return self.capacity.cap
-
-    @max_unflushed_bytes.setter
-    def max_unflushed_bytes(self, n: int) -> None:
-        self.capacity.cap = n
 
     @property
     def unflushed_bytes(self) -> int:
