@@ -76,13 +76,13 @@ def test_the_server_reports_its_build(ts_server: ServerProcess) -> None:
 
 def _probe(pure: bool) -> dict[str, object]:
     """Which of our modules a fresh interpreter loads compiled, with or without
-    TEMPORALSTORE_PURE (the server's imports: every command family, reader, codec)."""
+    TEMPORALSTORE_PURE (the server's imports: every command family, reader, codec, flusher)."""
     env = {k: v for k, v in os.environ.items() if k != "TEMPORALSTORE_PURE"}
     if pure:
         env["TEMPORALSTORE_PURE"] = "1"
     code = (
         "import json, sys\n"
-        "import commands.families, proxy.reader, proxy.server, flusher.codec\n"
+        "import commands.families, proxy.reader, proxy.server, flusher.codec, flusher.flusher\n"
         "from store import native\n"
         "print(json.dumps({'state': native.STATE, 'compiled': sorted(n for n, m in "
         "list(sys.modules.items()) if m is not None and n.split('.')[0] in "
