@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from flusher.plainpack import pack_records
 from store import UpdateRecord, WriteMeta
 from store.stream import Node, Stream
 from store.values import HashSet, HashTable, ZSet
@@ -134,6 +135,9 @@ def _plain(op: tuple[Any, ...]) -> bool:
 
 
 def encode_record(r: UpdateRecord) -> bytes:
+    plain = pack_records([r])
+    if plain is not None:
+        return plain
     for _dbi, _key, op in r.ops:
         if not _plain(op):
             meta = None if r.meta is None else tuple(r.meta)
@@ -143,8 +147,12 @@ def encode_record(r: UpdateRecord) -> bytes:
 
 
 def encode_records(records: list[UpdateRecord]) -> bytes:
-    """`records` encoded back to back: the bytes of `encode_record` on each, in one
+    """`records` encoded back to back: the bytes of `encode_record` on each. Plain
+    records (the common case) by `flusher.plainpack`, without msgpack; else in one
     call to the packer when all are plain (an array of them, less its header)."""
+    plain = pack_records(records)
+    if plain is not None:
+        return plain
     for r in records:
         for _dbi, _key, op in r.ops:
             if not _plain(op):

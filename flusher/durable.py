@@ -99,9 +99,13 @@ class DurableStore:
             clock=clock,
             epoch=manifest.epoch,
         )
-        # Asked before every write (proxy.pipeline): the flusher's own method, so the
-        # check is one Python call, not two.
-        self.over_capacity: Callable[[], bool] = self.flusher.over_capacity
+        # Asked before every write (proxy.pipeline): the compiled check itself, not a
+        # Python method calling it.
+        self.over_capacity: Callable[[], bool] = self.flusher.capacity.over
+        # Read by the dispatcher before every write: a plain attribute, kept by the
+        # flusher (`Flusher.on_fenced`), not a property reading the flusher's.
+        self.fenced: str | None = None
+        self.flusher.on_fenced = self._fenced
         self.raft: RaftAppender | None = None  # set by a node of a group on etcd
         self.checkpoint_lsn = manifest.checkpoint_lsn or 0
         self.checkpoint_time = clock()
@@ -121,7 +125,9 @@ class DurableStore:
     def start(self) -> None:
         """Become the store's sink and start flushing and checkpointing."""
         self.store.default_sync = self.sync
-        self.store.sink = self.flusher
+        f = self.flusher
+        self.store.sink = f
+        self.store.sink_batch = (f, f.raw, f.batch_started)  # its `append`, inline
         self.flusher.start()
         self._task = asyncio.get_running_loop().create_task(self._checkpoints())
 
@@ -131,9 +137,8 @@ class DurableStore:
     def durable_lsn(self) -> int:
         return self.flusher.durable_lsn
 
-    @property
-    def fenced(self) -> str | None:
-        return self.flusher.fenced
+    def _fenced(self, why: str) -> None:
+        self.fenced = why
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
         return await self.flusher.wait_durable(lsn, timeout)

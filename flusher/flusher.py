@@ -36,16 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flusher import paths, segment
+from flusher.capacity import Capacity
 from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
-
-# The least an encoded record takes (its array header, LSN, commit time, ops, command
-# names and metadata): how records not yet encoded count against the backlog cap.
-MIN_RECORD_BYTES = 16
 
 
 class FencedError(Exception):
@@ -132,29 +129,34 @@ class Flusher:
     ) -> None:
         self.objects = objects
         self.durable_lsn = durable_lsn
-        self.last_lsn = durable_lsn
+        self._last_lsn = durable_lsn  # of the last record encoded
         self.interval = flush_interval_ms / 1000
         self.segment_max_bytes = segment_max_bytes
-        self.max_unflushed_bytes = max_unflushed_bytes
         self.retry_base = retry_base_s
         self.retry_max = retry_max_s
         self.clock = clock
         self.max_in_flight = max(1, max_in_flight)
         self.mark = segment.epoch_mark(epoch)  # in every segment's flags
         # Records committed in this pass of the event loop, not yet encoded: encoded
-        # together at its end (`encode_pending`), one C call for the batch.
+        # together at its end (`encode_pending`), one C call for the batch. The same
+        # list for the flusher's life: the store's commit appends to it directly
+        # (`Store.attach_sink`) and calls `batch_started` for a batch's first record.
         self.raw: list[UpdateRecord] = []
+        # The backlog's size (`pending_bytes`) and cap (max-unflushed-bytes), kept in a
+        # compiled object whose `over` is the check before every write.
+        self.capacity = Capacity(self.raw, max_unflushed_bytes)
         # (first LSN, last LSN, commit time of the first, the records encoded back to
         # back): chunks of consecutive records, so the backlog is counted exactly and
         # holds no objects for the garbage collector to walk.
         self.pending: deque[tuple[int, int, int, bytes]] = deque()
-        # Bytes of every record not yet durable: queued or in a PUT.
-        self.pending_bytes = 0
         # Told of every batch of records as encoded (first LSN, last LSN, the records
         # back to back): the replication backlog, when set.
         self.tap: Callable[[int, int, bytes], None] | None = None
         self.stats = FlushStats()
         self.fenced: str | None = None
+        # Told once when this writer is fenced (the durability object keeps `fenced`
+        # as a plain attribute the dispatcher reads before each write).
+        self.on_fenced: Callable[[str], None] | None = None
         self.closed = False
         self._wake = asyncio.Event()
         # (LSN, arrival, callback) of every writer waiting for durability: a heap.
@@ -170,22 +172,34 @@ class Flusher:
     # -- the sink ------------------------------------------------------------------
 
     def append(self, record: UpdateRecord) -> None:
-        self.last_lsn = record.lsn
         raw = self.raw
         raw.append(record)
         if len(raw) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.encode_pending)
-            except RuntimeError:  # no event loop (tools, tests): at once
-                self.encode_pending()
+            self.batch_started()
+
+    def batch_started(self) -> None:
+        """`raw` has just received its first record: encode at the end of this pass
+        of the event loop."""
+        try:
+            asyncio.get_running_loop().call_soon(self.encode_pending)
+        except RuntimeError:  # no event loop (tools, tests): at once
+            self.encode_pending()
+
+    @property
+    def last_lsn(self) -> int:
+        """The LSN of the last record appended."""
+        raw = self.raw
+        return raw[-1].lsn if raw else self._last_lsn
 
     def encode_pending(self) -> None:
         """Encode the records appended since the last call, as one chunk."""
-        raw = self.raw
-        if not raw:
+        batch = self.raw
+        if not batch:
             return
-        self.raw = []
+        raw = batch.copy()
+        batch.clear()
         first, last = raw[0].lsn, raw[-1].lsn
+        self._last_lsn = last
         data = encode_records(raw)
         self.pending.append((first, last, raw[0].time_ms, data))
         self.pending_bytes += len(data)
@@ -195,6 +209,15 @@ class Flusher:
             self._wake.set()
 
     # -- state ---------------------------------------------------------------------
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of every record not yet durable: queued or in a PUT."""
+        return self.capacity.pending_bytes
+
+    @pending_bytes.setter
+    def pending_bytes(self, n: int) -> None:
+        self.capacity.pending_bytes = n
 
     @property
     def unflushed_bytes(self) -> int:
@@ -220,7 +243,7 @@ class Flusher:
 
     def over_capacity(self) -> bool:
         # Records not yet encoded count as their least possible size.
-        return self.pending_bytes + MIN_RECORD_BYTES * len(self.raw) > self.max_unflushed_bytes
+        return self.capacity.over()
 
     # -- waiting -------------------------------------------------------------------
 
@@ -482,6 +505,8 @@ class Flusher:
     def fence(self, why: str) -> None:
         if self.fenced is None:
             self.fenced = why
+            if self.on_fenced is not None:
+                self.on_fenced(why)
             self.stats.last_flush_status = "fenced"
             log.error("%s", why)
         exc = FencedError(why)

@@ -16,6 +16,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from store import database as _database
+from store.accounting import payload_bytes
 from store.asof import undo_versions
 from store.chains import VersionEntry, _entry_lsn
 from store.database import Database
@@ -274,6 +275,15 @@ class Branches(dict[bytes, Branch]):
             out += self.descendants(child)
             out.append(child)
         return out
+
+    def data_bytes(self) -> int:
+        """Estimated bytes of the values branches hold of their own (the keys they
+        changed), in O(those keys)."""
+        n = 0
+        for b in self.values():
+            for db in b.dbs:
+                n += sum(map(payload_bytes, db.odata.own.values()))
+        return n
 
     def save(self) -> Any:
         out = []

@@ -32,7 +32,6 @@ from store.accounting import (
     HistoryMemory,
     chain_bytes,
     entry_bytes,
-    payload_bytes,
 )
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
@@ -76,8 +75,8 @@ STORE_STATE = (
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "index_lsns", "index_times", "last_time_ms", "lsn", "mem", "observers",
-    "on_expired", "pending", "sink", "snapshot_every", "snapshots", "tables", "views",
-    "writer",
+    "on_expired", "pending", "sink", "sink_batch", "snapshot_every", "snapshots", "tables",
+    "views", "writer",
 )
 # fmt: on
 TouchCallback = Callable[[int, bytes], None]
@@ -85,6 +84,7 @@ TouchCallback = Callable[[int, bytes], None]
 # count, a statistic), not its data.
 _WIRING = (
     "sink",
+    "sink_batch",
     "on_expired",
     "follower",
     "default_sync",
@@ -119,6 +119,10 @@ class Store:
         self.expiry_held = False
         self.history = history or HistoryPolicy()
         self.sink: RecordSink = sink or CountingSink()
+        # (sink, batch, started): while `sink` is that sink, the commit appends to its
+        # list `batch` without a call, then calls `started` if `batch` was empty; what
+        # `sink.append(record)` does must be exactly that (flusher.Flusher).
+        self.sink_batch: tuple[RecordSink, list[UpdateRecord], Callable[[], None]] | None = None
         self.lsn = 0
         self.last_time_ms = 0
         # The open transaction: the command whose ops are being applied (named in
@@ -273,7 +277,14 @@ class Store:
             self._index_many = 0
             self.bound_index()
         # tuple.__new__: the record without the named tuple's Python-level __new__.
-        self.sink.append(_new_tuple(UpdateRecord, (lsn, t, ops, cmds, meta)))
+        record: UpdateRecord = _new_tuple(UpdateRecord, (lsn, t, ops, cmds, meta))
+        direct = self.sink_batch
+        if direct is not None and direct[0] is self.sink:
+            direct[1].append(record)
+            if len(direct[1]) == 1:
+                direct[2]()
+        else:
+            self.sink.append(record)
         if writer is not None:
             writer.last_write_lsn = lsn
             if not self.tables:
@@ -748,13 +759,7 @@ class Store:
         return mem
 
     def branch_data_bytes(self) -> int:
-        """Estimated bytes of the values branches hold of their own (the keys they
-        changed), in O(those keys)."""
-        n = 0
-        for b in self.branches.values():
-            for db in b.dbs:
-                n += sum(map(payload_bytes, db.odata.own.values()))
-        return n
+        return self.branches.data_bytes()
 
     def _save_functions(self) -> list[list[bytes]] | None:
         return [[name, code] for name, code in self.functions.items()] or None

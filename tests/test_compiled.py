@@ -76,14 +76,14 @@ def test_the_server_reports_its_build(ts_server: ServerProcess) -> None:
 
 def _probe(pure: bool) -> dict[str, object]:
     """Which of our modules a fresh interpreter loads compiled, with or without
-    TEMPORALSTORE_PURE (the server's imports: every command family, reader, codec,
-    replay's walk)."""
+        "import commands.families, proxy.reader, proxy.server, flusher.codec, flusher.flusher\n"
+        "import flusher.plainunpack\n"
     env = {k: v for k, v in os.environ.items() if k != "TEMPORALSTORE_PURE"}
     if pure:
         env["TEMPORALSTORE_PURE"] = "1"
     code = (
         "import json, sys\n"
-        "import commands.families, proxy.reader, proxy.server, flusher.codec\n"
+        "import commands.families, proxy.reader, proxy.server, flusher.codec, flusher.flusher\n"
         "import flusher.plainunpack\n"
         "from store import native\n"
         "print(json.dumps({'state': native.STATE, 'compiled': sorted(n for n, m in "

@@ -77,7 +77,9 @@ MODULES = [
     "store/stream.py",
     "store/values.py",
     "store/windex.py",
+    "flusher/capacity.py",
     "flusher/codec.py",
+    "flusher/plainpack.py",
     "flusher/plainunpack.py",
 ]
 

@@ -1,0 +1,204 @@
+"""msgpack for the plain shapes of update records, without msgpack.
+
+An update record whose values are all plain (bytes, str, int, float, bool, None, and
+tuples of them: SET, INCR, HSET, LPUSH, ZADD, ...) is encoded here, to EXACTLY the bytes
+`msgpack.Packer(use_bin_type=True).pack` gives it (the segment format does not change;
+tests/test_plainpack.py checks it against msgpack over random records). Compiled by
+mypyc, this skips msgpack's per-object type probing (an `isinstance` against its
+`ExtType` and `Timestamp` classes for every tuple), which was most of a record's cost.
+
+Anything else (a value of another type, an integer msgpack cannot hold, a str that is
+not valid UTF-8, nesting deeper than `MAX_DEPTH`) makes `pack_records` answer None,
+and the caller packs with msgpack (`flusher.codec`), which writes or refuses it.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final
+
+from store.records import UpdateRecord, WriteMeta
+
+MAX_DEPTH: Final = 16
+"""Tuples nested deeper than this are left to msgpack."""
+
+_STR_CACHE_MAX: Final = 4096
+
+# Headers and small values as ready-made bytes objects (no allocation per use).
+_POS_FIX: Final = [bytes((i,)) for i in range(0x80)]
+_NEG_FIX: Final = [bytes((0x100 + i,)) for i in range(-32, 0)]  # index i + 32
+_UINT8: Final = [bytes((0xCC, i)) for i in range(0x100)]
+_BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
+_FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
+_NIL: Final = b"\xc0"
+_FALSE: Final = b"\xc2"
+_TRUE: Final = b"\xc3"
+
+# Final: compiled code keeps them in C statics, not the module's dict.
+_be_BH: Final = struct.Struct(">BH").pack
+_be_BI: Final = struct.Struct(">BI").pack
+_be_BQ: Final = struct.Struct(">BQ").pack
+_be_Bb: Final = struct.Struct(">Bb").pack
+_be_Bh: Final = struct.Struct(">Bh").pack
+_be_Bi: Final = struct.Struct(">Bi").pack
+_be_Bq: Final = struct.Struct(">Bq").pack
+_be_Bd: Final = struct.Struct(">Bd").pack
+# A record's head: its array header, then LSN (uint16 or uint32) and commit time
+# (uint64), the common widths (an LSN from 256 to 2**32 - 1, a time in ms after
+# 1970-02-19).
+_HEAD16: Final = struct.Struct(">BBHBQ").pack
+_HEAD32: Final = struct.Struct(">BBIBQ").pack
+_RECORD: Final = UpdateRecord
+
+# str -> its msgpack encoding (header and UTF-8): op and command names repeat.
+_strs: Final[dict[str, bytes]] = {}
+
+
+def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
+    """`n` (>= 0) in its 8-bit form from `table8`, or after `code16` or `code32`: an
+    unsigned int or a bin header. False past 32 bits."""
+    if n < 0x100:
+        out.append(table8[n])
+    elif n < 0x10000:
+        out.append(_be_BH(code16, n))
+    elif n < 0x100000000:
+        out.append(_be_BI(code32, n))
+    else:
+        return False
+    return True
+
+
+def _int(x: int, out: list[bytes]) -> bool:
+    if x >= 0:
+        if x < 0x80:
+            out.append(_POS_FIX[x])
+        elif _sized(x, _UINT8, 0xCD, 0xCE, out):
+            pass
+        elif x < 0x4000000000000000 or x < 0x10000000000000000:  # the first: a C compare
+            out.append(_be_BQ(0xCF, x))
+        else:
+            return False
+    elif x >= -32:
+        out.append(_NEG_FIX[x + 32])
+    elif x >= -0x80:
+        out.append(_be_Bb(0xD0, x))
+    elif x >= -0x8000:
+        out.append(_be_Bh(0xD1, x))
+    elif x >= -0x80000000:
+        out.append(_be_Bi(0xD2, x))
+    elif x >= -0x8000000000000000:
+        out.append(_be_Bq(0xD3, x))
+    else:
+        return False
+    return True
+
+
+def _length(n: int, small: int, tiny: int, out: list[bytes]) -> None:
+    """A str or array header: `tiny` | n below `small`, then 16- and 32-bit forms
+    (the codes after 0xd9 and 0xdc)."""
+    if n < small:
+        out.append(_POS_FIX[tiny | n] if tiny < 0x80 else bytes((tiny | n,)))
+    elif tiny == 0x90:
+        if n < 0x10000:
+            out.append(_be_BH(0xDC, n))
+        else:
+            out.append(_be_BI(0xDD, n))
+    elif n < 0x100:
+        out.append(bytes((0xD9, n)))
+    elif n < 0x10000:
+        out.append(_be_BH(0xDA, n))
+    else:
+        out.append(_be_BI(0xDB, n))
+
+
+def _str(s: str, out: list[bytes]) -> bool:
+    done = _strs.get(s)
+    if done is not None:
+        out.append(done)
+        return True
+    try:
+        data = s.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: msgpack refuses them too
+        return False
+    if len(data) >= 0x100000000:
+        return False
+    parts: list[bytes] = []
+    _length(len(data), 32, 0xA0, parts)
+    parts.append(data)
+    done = b"".join(parts)
+    if len(_strs) < _STR_CACHE_MAX:
+        _strs[s] = done
+    out.append(done)
+    return True
+
+
+def _array(items: tuple[Any, ...], out: list[bytes], depth: int) -> bool:
+    if depth >= MAX_DEPTH:
+        return False
+    n = len(items)
+    if n < 16:
+        out.append(_FIXARRAY[n])
+    else:
+        _length(n, 16, 0x90, out)
+    return all(_value(item, out, depth + 1) for item in items)
+
+
+def _value(x: Any, out: list[bytes], depth: int) -> bool:
+    # The commonest types first; the named tuples (a global lookup each) late.
+    t = type(x)
+    if t is bytes:
+        b: bytes = x
+        if not _sized(len(b), _BIN8, 0xC5, 0xC6, out):
+            return False
+        out.append(b)
+        return True
+    if t is tuple:
+        return _array(x, out, depth)
+    if t is int:
+        return _int(x, out)
+    if t is str:
+        return _str(x, out)
+    if x is None:
+        out.append(_NIL)
+        return True
+    if t is UpdateRecord or t is WriteMeta:
+        return _array(x, out, depth)
+    if x is True:
+        out.append(_TRUE)
+        return True
+    if x is False:
+        out.append(_FALSE)
+        return True
+    if t is float:
+        out.append(_be_Bd(0xCB, x))
+        return True
+    return False
+
+
+def pack_records(records: list[UpdateRecord]) -> bytes | None:
+    """The records' msgpack encodings back to back, or None when one holds a value
+    this module leaves to msgpack."""
+    out: list[bytes] = []
+    for r in records:
+        if type(r) is _RECORD:
+            lsn: int = r[0]
+            t: int = r[1]
+            if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t < 0x4000000000000000:
+                if lsn < 0x10000:
+                    out.append(_HEAD16(0x95, 0xCD, lsn, 0xCF, t))
+                else:
+                    out.append(_HEAD32(0x95, 0xCE, lsn, 0xCF, t))
+                if _value(r[2], out, 1) and _value(r[3], out, 1) and _value(r[4], out, 1):
+                    continue
+                return None
+        if not _value(r, out, 0):
+            return None
+    return b"".join(out)
+
+
+def pack(x: Any) -> bytes | None:
+    """One value's msgpack encoding, or None (as `pack_records`)."""
+    out: list[bytes] = []
+    if not _value(x, out, 0):
+        return None
+    return b"".join(out)
