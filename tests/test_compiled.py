@@ -76,8 +76,8 @@ def test_the_server_reports_its_build(ts_server: ServerProcess) -> None:
 
 def _probe(pure: bool) -> dict[str, object]:
     """Which of our modules a fresh interpreter loads compiled, with or without
-        "import commands.families, proxy.reader, proxy.server, flusher.codec, flusher.flusher\n"
-        "import flusher.plainunpack\n"
+    TEMPORALSTORE_PURE (the server's imports: every command family, reader, codec,
+    flusher, replay's walk)."""
     env = {k: v for k, v in os.environ.items() if k != "TEMPORALSTORE_PURE"}
     if pure:
         env["TEMPORALSTORE_PURE"] = "1"
