@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
-from commands.registry import Command
+from commands.registry import COMMANDS, Command
 from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Paused
 from commands.resp import ProtocolError, encode
 from commands.session import ServerCore
+from proxy.reader import QUERY_BUFFER_OVERFLOW
 
 if TYPE_CHECKING:
     from proxy.server import Connection
@@ -40,8 +41,75 @@ def serve_ready() -> None:
 
 
 def is_write(argv: list[bytes]) -> bool:
-    cmd = lookup(argv)
-    return isinstance(cmd, Command) and cmd.is_write
+    # The table's entry as named (the dispatcher's fast path); `lookup` for the rest
+    # (other cases, subcommands).
+    cmd = COMMANDS.get(argv[0])
+    if cmd is not None and cmd.subcommands is None:
+        return cmd.is_write
+    found = lookup(argv)
+    return isinstance(found, Command) and found.is_write
+
+
+def receive(conn: Connection, data: bytes) -> None:
+    """`Connection.data_received`: read `data` into requests and run them (or queue
+    them behind a blocked, deferred or paused command)."""
+    s = conn.session
+    reader = conn.reader
+    assert s is not None and reader is not None
+    s.server.stats.net_input_bytes += len(data)
+    if conn.closing:
+        return
+    requests, error = reader.feed(data)
+    s.qbuf.read(len(data), requests, reader.held())
+    if error is QUERY_BUFFER_OVERFLOW:
+        conn._query_overflow()
+        return
+    if conn.waiting:
+        # Nothing after a protocol error runs: the connection ends there.
+        if conn.backlog_error is None:
+            conn.backlog.extend(requests)
+            conn.backlog_error = error
+        return
+    run(conn, requests, error)
+
+
+def write(conn: Connection, out: list[bytes]) -> None:
+    """`Connection._write`: send replies, or hold them while this connection's writes
+    are not yet durable in sync mode (replies stay in order; later ones queue behind)."""
+    if not out:
+        return
+    if conn.held is not None:
+        conn._write_held(out)
+        return
+    s = conn.session
+    assert s is not None
+    dur = s.server.durability
+    # LSNs start at 1: a session that never wrote to sync or raft data (0) waits for
+    # nothing, without asking the durability object.
+    if dur is not None and (
+        (s.last_sync_lsn and s.last_sync_lsn > dur.durable_lsn)
+        or (s.last_raft_lsn and s.last_raft_lsn > dur.raft_lsn)
+    ):
+        conn._hold_replies(out, dur)
+        return
+    send(conn, out)
+
+
+def send(conn: Connection, out: list[bytes]) -> None:
+    """`Connection._send`: one write of the replies to the socket."""
+    t = conn.transport
+    if out and t is not None and not t.is_closing():
+        data = b"".join(out) if len(out) > 1 else out[0]
+        s = conn.session
+        assert s is not None
+        size = len(data)
+        s.server.stats.net_output_bytes += size
+        conn.last_write_len = size
+        t.write(data)
+        if t.get_write_buffer_size():
+            conn.check_output_limit()
+        elif conn.soft_since:
+            conn.soft_since = 0.0
 
 
 def run(
@@ -83,7 +151,7 @@ def run(
             # the backlog drains, or answer TRYAGAIN (reads are not held).
             conn.backlog.extendleft(reversed([argv, *_rest(items, queue, i)]))
             conn.backlog_error = error
-            conn._write(out)
+            write(conn, out)
             conn._wait_capacity()
             return
         reply: Any = execute(s, argv)
@@ -106,12 +174,12 @@ def run(
                 conn.backlog.append(argv)
             if t is CloseAfterReply:
                 encode(reply.reply, s.resp, out)
-                conn._write(out)
+                write(conn, out)
                 conn._close_after_write()
                 return
             conn.backlog.extend(_rest(items, queue, i))
             conn.backlog_error = error
-            conn._write(out)
+            write(conn, out)
             if t is Blocked:
                 conn._block(argv, reply)
             elif t is Paused:
@@ -128,7 +196,7 @@ def run(
             # A big pipeline of big replies: hand this much to the socket, and if
             # the client is not reading, stop here until it drains (the rest of
             # the requests wait in the backlog, and reading is paused).
-            conn._write(out)
+            write(conn, out)
             out = []
             if conn.paused:
                 conn.backlog.extendleft(reversed(_rest(items, queue, i)))
@@ -138,10 +206,10 @@ def run(
                 return
     if error is not None:
         encode(ErrorReply(error.text), s.resp, out)
-        conn._write(out)
+        write(conn, out)
         conn._close_after_write()
         return
-    conn._write(out)
+    write(conn, out)
     if s.killed:
         conn._close_after_write()
 

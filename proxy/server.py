@@ -33,9 +33,9 @@ from commands.replies import (
 from commands.resp import ProtocolError, encode
 from commands.session import Durability, ServerState, Session
 from proxy.listeners import move_listener
-from proxy.pipeline import READY, serve_ready
+from proxy.pipeline import READY, receive, send, serve_ready, write
 from proxy.pipeline import run as run_batch
-from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
+from proxy.reader import RequestReader
 
 log = logging.getLogger("temporalstore")
 
@@ -195,31 +195,19 @@ class Connection(asyncio.Protocol):
             self._resume()
 
     def data_received(self, data: bytes) -> None:
+        receive(self, data)  # proxy.pipeline (compiled)
+
+    def _query_overflow(self) -> None:
         s = self.session
-        reader = self.reader
-        assert s is not None and reader is not None
-        s.server.stats.net_input_bytes += len(data)
-        if self.closing:
-            return
-        requests, error = reader.feed(data)
-        s.qbuf.read(len(data), requests, reader.held())
-        if error is QUERY_BUFFER_OVERFLOW:
-            # As Redis, logged without the buffer's bytes (they may hold a password).
-            log.warning(
-                "closing client id=%d addr=%s: it reached the max query buffer length (%d)",
-                s.id,
-                s.addr,
-                s.server.limits.query_buffer,
-            )
-            self.kill()
-            return
-        if self.waiting:
-            # Nothing after a protocol error runs: the connection ends there.
-            if self.backlog_error is None:
-                self.backlog.extend(requests)
-                self.backlog_error = error
-            return
-        self._run(requests, error)
+        assert s is not None
+        # As Redis, logged without the buffer's bytes (they may hold a password).
+        log.warning(
+            "closing client id=%d addr=%s: it reached the max query buffer length (%d)",
+            s.id,
+            s.addr,
+            s.server.limits.query_buffer,
+        )
+        self.kill()
 
     # -- executing ---------------------------------------------------------------
 
@@ -231,25 +219,21 @@ class Connection(asyncio.Protocol):
     def _write(self, out: list[bytes]) -> None:
         """Send replies, or hold them while this connection's writes are not yet
         durable in sync mode (replies stay in order; later replies queue behind)."""
-        if not out:
-            return
-        if self.held is not None:
-            self.held.extend(out)
-            if sum(map(len, out)) and len(self.held) > HELD_PAUSE_ITEMS and not self.paused:
-                self.paused = True
-                if self.transport is not None:
-                    self.transport.pause_reading()
-            return
-        s = self.session
-        assert s is not None
-        dur = s.server.durability
-        if dur is not None and (
-            s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn
-        ):
-            self.held = list(out)
-            self._await_durable(dur)
-            return
-        self._send(out)
+        write(self, out)  # proxy.pipeline (compiled)
+
+    def _write_held(self, out: list[bytes]) -> None:
+        """Replies behind others held for durability: they queue behind them."""
+        assert self.held is not None
+        self.held.extend(out)
+        if sum(map(len, out)) and len(self.held) > HELD_PAUSE_ITEMS and not self.paused:
+            self.paused = True
+            if self.transport is not None:
+                self.transport.pause_reading()
+
+    def _hold_replies(self, out: list[bytes], dur: Durability) -> None:
+        """The first replies to wait for this connection's writes to be durable."""
+        self.held = list(out)
+        self._await_durable(dur)
 
     def _await_durable(self, dur: Durability) -> None:
         """Send the held replies once this connection's writes are durable: a callback
@@ -338,16 +322,7 @@ class Connection(asyncio.Protocol):
         task.add_done_callback(self.server.tasks.discard)
 
     def _send(self, out: list[bytes]) -> None:
-        if out and self.transport is not None and not self.transport.is_closing():
-            data = b"".join(out) if len(out) > 1 else out[0]
-            assert self.session is not None
-            self.session.server.stats.net_output_bytes += len(data)
-            self.last_write_len = len(data)
-            self.transport.write(data)
-            if self.transport.get_write_buffer_size():
-                self.check_output_limit()
-            elif self.soft_since:
-                self.soft_since = 0.0
+        send(self, out)  # proxy.pipeline (compiled)
 
     def check_output_limit(self) -> None:
         """client-output-buffer-limit for this client's class (pubsub while subscribed):

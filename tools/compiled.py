@@ -57,6 +57,7 @@ MODULES = [
     "commands/keys.py",
     "commands/limits.py",
     "commands/notify.py",
+    "commands/querybuf.py",
     "commands/transactions.py",
     "commands/session_state.py",
     "commands/longdouble.py",
