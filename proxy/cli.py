@@ -14,7 +14,7 @@ import os
 import ssl
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import commands.families  # noqa: F401  (registers every command)
 from commands.config_table import set_at_start
@@ -30,18 +30,19 @@ from flusher.objectstore import (
     ObjectStoreError,
     open_object_store,
 )
-from proxy.metrics import registry_for
 from proxy.rdbimport import RdbImportError, import_rdb, read_rdb
 from proxy.replication import Node, replica_of
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
-from proxy.web import HttpServer
 from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
 from store import HistoryPolicy, Store, native
 from store.secrets import redact
 from store.settings import DEFAULTS
 from temporalstore.cli import add_export_flags, add_import_flags, export_main, import_main
+
+if TYPE_CHECKING:
+    from proxy.web import HttpServer
 
 log = logging.getLogger("temporalstore")
 
@@ -396,6 +397,11 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
         log.info("accepting TLS connections on %s:%d", config.host, server.tls_port)
     http: HttpServer | None = None
     if config.http_port is not None:  # before the replay: /metrics shows its progress
+        # Imported here: aiohttp's server and prometheus_client cost a server without
+        # --http-port RSS for nothing.
+        from proxy.metrics import registry_for
+        from proxy.web import HttpServer
+
         http = HttpServer(state, registry_for(state, metered.stats, config.s3_put_cost))
         http_port = await http.start(config.http_bind, config.http_port)
         log.info("serving HTTP on %s:%d", config.http_bind, http_port)

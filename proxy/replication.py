@@ -32,6 +32,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import hiredis
 
@@ -46,11 +47,13 @@ from flusher.durable import DurabilityConfig, DurableStore
 from flusher.flusher import put_segment, records_segment
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from flusher.paths import segment as segment_key
-from proxy.group import GroupMember
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
 from store import Store
 from store.keyspace import LsnMismatch
+
+if TYPE_CHECKING:
+    from proxy.group import GroupMember
 
 log = logging.getLogger("temporalstore")
 
@@ -248,6 +251,10 @@ class Node:
             self.state.read_only = READONLY
             self.store.follower = True
             self.state.replication.role = "slave"
+            # Imported here: etcd's client (grpc, protobuf) costs a server that does not
+            # use it ~24 MiB of RSS.
+            from proxy.group import GroupMember
+
             self.member = GroupMember(self, config.etcd_endpoints, config.group or GROUP)
             await self.member.start()
         elif replicaof is None:
