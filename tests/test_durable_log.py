@@ -306,13 +306,20 @@ def test_checkpoints_fall_due_by_records_or_by_the_injected_clock() -> None:
     run(body())
 
 
+async def _writer(objects: MemoryObjectStore) -> DurableStore:
+    """A server that took `objects` over, its durable layer the store's sink."""
+    store = Store(databases=2)
+    manifest, rec = await take_over(store, objects)
+    durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
+    store.sink = durable.flusher
+    return durable
+
+
 def test_a_fenced_server_cannot_drain() -> None:
     async def body() -> None:
         objects = MemoryObjectStore()
-        store = Store(databases=2)
-        manifest, rec = await take_over(store, objects)
-        durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
-        store.sink = durable.flusher
+        durable = await _writer(objects)
+        store = durable.store
         # A second server takes the prefix over.
         await take_over(Store(databases=2), objects)
         store.apply(store.dbs[0], b"k", ("set", b"v", None))
@@ -330,10 +337,7 @@ def test_a_fenced_server_cannot_drain() -> None:
 def test_an_idle_writer_finds_the_newer_manifest_and_is_fenced() -> None:
     async def body() -> None:
         objects = MemoryObjectStore()
-        store = Store(databases=2)
-        manifest, rec = await take_over(store, objects)
-        durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
-        store.sink = durable.flusher
+        durable = await _writer(objects)
         assert not await durable.superseded() and durable.fenced is None
         await take_over(Store(databases=2), objects)
         # No write of its own collided with the newcomer's claim: the manifest alone fences it.
@@ -369,11 +373,7 @@ class RacingObjectStore(MemoryObjectStore):
 def test_a_takeover_claims_the_log_from_a_writer_that_keeps_flushing() -> None:
     async def body() -> None:
         objects = RacingObjectStore()
-        store = Store(databases=2)
-        manifest, rec = await take_over(store, objects)
-        old = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
-        store.sink = old.flusher
-        objects.old = old
+        old = objects.old = await _writer(objects)
         new = Store(databases=2)
         await take_over(new, objects)
         assert old.fenced is not None and objects.listings >= 3
