@@ -373,7 +373,8 @@ def _rounds(
     TS.SEAL when `cap` is given (with --max-pinned-history cap): a refused seal is
     checked against the documented error, then the oldest snapshot is unsealed, as
     the error says (what it pinned goes as the keys are written again). Returns the
-    server's RSS and pinned history bytes after each round, and the refused rounds."""
+    server's RSS once loaded and after each round, pinned history bytes after each
+    round, and the refused rounds."""
     flags = ["--history", "versions:1"]
     if cap is not None:
         flags += ["--max-pinned-history", str(cap)]
@@ -385,6 +386,8 @@ def _rounds(
     rss: list[float] = []
     try:
         c.pipeline(_msets(keys, "0"))
+        c.call("TS.WAITDURABLE", "0")
+        rss.append(rss_mb(server.proc.pid))  # the loaded server before any round
         for r in range(rounds):
             reply = None if cap is None else _reply(c, "TS.SEAL", f"r{r}")
             if isinstance(reply, ServerError):
@@ -400,6 +403,9 @@ def _rounds(
                 sealed.append(f"r{r}")
             c.pipeline(_msets(keys, str(r + 1)))  # raises on an error reply
             pinned.append(_history(c)["history_pinned_bytes"])
+            # Sampled with nothing waiting for the flusher: its queued segments are
+            # not history, and how much is queued at a given moment varies.
+            c.call("TS.WAITDURABLE", "0")
             rss.append(rss_mb(server.proc.pid))
         assert c.call("GET", "k000000") == str(rounds).encode()
         if sealed:
@@ -422,7 +428,9 @@ def test_the_pinned_cap_refuses_seals_and_bounds_what_they_hold(tmp_path: Path) 
     base_rss, base_pinned, _ = _rounds(tmp_path, keys, rounds, None)
     rss, pinned, refused = _rounds(tmp_path, keys, rounds, cap)
     per_round = max(b - a for a, b in pairwise(pinned))  # what one rewrite pins
-    extra = [a - b for a, b in zip(rss, base_rss, strict=True)]
+    # What each server grew by since it was loaded (two processes' RSS differ by a few
+    # MB before any round): the seals' share is the difference of the two growths.
+    extra = [(a - rss[0]) - (b - base_rss[0]) for a, b in zip(rss, base_rss, strict=True)]
     figure(
         "pinned-cap",
         keys=keys,
@@ -441,9 +449,12 @@ def test_the_pinned_cap_refuses_seals_and_bounds_what_they_hold(tmp_path: Path) 
     assert set(base_pinned) == {0}
     assert refused, "the cap never refused a seal"
     assert max(pinned) < cap + 2 * per_round
-    # What the seals hold: pinned history within the cap (estimated bytes; the
-    # process holds about twice the estimate), whatever the number of rounds.
-    bound = 2 * (cap + 2 * per_round) / 2**20
+    # What the seals hold: pinned history within the cap, whatever the number of
+    # rounds. The cap counts estimated bytes; the process's RSS for them carries the
+    # allocator's fragmentation too: 1.3x to 3x the largest pinned estimate over ten
+    # runs here (14-33 MB for 11 MB). Without the cap the ten rounds would pin 37 MB
+    # (estimated), past the bound at any of those factors.
+    bound = 3 * (cap + 2 * per_round) / 2**20
     assert max(extra) < bound, f"seals held {max(extra):.0f} MB over no seals (bound {bound:.0f})"
 
 
