@@ -121,6 +121,7 @@ bench: install redis-server etcd
 # checkpoint at 1M and 10M records, and the py-spy profile under SET load; rewrites
 # their sections of docs/benchmarks.md.
 bench-long: install redis-server
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	$(BIN)/python -m bench.run --items L,p --json bench-results-long.json
 
 # The long versions of the reliability tests (about 13 minutes): a million fuzzed
