@@ -10,9 +10,9 @@ import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flusher import plainpack
+from flusher import codec, plainpack
 from flusher.codec import decode_record, encode_record, encode_records
-from store import UpdateRecord, WriteMeta
+from store import UpdateRecord, WriteMeta, native
 from store.values import HashTable
 from tests.helpers import write_metas
 
@@ -121,3 +121,12 @@ def test_a_common_set_record() -> None:
     for lsn in (7, 700, 70_000):
         r = UpdateRecord(lsn, 1_790_000_000_000, ((0, b"k", ("set", b"v", None)),), ("set",), meta)
         _same(plainpack.pack_records([r, r]), MSGPACK.pack(r) * 2)
+
+
+def test_the_codec_uses_it_when_compiled() -> None:
+    """As Python it is slower than msgpack's C packer: the codec takes it only when
+    compiled, and either way writes msgpack's bytes."""
+    assert plainpack.COMPILED is (native.STATE == "compiled")
+    assert codec._OWN_PLAIN is plainpack.COMPILED
+    r = UpdateRecord(700, 1_790_000_000_000, ((0, b"k", ("set", b"v", None)),), ("set",), None)
+    _same(encode_records([r, r]), MSGPACK.pack(r) * 2)
