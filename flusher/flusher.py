@@ -140,7 +140,8 @@ class Flusher:
         # Records committed in this pass of the event loop, not yet encoded: encoded
         # together at its end (`encode_pending`), one C call for the batch. The same
         # list for the flusher's life: the store's commit appends to it directly
-        # (`Store.attach_sink`) and calls `batch_started` for a batch's first record.
+        # (`Store.sink_batch`, set by `DurableStore.start`) and calls `batch_started` for a
+        # batch's first record.
         self.raw: list[UpdateRecord] = []
         # The backlog's size (`pending_bytes`) and cap (max-unflushed-bytes), kept in a
         # compiled object whose `over` is the check before every write.
