@@ -34,12 +34,11 @@ from proxy.rdbimport import RdbImportError, import_rdb, read_rdb
 from proxy.replication import Node, replica_of
 from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
-from replay.inspect import main as inspect_main
 from replay.replay import ReplayError
 from store import HistoryPolicy, Store, native
 from store.secrets import redact
 from store.settings import DEFAULTS
-from temporalstore.cli import add_export_flags, add_import_flags, export_main, import_main
+from temporalstore.flags import add_export_flags, add_import_flags
 
 if TYPE_CHECKING:
     from proxy.web import HttpServer
@@ -467,9 +466,15 @@ async def import_only(config: Config, path: str, contents: RdbContents) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    # The subcommands that are not the server import their code here: `inspect` uses
+    # tqdm, `export` and `import FILE` redis-py, which no server needs in its memory.
     if ns.command == "inspect":
+        from replay.inspect import main as inspect_main
+
         return inspect_main(ns.storage, ns.s3_endpoint_url)
     if ns.command == "export":
+        from temporalstore.cli import export_main
+
         return export_main(ns)
     if ns.command == "import":
         if ns.rdb and ns.file:
@@ -477,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ns.rdb:
             if not ns.file:
                 raise SystemExit("temporalstore import: give an export FILE, or --rdb FILE")
+            from temporalstore.cli import import_main
+
             return import_main(ns)
         for name, default, _help in SERVE_FLAGS:  # what import --rdb does not take
             ns.__dict__.setdefault(name.replace("-", "_"), default)

@@ -5,6 +5,8 @@ run by `make test`, hold the direction of the imports)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,9 @@ DEFERRED = {
     ("proxy/replication.py", "proxy.group"),
     ("proxy/cli.py", "proxy.metrics"),
     ("proxy/cli.py", "proxy.web"),
+    # The command line's other subcommands (inspect: tqdm; export, import: redis-py).
+    ("proxy/cli.py", "replay.inspect"),
+    ("proxy/cli.py", "temporalstore.cli"),
 }
 
 
@@ -64,3 +69,19 @@ def test_every_package_says_what_it_owns() -> None:
         assert doc and len(doc.split()) >= 10, (
             f"{pkg}/__init__.py needs a docstring saying what it owns"
         )
+
+
+def test_the_server_command_line_imports_no_client_or_optional_library() -> None:
+    """What `temporalstore serve` imports before it serves (file:// storage, no etcd,
+    no HTTP port) holds none of the libraries only other subcommands or options use:
+    each is megabytes of every server's memory (DEFERRED above says who imports them)."""
+    optional = ["redis", "tqdm", "aiobotocore", "aetcd", "grpc", "aiohttp", "prometheus_client"]
+    probe = "import sys, proxy.cli; print(' '.join(m for m in sys.argv[1:] if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *optional],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == [], f"imported by the server's command line: {out}"
