@@ -845,7 +845,8 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         " sync p50 over its raw-PUT p50).",
         "",
         "SET at -P 1 with `--durability sync`: a reply waits until the segment holding the"
-        " write is stored. A PUT starts as soon as a sync write waits; up to 4 run at once"
+        " write is stored. A PUT starts at the end of the event loop's pass in which a"
+        " sync write began to wait, with every write queued by then; up to 4 run at once"
         " (the durable LSN moves only over the oldest that have all landed), and writes"
         " that arrive while they run share the next one (group commit). PUTs per"
         " acknowledged write = delta of INFO persistence `object_puts` / delta of"

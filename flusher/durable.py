@@ -102,6 +102,11 @@ class DurableStore:
         # Asked before every write (proxy.pipeline): the compiled check itself, not a
         # Python method calling it.
         self.over_capacity: Callable[[], bool] = self.flusher.capacity.over
+        # How a sync connection waits (`Flusher.on_durable`): the flusher's method
+        # itself, not one calling it.
+        self.on_durable: Callable[[int, Callable[[Exception | None], None]], None] = (
+            self.flusher.on_durable
+        )
         # Read by the dispatcher before every write: a plain attribute, kept by the
         # flusher (`Flusher.on_fenced`), not a property reading the flusher's.
         self.fenced: str | None = None
@@ -142,9 +147,6 @@ class DurableStore:
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
         return await self.flusher.wait_durable(lsn, timeout)
-
-    def on_durable(self, lsn: int, callback: Callable[[Exception | None], None]) -> None:
-        self.flusher.on_durable(lsn, callback)
 
     @property
     def raft_lsn(self) -> int:

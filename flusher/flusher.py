@@ -3,10 +3,12 @@
 `Flusher` is the store's record sink. `append` (called at the commit point) only
 queues the record: the records of one pass of the event loop are encoded together
 (one msgpack call for the whole batch) at the end of that pass. A background task
-cuts a segment every flush interval, when the batch reaches the segment size, or
-at once when a writer waits for durability (sync mode, WAITAOF): all writes
-waiting together share one PUT (group commit). Segments are written with
-put-if-absent (so a fenced writer can never interleave with the new one).
+cuts a segment every flush interval or when the batch reaches the segment size;
+when a writer waits for durability (sync mode, WAITAOF) a PUT starts at the end of
+that pass of the event loop (no interval wait), holding every write of the pass
+and any queued before (group commit): one PUT per pass, not one per writer.
+Segments are written with put-if-absent (so a fenced writer can never interleave
+with the new one).
 
 Up to `max_in_flight` PUTs run at once, each a segment of the records cut after
 the previous one's. They may finish in any order; the durable LSN advances only
@@ -168,6 +170,7 @@ class Flusher:
         self._in_flight: deque[_Put] = deque()  # oldest first
         self._cut_lsn = durable_lsn  # the last LSN handed to a PUT
         self._wanted = durable_lsn  # the highest LSN a writer waits for
+        self._kicked = False  # a `_kick` is due at the end of this pass of the loop
         self._rng = random.Random()
 
     # -- the sink ------------------------------------------------------------------
@@ -263,16 +266,27 @@ class Flusher:
         heapq.heappush(self._waiters, (lsn, self._seq, callback))
         if lsn > self._wanted:
             self._wanted = lsn
-        if lsn > self._cut_lsn:
-            self.encode_pending()
-            # Its record is in no PUT yet: start one now. With nothing in flight,
-            # here (one loop turn sooner); else the task does, after this turn's
-            # other writes have queued (bigger groups under load).
-            if not self._in_flight and self.pending and self._task is not None:
-                if not self.closed and self.fenced is None:
-                    self._start_put()
-            else:
-                self._wake.set()
+        if lsn > self._cut_lsn and not self._kicked:
+            # Its record is in no PUT yet: one PUT for every write of this pass of
+            # the event loop, started at its end (`_kick`), not one per writer.
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._kick)
+
+    def _kick(self) -> None:
+        """End of a pass of the event loop in which writers began to wait: start PUTs
+        of everything queued now (as many as the free slots need), else leave it to
+        the task (PUTs in flight end, or the flusher is not running)."""
+        self._kicked = False
+        if self._task is None or self.closed or self.fenced is not None:
+            self._wake.set()
+            return
+        self.encode_pending()  # the pass's records (already, unless a writer came first)
+        while (
+            self.pending
+            and self._wanted > self._cut_lsn
+            and len(self._in_flight) < self.max_in_flight
+        ):
+            self._start_put()
 
     async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool:
         """Wait until `lsn` is durable (True), or the timeout passes (False).
