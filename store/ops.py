@@ -177,6 +177,10 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
         h = {}
         db.data[key] = h
         undo: Undo = CREATED
+    elif len(pairs) == 1:  # HSET key field value: the undo of the loop below, directly
+        f = pairs[0][0]
+        was = h.get(f)
+        undo = ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
