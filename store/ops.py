@@ -172,7 +172,7 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
 @register(HSET)
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     pairs = op[1]
-    h = db.data.get(key)
+    h: dict[bytes, bytes] | None = db.data.get(key)  # typed: C dict calls when compiled
     if h is None:
         h = {}
         db.data[key] = h
@@ -190,12 +190,14 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
         if olds:
             u.append((HSET, olds))
         undo = tuple(u)
+    limits = LIMITS
+    most = limits.hash_value
+    longer = False  # a field or value past hash-max-listpack-value
     for f, v in pairs:
         h[f] = v
-    if type(h) is dict and (
-        len(h) > LIMITS.hash_entries
-        or any(len(f) > LIMITS.hash_value or len(v) > LIMITS.hash_value for f, v in pairs)
-    ):
+        if len(f) > most or len(v) > most:
+            longer = True
+    if type(h) is dict and (longer or len(h) > limits.hash_entries):
         db.data[key] = HashTable(h)
     return undo
 
