@@ -35,8 +35,9 @@ from commands.session import ServerCore, Session
 from store import PrunedError
 
 log = logging.getLogger("temporalstore")
-# Bound once: compiled, a Final is a C static (no module dict lookup per command).
-_command_of: Final = COMMANDS.get
+# Bound once: compiled, a Final is a C static (no module dict lookup per command), and
+# `.get` on the typed dict is a C call (a bound `COMMANDS.get` was a method call).
+_COMMANDS: Final = COMMANDS
 _monotonic: Final = time.monotonic
 _perf_ns: Final = time.perf_counter_ns
 
@@ -111,7 +112,7 @@ class Dispatcher:
     """Executes requests for sessions. One per server."""
 
     def execute(self, s: Session, argv: list[bytes]) -> Reply:
-        return self.execute_named(s, argv, _command_of(argv[0]))
+        return self.execute_named(s, argv, _COMMANDS.get(argv[0]))
 
     def execute_named(self, s: Session, argv: list[bytes], cmd: Command | None) -> Reply:
         """`execute`, given the table's entry for `argv[0]` as named (None if it has

@@ -28,11 +28,11 @@ from typing import Final
 _monotonic: Final = time.monotonic
 _wall: Final = time.time
 
-IOBUF_LEN = 16 * 1024  # PROTO_IOBUF_LEN
-BIG_ARG = 32 * 1024  # PROTO_MBULK_BIG_ARG
-RESIZE_THRESHOLD = 32 * 1024  # PROTO_RESIZE_THRESHOLD
-CRON_PERIOD = 0.1  # hz 10: with few clients, each is seen every cron run
-_GREEDY_MAX = 1024 * 1024  # SDS_MAX_PREALLOC
+IOBUF_LEN: Final = 16 * 1024  # PROTO_IOBUF_LEN
+BIG_ARG: Final = 32 * 1024  # PROTO_MBULK_BIG_ARG
+RESIZE_THRESHOLD: Final = 32 * 1024  # PROTO_RESIZE_THRESHOLD
+CRON_PERIOD: Final = 0.1  # hz 10: with few clients, each is seen every cron run
+_GREEDY_MAX: Final = 1024 * 1024  # SDS_MAX_PREALLOC
 
 
 def sds_alloc(size: int) -> int:
@@ -101,7 +101,7 @@ class QueryBuffer:
         after that it changes nothing more)."""
         runs = min(int((now - self.cron_at) / CRON_PERIOD), 3)
         self.cron_at = now
-        idle = int(time.time()) - int(self.last_read)
+        idle = int(_wall()) - int(self.last_read)
         for _ in range(runs):
             if self.alloc - self.used > 4096:
                 if idle > 2:

@@ -28,7 +28,7 @@ OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
 # for the clocks no attribute lookup on `time` either).
 _wall: Final = time.time
 _perf_ns: Final = time.perf_counter_ns
-_command_of: Final = COMMANDS.get
+_COMMANDS: Final = COMMANDS  # `.get` on the typed dict: a C call, not a method call
 _OK: Final = OK
 _BLOCKED: Final = Blocked
 _DEFERRED: Final = Deferred
@@ -144,10 +144,10 @@ def run(
     # A list (just read) is walked by index; a deque (the backlog) is consumed.
     queue: deque[list[bytes]] | None = None
     items: list[list[bytes]] = []
-    if isinstance(requests, deque):
-        queue = requests
-    else:
+    if isinstance(requests, list):  # a type test in C (deque's isinstance is a call)
         items = requests
+    else:
+        queue = requests
     i = 0
     n = 0
     server: ServerCore = s.server
@@ -164,7 +164,7 @@ def run(
             break
         name = argv[0]
         s.last_cmd = name
-        cmd = _command_of(name)  # the dispatcher's fast path uses it too
+        cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
         dur = server.durability
         if (
             dur is not None
@@ -193,7 +193,8 @@ def run(
         elif reply is _OK:
             out.append(OK_ENCODED)
         elif t is int:  # INCR, HSET, ...: ":<n>\r\n" in RESP2 and RESP3 (not a bool)
-            out.append(b":%d\r\n" % reply)
+            number: int = reply  # typed: compiled, formatted without bytes.__mod__
+            out.append(b":%d\r\n" % number)
         elif reply is None:  # GET of a missing key, ...
             out.append(_NIL2 if s.resp == 2 else _NIL3)
         elif t is _BLOCKED or t is _DEFERRED or t is _CLOSE_AFTER_REPLY or t is _PAUSED:
