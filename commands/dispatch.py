@@ -253,7 +253,9 @@ class Dispatcher:
         if dur >= server.slow_ns:
             note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
         if server.latency_tracking:
-            st.hist[dur.bit_length()] += 1
+            hist = st.hist
+            b = dur.bit_length()
+            hist[b] = hist[b] + 1  # an int add when compiled (`+=` on the item was generic)
         if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
             feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.
