@@ -38,8 +38,8 @@ def get_string(s: Session, key: bytes) -> bytes | None:
 
 def get_hash(s: Session, key: bytes) -> dict[bytes, bytes] | None:
     v = s.db.get(key)
-    if v is None or type(v) in HASH_TYPES:
-        return v  # type: ignore[no-any-return]
+    if v is None or type(v) is dict or type(v) is HashTable:  # HASH_TYPES, without its lookup
+        return v
     raise wrongtype()
 
 

@@ -5,7 +5,8 @@ it a version (one for a whole MULTI/EXEC block)."""
 from __future__ import annotations
 
 import logging
-from time import monotonic, perf_counter_ns
+import time
+from typing import Final
 
 from commands.acl import denied as acl_denied
 from commands.cleanup import unwatch_all
@@ -34,7 +35,11 @@ from commands.session import ServerCore, Session
 from store import PrunedError
 
 log = logging.getLogger("temporalstore")
-_command_of = COMMANDS.get
+# Bound once: compiled, a Final is a C static (no module dict lookup per command), and
+# `.get` on the typed dict is a C call (a bound `COMMANDS.get` was a method call).
+_COMMANDS: Final = COMMANDS
+_monotonic: Final = time.monotonic
+_perf_ns: Final = time.perf_counter_ns
 
 
 def _clean(text: bytes) -> bytes:
@@ -107,10 +112,14 @@ class Dispatcher:
     """Executes requests for sessions. One per server."""
 
     def execute(self, s: Session, argv: list[bytes]) -> Reply:
+        return self.execute_named(s, argv, _COMMANDS.get(argv[0]))
+
+    def execute_named(self, s: Session, argv: list[bytes], cmd: Command | None) -> Reply:
+        """`execute`, given the table's entry for `argv[0]` as named (None if it has
+        none): the connection's loop looks it up once for its capacity check and this."""
         # The common request: a command without subcommands, named as the table
         # has it (lower or upper case), of the right arity; anything else goes
         # through `lookup`, which finds the error texts too.
-        cmd = _command_of(argv[0])
         if cmd is not None and cmd.subcommands is None:
             arity = cmd.arity
             if (len(argv) != arity) if arity > 0 else (len(argv) < -arity):
@@ -132,7 +141,7 @@ class Dispatcher:
         if server.limits.maxmemory and memory_pressed(s.server):  # commands.evict
             if memory_check(s.server) and oom_rejects(s, cmd):
                 return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
-        if server.replication.min_replicas and _writes(s, cmd):  # min-replicas-to-write
+        if _writes(s, cmd) and server.replication.min_replicas:  # min-replicas-to-write
             if server.replication.replicas_short(server.repl_stream):
                 return self.reject(s, NOREPLICAS.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
@@ -140,7 +149,7 @@ class Dispatcher:
         if cmd.is_write and s.view_lsn is not None:
             return self.reject(s, READONLY_VIEW.encode(), argv, cmd)
         if cmd.is_write and (
-            server.read_only or (server.write_deadline and monotonic() >= server.write_deadline)
+            server.read_only or (server.write_deadline and _monotonic() >= server.write_deadline)
         ):
             # A replica; or a leader whose lease may be about to expire (it answers
             # nothing it cannot be sure of still leading for).
@@ -203,7 +212,7 @@ class Dispatcher:
         st = server.command_stats.get(cmd.name) or command_stats(s, cmd)
         # One clock read per command (commands.ops_state): it starts where the one
         # before it in the batch ended; nested ones (EXEC's, a script's) read their own.
-        mark = perf_counter_ns() if s.in_exec else server.clock_mark
+        mark = _perf_ns() if s.in_exec else server.clock_mark
         if server.monitors and cmd.flags & Flag.SKIP_MONITOR:
             feed_script_call(s, cmd, argv)  # EVAL, FCALL: before the commands they run
         stream = server.repl_stream  # Redis replicas attached (commands.redis_repl)
@@ -237,14 +246,16 @@ class Dispatcher:
         if stream is not None:  # what Redis would propagate (commands.propagate)
             propagate_after(stream, s, cmd, argv, savepoint, reply)
         st.calls += 1
-        now = perf_counter_ns()
+        now = _perf_ns()
         dur = now - mark
         server.clock_mark = now
         st.ns += dur
         if dur >= server.slow_ns:
             note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
         if server.latency_tracking:
-            st.hist[dur.bit_length()] += 1
+            hist = st.hist
+            b = dur.bit_length()
+            hist[b] = hist[b] + 1  # an int add when compiled (`+=` on the item was generic)
         if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
             feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.
@@ -268,4 +279,4 @@ def count_error(s: Session, text: bytes) -> None:
         counts[kind] = counts.get(kind, 0) + 1
 
 
-DISPATCHER = Dispatcher()
+DISPATCHER: Final = Dispatcher()

@@ -7,6 +7,7 @@ import math
 import re
 import sys
 from decimal import Decimal
+from typing import Final
 
 from commands import longdouble
 from commands.errors import (
@@ -17,27 +18,39 @@ from commands.errors import (
     CommandError,
 )
 
-LLONG_MIN = -(2**63)
-LLONG_MAX = 2**63 - 1
+LLONG_MIN: Final = -9223372036854775808  # -(2**63); Final: a constant when compiled
+LLONG_MAX: Final = 9223372036854775807  # 2**63 - 1
 
 
 def string2ll(b: bytes) -> int | None:
     """Redis' string2ll: canonical decimal within int64, else None: an optional "-",
     then 1 to 19 ASCII digits without a leading zero ("0" itself is one; "-0" is not).
-    Byte tests rather than a regex: a regex match cost ~4,400 instructions per INCR."""
+    A loop of byte tests, compiled to C (the slice, `isdigit` and `int()` it replaced
+    cost ~2,400 instructions per INCR, a regex match before them ~4,400)."""
     n = len(b)
     if n == 0 or n > 20:
         return None
+    i = 0
     neg = b[0] == 45  # "-"
-    digits = b[1:] if neg else b
-    if len(digits) > 19 or not digits.isdigit():  # isdigit: ASCII digits, not empty
+    if neg:
+        i = 1
+        if n == 1:
+            return None
+    if b[i] == 48:  # a leading zero: "0" alone is canonical, "-0" and "01" are not
+        return 0 if n == 1 else None
+    if n - i > 19:
         return None
-    if digits[0] == 48 and (neg or len(digits) > 1):  # a leading zero, or "-0"
-        return None
-    v = int(b)
-    if v < LLONG_MIN or v > LLONG_MAX:
-        return None
-    return v
+    v = 0
+    while i < n:
+        c = b[i]
+        if c < 48 or c > 57:
+            return None
+        v = v * 10 + (c - 48)
+        i += 1
+    if neg:
+        v = -v
+        return v if v >= LLONG_MIN else None
+    return v if v <= LLONG_MAX else None
 
 
 def get_int(b: bytes, error: str = NOT_INTEGER) -> int:

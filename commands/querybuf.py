@@ -22,12 +22,17 @@ The cron is applied when the client reads or is looked at (every 100 ms elapsed)
 from __future__ import annotations
 
 import time
+from typing import Final
 
-IOBUF_LEN = 16 * 1024  # PROTO_IOBUF_LEN
-BIG_ARG = 32 * 1024  # PROTO_MBULK_BIG_ARG
-RESIZE_THRESHOLD = 32 * 1024  # PROTO_RESIZE_THRESHOLD
-CRON_PERIOD = 0.1  # hz 10: with few clients, each is seen every cron run
-_GREEDY_MAX = 1024 * 1024  # SDS_MAX_PREALLOC
+# Bound once: compiled, a Final is a C static (no lookups per read).
+_monotonic: Final = time.monotonic
+_wall: Final = time.time
+
+IOBUF_LEN: Final = 16 * 1024  # PROTO_IOBUF_LEN
+BIG_ARG: Final = 32 * 1024  # PROTO_MBULK_BIG_ARG
+RESIZE_THRESHOLD: Final = 32 * 1024  # PROTO_RESIZE_THRESHOLD
+CRON_PERIOD: Final = 0.1  # hz 10: with few clients, each is seen every cron run
+_GREEDY_MAX: Final = 1024 * 1024  # SDS_MAX_PREALLOC
 
 
 def sds_alloc(size: int) -> int:
@@ -58,12 +63,14 @@ class QueryBuffer:
         self.cron_at = time.monotonic()
         self.last_read = time.time()
 
-    def read(self, nread: int, args: list[list[bytes]], held: int) -> None:
+    def read(self, nread: int, args: list[list[bytes]], held: int, wall: float = 0.0) -> None:
         """A read of `nread` bytes that completed the requests `args` and left `held`
-        bytes of an incomplete one."""
-        now = time.monotonic()
+        bytes of an incomplete one, at `wall` (time.time(); 0.0: read the clock)."""
+        now = _monotonic()
         if now - self.cron_at >= CRON_PERIOD:
             self.cron(now)
+        if not wall:
+            wall = _wall()
         before = self.used
         if before + nread >= BIG_ARG:
             big = 0
@@ -78,7 +85,7 @@ class QueryBuffer:
                 self.peak = max(self.peak, big + 2)
                 self.alloc = sds_alloc(big + 2)
                 self.used = held
-                self.last_read = time.time()
+                self.last_read = wall
                 return
         if self.alloc < IOBUF_LEN:
             self.alloc = max(self.alloc, sds_alloc(before + IOBUF_LEN))
@@ -87,14 +94,14 @@ class QueryBuffer:
             self.alloc = sds_alloc(want * 2 if want < _GREEDY_MAX else want + _GREEDY_MAX)
         self.peak = max(self.peak, before + nread)
         self.used = held
-        self.last_read = time.time()
+        self.last_read = wall
 
     def cron(self, now: float) -> None:
         """clientsCronResizeQueryBuffer, once per cron period elapsed (at most three:
         after that it changes nothing more)."""
         runs = min(int((now - self.cron_at) / CRON_PERIOD), 3)
         self.cron_at = now
-        idle = int(time.time()) - int(self.last_read)
+        idle = int(_wall()) - int(self.last_read)
         for _ in range(runs):
             if self.alloc - self.used > 4096:
                 if idle > 2:

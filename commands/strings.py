@@ -8,6 +8,8 @@ INCR · DECR · INCRBY · DECRBY · INCRBYFLOAT
 
 from __future__ import annotations
 
+from typing import Final
+
 from commands import longdouble
 from commands.common import get_string, wrongtype
 from commands.errors import (
@@ -222,8 +224,8 @@ def _incr(s: Session, key: bytes, incr: int) -> Reply:
     v = s.db.get(key)
     if v is None:
         value = 0
-    elif type(v) in STRING_TYPES:
-        n = string2ll(bytes(v)) if type(v) is bytearray else string2ll(v)
+    elif type(v) is bytes or type(v) is bytearray:
+        n = string2ll(v if type(v) is bytes else bytes(v))
         if n is None:
             raise CommandError(NOT_INTEGER)
         value = n
@@ -241,7 +243,7 @@ def _incr(s: Session, key: bytes, incr: int) -> Reply:
     return value
 
 
-SHARED_INTEGERS = 10000  # OBJ_SHARED_INTEGERS
+SHARED_INTEGERS: Final = 10000  # OBJ_SHARED_INTEGERS
 _SHARED: dict[int, bytes] = {}  # one object per shared integer, for its address
 
 
@@ -276,10 +278,19 @@ def object_address(s: Session, key: bytes, v: object) -> int:
 def _in_place(s: Session, key: bytes, old: bytes, new: bytes) -> None:
     """Redis' INCR changes an integer-encoded, unshared value in place (when the result
     is not a shared integer either): the new value keeps the old one's address."""
+    addresses = s.server.debug.addresses
+    at = (s.dbi, key)
+    kept = addresses.get(at)
+    if kept is not None and kept[0] == id(old):
+        # `old` is the value an INCR changed in place before (an unshared integer that
+        # INCRBYFLOAT did not write; the identity trusted as `object_address` trusts it):
+        # the checks below would pass and return the address kept. The common INCR of
+        # a counter past 10,000, without walking the key's version chain.
+        addresses[at] = (id(new), kept[1])
+        return
     if shared_integer(s, old) is not None or writer_of(s, key) == "incrbyfloat":
         return
-    addresses = s.server.debug.addresses
-    addresses[(s.dbi, key)] = (id(new), object_address(s, key, old))
+    addresses[at] = (id(new), object_address(s, key, old))
     if len(addresses) > 1024 + 2 * len(s.db):  # forget replaced values now and then
         dbs = s.store.dbs
         for (dbi, k), (ident, _) in list(addresses.items()):

@@ -32,6 +32,7 @@ import contextlib
 import heapq
 import logging
 import random
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -167,6 +168,11 @@ class Flusher:
         self._capacity: list[asyncio.Future[None]] = []
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
+        # The loop `start` ran in, and its thread: `batch_started` schedules on it
+        # without asyncio.get_running_loop(), which calls getpid() (a system call)
+        # each time on Python 3.11.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
         self._in_flight: deque[_Put] = deque()  # oldest first
         self._cut_lsn = durable_lsn  # the last LSN handed to a PUT
         self._wanted = durable_lsn  # the highest LSN a writer waits for
@@ -184,6 +190,10 @@ class Flusher:
     def batch_started(self) -> None:
         """`raw` has just received its first record: encode at the end of this pass
         of the event loop."""
+        loop = self._loop
+        if loop is not None and threading.get_ident() == self._loop_thread and loop.is_running():
+            loop.call_soon(self.encode_pending)
+            return
         try:
             asyncio.get_running_loop().call_soon(self.encode_pending)
         except RuntimeError:  # no event loop (tools, tests): at once
@@ -363,7 +373,10 @@ class Flusher:
     # -- the background task -------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        self._task = loop.create_task(self._run())
 
     async def _run(self) -> None:
         next_due = self.clock() + self.interval

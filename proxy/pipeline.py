@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
@@ -24,13 +24,25 @@ if TYPE_CHECKING:
 
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
 OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
+# Bound once: compiled, a Final is a C static (no module dict lookup per request, and
+# for the clocks no attribute lookup on `time` either).
+_wall: Final = time.time
+_perf_ns: Final = time.perf_counter_ns
+_COMMANDS: Final = COMMANDS  # `.get` on the typed dict: a C call, not a method call
+_OK: Final = OK
+_BLOCKED: Final = Blocked
+_DEFERRED: Final = Deferred
+_CLOSE_AFTER_REPLY: Final = CloseAfterReply
+_PAUSED: Final = Paused
+_NIL2: Final = b"$-1\r\n"  # None in RESP2 (a nil bulk string) and in RESP3
+_NIL3: Final = b"_\r\n"
 # The headers of short bulk strings, made once (formatting one per reply costs more).
 _BULK_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
 # Connections whose blocked command a commit may now serve, in the order their keys were
 # touched. Served right after the command that touched them (before the next command of
 # any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
 # for commits made outside a command (expiry, replication).
-READY: deque[Connection] = deque()
+READY: Final[deque[Connection]] = deque()
 
 
 def serve_ready() -> None:
@@ -56,11 +68,13 @@ def receive(conn: Connection, data: bytes) -> None:
     s = conn.session
     reader = conn.reader
     assert s is not None and reader is not None
-    s.server.stats.net_input_bytes += len(data)
+    server: ServerCore = s.server  # its fields read directly when compiled
+    server.stats.net_input_bytes += len(data)
     if conn.closing:
         return
     requests, error = reader.feed(data)
-    s.qbuf.read(len(data), requests, reader.held())
+    now = _wall()  # the read's time, for the query buffer and CLIENT LIST idle=
+    s.qbuf.read(len(data), requests, reader.held(), now)
     if error is QUERY_BUFFER_OVERFLOW:
         conn._query_overflow()
         return
@@ -70,7 +84,7 @@ def receive(conn: Connection, data: bytes) -> None:
             conn.backlog.extend(requests)
             conn.backlog_error = error
         return
-    run(conn, requests, error)
+    run(conn, requests, error, now)
 
 
 def write(conn: Connection, out: list[bytes]) -> None:
@@ -83,7 +97,8 @@ def write(conn: Connection, out: list[bytes]) -> None:
         return
     s = conn.session
     assert s is not None
-    dur = s.server.durability
+    server: ServerCore = s.server
+    dur = server.durability
     # LSNs start at 1: a session that never wrote to sync or raft data (0) waits for
     # nothing, without asking the durability object.
     if dur is not None and (
@@ -102,8 +117,9 @@ def send(conn: Connection, out: list[bytes]) -> None:
         data = b"".join(out) if len(out) > 1 else out[0]
         s = conn.session
         assert s is not None
+        server: ServerCore = s.server
         size = len(data)
-        s.server.stats.net_output_bytes += size
+        server.stats.net_output_bytes += size
         conn.last_write_len = size
         t.write(data)
         if t.get_write_buffer_size():
@@ -116,24 +132,26 @@ def run(
     conn: Connection,
     requests: list[list[bytes]] | deque[list[bytes]],
     error: ProtocolError | None,
+    now: float = 0.0,
 ) -> None:
-    """Run `requests` (then answer `error`, which ends the connection) for `conn`."""
+    """Run `requests` (then answer `error`, which ends the connection) for `conn`;
+    `now`: the time they were read (0.0: read the clock)."""
     s = conn.session
     assert s is not None and conn.transport is not None
     out: list[bytes] = []
-    execute = DISPATCHER.execute
-    s.last_interaction = time.time()  # CLIENT LIST idle=
+    dispatcher = DISPATCHER  # its methods called directly (a C call when compiled)
+    s.last_interaction = now or _wall()  # CLIENT LIST idle=
     # A list (just read) is walked by index; a deque (the backlog) is consumed.
     queue: deque[list[bytes]] | None = None
     items: list[list[bytes]] = []
-    if isinstance(requests, deque):
-        queue = requests
-    else:
+    if isinstance(requests, list):  # a type test in C (deque's isinstance is a call)
         items = requests
+    else:
+        queue = requests
     i = 0
     n = 0
     server: ServerCore = s.server
-    server.clock_mark = time.perf_counter_ns()  # the first command's start
+    server.clock_mark = _perf_ns()  # the first command's start
     while True:
         if queue is None:
             if i >= len(items):
@@ -144,9 +162,15 @@ def run(
             argv = queue.popleft()
         else:
             break
-        s.last_cmd = argv[0]
+        name = argv[0]
+        s.last_cmd = name
+        cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
         dur = server.durability
-        if dur is not None and is_write(argv) and dur.over_capacity():
+        if (
+            dur is not None
+            and (cmd.is_write if cmd is not None and cmd.subcommands is None else is_write(argv))
+            and dur.over_capacity()
+        ):
             # Object storage is behind: hold this write (and what follows) until
             # the backlog drains, or answer TRYAGAIN (reads are not held).
             conn.backlog.extendleft(reversed([argv, *_rest(items, queue, i)]))
@@ -154,7 +178,7 @@ def run(
             write(conn, out)
             conn._wait_capacity()
             return
-        reply: Any = execute(s, argv)
+        reply: Any = dispatcher.execute_named(s, argv, cmd)
         if READY:
             serve_ready()
         if s.reply_mode:
@@ -166,13 +190,18 @@ def run(
             size = len(reply)
             head = _BULK_HEADERS[size] if size < 1024 else b"$%d\r\n" % size
             out.append(b"".join((head, reply, b"\r\n")))
-        elif reply is OK:
+        elif reply is _OK:
             out.append(OK_ENCODED)
-        elif t is Blocked or t is Deferred or t is CloseAfterReply or t is Paused:
-            if t is Paused:
+        elif t is int:  # INCR, HSET, ...: ":<n>\r\n" in RESP2 and RESP3 (not a bool)
+            number: int = reply  # typed: compiled, formatted without bytes.__mod__
+            out.append(b":%d\r\n" % number)
+        elif reply is None:  # GET of a missing key, ...
+            out.append(_NIL2 if s.resp == 2 else _NIL3)
+        elif t is _BLOCKED or t is _DEFERRED or t is _CLOSE_AFTER_REPLY or t is _PAUSED:
+            if t is _PAUSED:
                 # CLIENT PAUSE holds this command: it and the rest run when it ends.
                 conn.backlog.append(argv)
-            if t is CloseAfterReply:
+            if t is _CLOSE_AFTER_REPLY:
                 encode(reply.reply, s.resp, out)
                 write(conn, out)
                 conn._close_after_write()
@@ -180,9 +209,9 @@ def run(
             conn.backlog.extend(_rest(items, queue, i))
             conn.backlog_error = error
             write(conn, out)
-            if t is Blocked:
+            if t is _BLOCKED:
                 conn._block(argv, reply)
-            elif t is Paused:
+            elif t is _PAUSED:
                 conn._hold()
             else:
                 conn._defer(reply)

@@ -172,11 +172,15 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
 @register(HSET)
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     pairs = op[1]
-    h = db.data.get(key)
+    h: dict[bytes, bytes] | None = db.data.get(key)  # typed: C dict calls when compiled
     if h is None:
         h = {}
         db.data[key] = h
         undo: Undo = CREATED
+    elif len(pairs) == 1:  # HSET key field value: the undo of the loop below, directly
+        f = pairs[0][0]
+        was = h.get(f)
+        undo = ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -186,12 +190,14 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
         if olds:
             u.append((HSET, olds))
         undo = tuple(u)
+    limits = LIMITS
+    most = limits.hash_value
+    longer = False  # a field or value past hash-max-listpack-value
     for f, v in pairs:
         h[f] = v
-    if type(h) is dict and (
-        len(h) > LIMITS.hash_entries
-        or any(len(f) > LIMITS.hash_value or len(v) > LIMITS.hash_value for f, v in pairs)
-    ):
+        if len(f) > most or len(v) > most:
+            longer = True
+    if type(h) is dict and (longer or len(h) > limits.hash_entries):
         db.data[key] = HashTable(h)
     return undo
 

@@ -606,6 +606,16 @@ def test_object_address_follows_redis_objects(ddiff: Differ) -> None:
         ("DECR", "foo"),
     )
     assert kept == [True, True, True, False]
+    # INCRBYFLOAT writes a string Redis does not change in place: the INCR after it
+    # makes a new object, and the next one changes that in place again.
+    kept = same_on_both(
+        ("SET", "foo", "20000"),
+        ("INCR", "foo"),
+        ("INCRBYFLOAT", "foo", "1"),
+        ("INCR", "foo"),
+        ("INCR", "foo"),
+    )
+    assert kept == [True, False, False, True, False]
     kept = same_on_both(("SET", "foo", "7"), ("INCR", "foo"), ("SET", "bar", "8"))
     assert kept == [False, True, True]  # 7 and 8 are shared objects, whoever holds them
     ddiff.check("OBJECT", "REFCOUNT", "foo")

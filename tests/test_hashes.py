@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from store.ops import HDEL, HSET, apply_op
+from store.values import HashTable
 from tests.conftest import Differ
+from tests.helpers import make_session
 from tests.resp_client import RawClient, parse
 
 LISTPACK_MAX = 512  # Redis 7.0's built-in hash-max-listpack-entries
@@ -491,3 +494,26 @@ def test_hrandfield_random(diff: Differ) -> None:
             picked.update(strings(parse(diff.ours.call("HRANDFIELD", key, "-50"))))
         if n == 10:
             assert picked == set(members)
+
+
+def test_one_pair_hset_undo_restores_the_hash() -> None:
+    """HSET of one field builds its undo without the loop over pairs (store.ops): on a
+    new field, an existing one (same or another value), in a small and a big hash,
+    the undo is the one the loop builds, and rolling back restores the hash."""
+    s, _ = make_session(1)
+    db = s.db
+    small = {b"f": b"1", b"g": b"2"}
+    big = HashTable({b"f%d" % i: b"%d" % i for i in range(1000)})
+    for start in (small, big):
+        for field, value in ((b"new", b"x"), (b"f", b"1"), (b"f", b"changed"), (b"f7", b"y")):
+            db.data[b"h"] = type(start)(start)
+            before = dict(db.data[b"h"])
+            undo = apply_op(db, b"h", (HSET, ((field, value),)))
+            expected = (
+                ((HSET, ((field, before[field]),)),) if field in before else ((HDEL, (field,)),)
+            )
+            assert undo == expected
+            assert db.data[b"h"][field] == value
+            for u in reversed(undo):
+                apply_op(db, b"h", u)
+            assert dict(db.data[b"h"]) == before

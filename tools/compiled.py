@@ -148,6 +148,9 @@ def build() -> None:
     from setuptools import setup
 
     out = Path(tempfile.mkdtemp(prefix="native-", dir=ROOT / "build"))
+    # The sources' hashes as they are compiled: a source edited during the build
+    # leaves the build stale (pure Python runs), never passing for the new source.
+    hashes = wanted()
     try:
         old = Path.cwd()
         os.chdir(ROOT)
@@ -179,7 +182,7 @@ def build() -> None:
         built = sorted(str(p.relative_to(lib)) for p in lib.rglob("*.so"))
         if len(built) != len(MODULES) + 1:
             raise SystemExit(f"mypyc built {len(built)} libraries, expected {len(MODULES) + 1}")
-        (lib / "manifest.json").write_text(json.dumps(wanted(), indent=1, sort_keys=True))
+        (lib / "manifest.json").write_text(json.dumps(hashes, indent=1, sort_keys=True))
         shutil.rmtree(BUILD, ignore_errors=True)
         shutil.move(str(lib), BUILD)
     finally:
