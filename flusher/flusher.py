@@ -190,14 +190,19 @@ class Flusher:
     def batch_started(self) -> None:
         """`raw` has just received its first record: encode at the end of this pass
         of the event loop."""
-        loop = self._loop
-        if loop is not None and threading.get_ident() == self._loop_thread and loop.is_running():
-            loop.call_soon(self.encode_pending)
-            return
         try:
-            asyncio.get_running_loop().call_soon(self.encode_pending)
+            self._call_soon(self.encode_pending)
         except RuntimeError:  # no event loop (tools, tests): at once
             self.encode_pending()
+
+    def _call_soon(self, fn: Callable[[], None]) -> None:
+        """Run `fn` at the end of this pass of the running event loop: the loop `start`
+        saved when called in its thread while it runs (asyncio.get_running_loop() would
+        call getpid(), a system call, per batch); RuntimeError without a running loop."""
+        loop = self._loop
+        if loop is None or threading.get_ident() != self._loop_thread or not loop.is_running():
+            loop = asyncio.get_running_loop()
+        loop.call_soon(fn)
 
     @property
     def last_lsn(self) -> int:
@@ -280,7 +285,7 @@ class Flusher:
             # Its record is in no PUT yet: one PUT for every write of this pass of
             # the event loop, started at its end (`_kick`), not one per writer.
             self._kicked = True
-            asyncio.get_running_loop().call_soon(self._kick)
+            self._call_soon(self._kick)
 
     def _kick(self) -> None:
         """End of a pass of the event loop in which writers began to wait: start PUTs
