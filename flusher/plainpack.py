@@ -51,15 +51,12 @@ _be_Bh: Final = struct.Struct(">Bh").pack
 _be_Bi: Final = struct.Struct(">Bi").pack
 _be_Bq: Final = struct.Struct(">Bq").pack
 _be_Bd: Final = struct.Struct(">Bd").pack
-# A record's head: its array header, then LSN (uint16 or uint32) and commit time
-# (uint64), the common widths (an LSN from 256 to 2**32 - 1, a time in ms after
-# 1970-02-19).
-_HEAD16: Final = struct.Struct(">BBHBQ").pack
-_HEAD32: Final = struct.Struct(">BBIBQ").pack
 _RECORD: Final = UpdateRecord
 
 # str -> its msgpack encoding (header and UTF-8): op and command names repeat.
 _strs: Final[dict[str, bytes]] = {}
+# An op's array header and name, by name (for the length it was last seen with).
+_op_heads: Final[dict[str, bytes]] = {}
 # A record's commands and metadata when it has one command and no metadata: the
 # command's name -> [name] and nil, encoded.
 _tails: Final[dict[str, bytes]] = {}
@@ -221,9 +218,18 @@ def _one(r: UpdateRecord, out: list[bytes]) -> int:
     n = len(opx)
     if not 0 <= d < 0x80 or len(k) >= 0x100 or not 0 < n < 16 or type(opx[0]) is not str:
         return 0
+    name = opx[0]
+    head = _op_heads.get(name)
+    if head is None or head[0] != 0x90 | n:
+        parts: list[bytes] = [_FIXARRAY[n]]
+        if not _str(name, parts):
+            return 0
+        head = b"".join(parts)
+        if len(_op_heads) < _STR_CACHE_MAX:
+            _op_heads[name] = head
     tail = _tails.get(cmd)
     if tail is None:
-        parts: list[bytes] = [_FIXARRAY[1]]
+        parts = [_FIXARRAY[1]]
         if not _str(cmd, parts):
             return 0
         parts.append(_NIL)
@@ -233,8 +239,8 @@ def _one(r: UpdateRecord, out: list[bytes]) -> int:
     out.append(_OPS_HEAD[d])
     out.append(_BIN8[len(k)])
     out.append(k)
-    out.append(_FIXARRAY[n])
-    for i in range(n):
+    out.append(head)
+    for i in range(1, n):
         if not _value(opx[i], out, 4):
             return -1
     out.append(tail)
@@ -245,16 +251,24 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
     """The records' msgpack encodings back to back, or None when one holds a value
     this module leaves to msgpack."""
     out: list[bytes] = []
+    last_t = -1
+    t_part = b""
     for r in records:
         if type(r) is _RECORD:
             lsn: int = r[0]
             t: int = r[1]
-            # (2**62 - 1 is the largest int the compiled code compares in C.)
+            # The common head: the array header, the LSN as uint16 or uint32 and the
+            # commit time as uint64 (an LSN from 256 to 2**32 - 1, a time in ms after
+            # 1970-02-19; 2**62 - 1 is the largest int compiled code compares in C).
             if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t <= 0x3FFFFFFFFFFFFFFF:
                 if lsn < 0x10000:
-                    out.append(_HEAD16(0x95, 0xCD, lsn, 0xCF, t))
+                    out.append((0x95CD0000 | lsn).to_bytes(4, "big"))
                 else:
-                    out.append(_HEAD32(0x95, 0xCE, lsn, 0xCF, t))
+                    out.append((0x95CE00000000 | lsn).to_bytes(6, "big"))
+                if t != last_t:  # encoded once per commit time: a batch's records share it
+                    last_t = t
+                    t_part = b"\xcf" + t.to_bytes(8, "big")
+                out.append(t_part)
                 done = _one(r, out)
                 if done > 0:
                     continue
