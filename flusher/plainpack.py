@@ -185,12 +185,27 @@ def _value(x: Any, out: list[bytes], depth: int) -> bool:
     return False
 
 
-def _one(r: UpdateRecord, out: list[bytes]) -> int:
-    """The rest of a record after its head when it is the common one: one op on a
-    database numbered below 128, the op a tuple of under 16 items named by a str,
-    one command, no metadata (SET, INCR, HSET, LPUSH, ZADD, ...). Written in fewer
-    parts than `_value` writes them, with the same bytes. 0 when the record is not of
-    that shape (nothing written), -1 when an op's value is left to msgpack, else 1."""
+def _fixint(x: Any) -> bytes | None:
+    """`x`'s encoding when it is an int of one byte (-32 to 127), else None."""
+    if type(x) is not int:
+        return None
+    i: int = x
+    if 0 <= i < 0x80:
+        return _POS_FIX[i]
+    if -32 <= i < 0:
+        return _NEG_FIX[i + 32]
+    return None
+
+
+def _one(r: UpdateRecord, lsn_part: bytes, t_part: bytes, out: list[bytes]) -> int:
+    """A record whose head is `lsn_part` and `t_part` when it is the common one: one
+    op on a database numbered below 128, the op a tuple of under 16 items named by a
+    str, one command, no metadata (SET, INCR, HSET, LPUSH, ZADD, ...). Written in
+    fewer parts than `_value` writes them (one for a string written: the op's name,
+    a short bytes value and nil or a small int), with the same bytes. 0 when the
+    record is not of that shape (nothing written), -1 when an op's value is left to
+    msgpack, else 1. (`b"%b..." % (...)` is one C call joining its parts when
+    compiled.)"""
     rt: tuple[Any, Any, Any, Any, Any] = r
     ops = rt[2]
     cmds = rt[3]
@@ -236,10 +251,28 @@ def _one(r: UpdateRecord, out: list[bytes]) -> int:
         tail = b"".join(parts)
         if len(_tails) < _STR_CACHE_MAX:
             _tails[cmd] = tail
-    out.append(_OPS_HEAD[d])
-    out.append(_BIN8[len(k)])
-    out.append(k)
-    out.append(head)
+    if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
+        v: bytes = opx[1]
+        w = opx[2]
+        last = _NIL if w is None else _fixint(w)
+        if last is not None:
+            out.append(
+                b"%b%b%b%b%b%b%b%b%b%b"
+                % (
+                    lsn_part,
+                    t_part,
+                    _OPS_HEAD[d],
+                    _BIN8[len(k)],
+                    k,
+                    head,
+                    _BIN8[len(v)],
+                    v,
+                    last,
+                    tail,
+                )
+            )
+            return 1
+    out.append(b"%b%b%b%b%b%b" % (lsn_part, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
     for i in range(1, n):
         if not _value(opx[i], out, 4):
             return -1
@@ -262,16 +295,17 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
             # 1970-02-19; 2**62 - 1 is the largest int compiled code compares in C).
             if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t <= 0x3FFFFFFFFFFFFFFF:
                 if lsn < 0x10000:
-                    out.append((0x95CD0000 | lsn).to_bytes(4, "big"))
+                    lsn_part = (0x95CD0000 | lsn).to_bytes(4, "big")
                 else:
-                    out.append((0x95CE00000000 | lsn).to_bytes(6, "big"))
+                    lsn_part = (0x95CE00000000 | lsn).to_bytes(6, "big")
                 if t != last_t:  # encoded once per commit time: a batch's records share it
                     last_t = t
                     t_part = b"\xcf" + t.to_bytes(8, "big")
-                out.append(t_part)
-                done = _one(r, out)
+                done = _one(r, lsn_part, t_part, out)
                 if done > 0:
                     continue
+                out.append(lsn_part)
+                out.append(t_part)
                 if done == 0 and _value(r[2], out, 1) and _value(r[3], out, 1):
                     if _value(r[4], out, 1):
                         continue

@@ -290,7 +290,7 @@ class Store:
         else:
             self.sink.append(record)
         if writer is not None:
-            writer.last_write_lsn = lsn
+            writer.last_write_lsn = lsn_o
             if not self.tables:
                 if self.default_sync:
                     writer.last_sync_lsn = lsn

@@ -81,9 +81,9 @@ RECORDS = st.builds(
 )
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(RECORDS, min_size=1, max_size=8))
-def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
+def _records_as_msgpack(records: list[UpdateRecord]) -> None:
+    """pack_records writes msgpack's bytes for `records`, or None where msgpack
+    refuses them; the codec writes msgpack's bytes either way."""
     try:
         want = b"".join(MSGPACK.pack(r) for r in records)
     except (OverflowError, ValueError, UnicodeEncodeError):
@@ -93,6 +93,12 @@ def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None
     assert encode_records(records) == want
     for r in records:
         assert encode_record(r) == MSGPACK.pack(r)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(RECORDS, min_size=1, max_size=8))
+def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
+    _records_as_msgpack(records)
 
 
 def test_what_is_not_plain_is_left_to_msgpack() -> None:
@@ -157,9 +163,4 @@ COMMON = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(COMMON, min_size=1, max_size=6))
 def test_common_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
-    try:
-        want = b"".join(MSGPACK.pack(r) for r in records)
-    except (OverflowError, ValueError, UnicodeEncodeError):
-        assert plainpack.pack_records(records) is None
-        return
-    _same(plainpack.pack_records(records), want)
+    _records_as_msgpack(records)
