@@ -37,6 +37,7 @@ _POS_FIX: Final = [bytes((i,)) for i in range(0x80)]
 _NEG_FIX: Final = [bytes((0x100 + i,)) for i in range(-32, 0)]  # index i + 32
 _UINT8: Final = [bytes((0xCC, i)) for i in range(0x100)]
 _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
+_BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
 _FALSE: Final = b"\xc2"
@@ -197,8 +198,8 @@ def _fixint(x: Any) -> bytes | None:
     return None
 
 
-def _one(r: UpdateRecord, lsn_part: bytes, t_part: bytes, out: list[bytes]) -> int:
-    """A record whose head is `lsn_part` and `t_part` when it is the common one: one
+def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes]) -> int:
+    """A record whose head is `pre`, `low` and `t_part` when it is the common one: one
     op on a database numbered below 128, the op a tuple of under 16 items named by a
     str, one command, no metadata (SET, INCR, HSET, LPUSH, ZADD, ...). Written in
     fewer parts than `_value` writes them (one for a string written: the op's name,
@@ -257,9 +258,10 @@ def _one(r: UpdateRecord, lsn_part: bytes, t_part: bytes, out: list[bytes]) -> i
         last = _NIL if w is None else _fixint(w)
         if last is not None:
             out.append(
-                b"%b%b%b%b%b%b%b%b%b%b"
+                b"%b%b%b%b%b%b%b%b%b%b%b"
                 % (
-                    lsn_part,
+                    pre,
+                    low,
                     t_part,
                     _OPS_HEAD[d],
                     _BIN8[len(k)],
@@ -272,7 +274,7 @@ def _one(r: UpdateRecord, lsn_part: bytes, t_part: bytes, out: list[bytes]) -> i
                 )
             )
             return 1
-    out.append(b"%b%b%b%b%b%b" % (lsn_part, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
+    out.append(b"%b%b%b%b%b%b%b" % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
     for i in range(1, n):
         if not _value(opx[i], out, 4):
             return -1
@@ -286,6 +288,8 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
     out: list[bytes] = []
     last_t = -1
     t_part = b""
+    last_pre = -1
+    pre_part = b""
     for r in records:
         if type(r) is _RECORD:
             lsn: int = r[0]
@@ -294,17 +298,24 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
             # commit time as uint64 (an LSN from 256 to 2**32 - 1, a time in ms after
             # 1970-02-19; 2**62 - 1 is the largest int compiled code compares in C).
             if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t <= 0x3FFFFFFFFFFFFFFF:
-                if lsn < 0x10000:
-                    lsn_part = (0x95CD0000 | lsn).to_bytes(4, "big")
-                else:
-                    lsn_part = (0x95CE00000000 | lsn).to_bytes(6, "big")
-                if t != last_t:  # encoded once per commit time: a batch's records share it
+                # The LSN's head but its low byte, and the time, are encoded once
+                # per 256 LSNs and once per commit time: a batch's records share them.
+                pre = lsn >> 8
+                if pre != last_pre:
+                    last_pre = pre
+                    if pre < 0x100:
+                        pre_part = (0x95CD00 | pre).to_bytes(3, "big")
+                    else:
+                        pre_part = (0x95CE000000 | pre).to_bytes(5, "big")
+                if t != last_t:
                     last_t = t
                     t_part = b"\xcf" + t.to_bytes(8, "big")
-                done = _one(r, lsn_part, t_part, out)
+                low = _BYTE[lsn & 0xFF]
+                done = _one(r, pre_part, low, t_part, out)
                 if done > 0:
                     continue
-                out.append(lsn_part)
+                out.append(pre_part)
+                out.append(low)
                 out.append(t_part)
                 if done == 0 and _value(r[2], out, 1) and _value(r[3], out, 1):
                     if _value(r[4], out, 1):

@@ -56,8 +56,8 @@ from store.records import Writer
 from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
+_time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
-_time: Final = time.time
 _new_tuple: Final = tuple.__new__
 _append_q: Final = array.append
 _RECORD: Final = UpdateRecord
