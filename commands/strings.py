@@ -29,6 +29,7 @@ from commands.registry import Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
 from store import now_ms
+from store.commitpath import set_string
 from store.ops import DEL, EXPIRE, KEEP_TTL, SET
 from store.values import STRING_TYPES
 
@@ -123,7 +124,7 @@ def set_generic(
 @command("set", -3, W, 1, 1, 1)
 def cmd_set(s: Session, argv: list[bytes]) -> Reply:
     if len(argv) == 3:
-        s.store.apply(s.db, argv[1], (SET, argv[2], None))
+        set_string(s.store, s.db, argv[1], argv[2])  # apply(db, key, (SET, value, None))
         return OK
     flags, expire = parse_set_options(argv, 3, True)
     return set_generic(s, "set", argv[1], argv[2], flags, expire)

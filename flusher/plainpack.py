@@ -37,6 +37,7 @@ _POS_FIX: Final = [bytes((i,)) for i in range(0x80)]
 _NEG_FIX: Final = [bytes((0x100 + i,)) for i in range(-32, 0)]  # index i + 32
 _UINT8: Final = [bytes((0xCC, i)) for i in range(0x100)]
 _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
+_BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
 _FALSE: Final = b"\xc2"
@@ -51,15 +52,17 @@ _be_Bh: Final = struct.Struct(">Bh").pack
 _be_Bi: Final = struct.Struct(">Bi").pack
 _be_Bq: Final = struct.Struct(">Bq").pack
 _be_Bd: Final = struct.Struct(">Bd").pack
-# A record's head: its array header, then LSN (uint16 or uint32) and commit time
-# (uint64), the common widths (an LSN from 256 to 2**32 - 1, a time in ms after
-# 1970-02-19).
-_HEAD16: Final = struct.Struct(">BBHBQ").pack
-_HEAD32: Final = struct.Struct(">BBIBQ").pack
 _RECORD: Final = UpdateRecord
 
 # str -> its msgpack encoding (header and UTF-8): op and command names repeat.
 _strs: Final[dict[str, bytes]] = {}
+# An op's array header and name, by name (for the length it was last seen with).
+_op_heads: Final[dict[str, bytes]] = {}
+# A record's commands and metadata when it has one command and no metadata: the
+# command's name -> [name] and nil, encoded.
+_tails: Final[dict[str, bytes]] = {}
+# A record's ops up to the key when it has one op on database i: [[i, ...
+_OPS_HEAD: Final = [bytes((0x91, 0x93, i)) for i in range(0x80)]
 
 
 def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
@@ -82,7 +85,7 @@ def _int(x: int, out: list[bytes]) -> bool:
             out.append(_POS_FIX[x])
         elif _sized(x, _UINT8, 0xCD, 0xCE, out):
             pass
-        elif x < 0x4000000000000000 or x < 0x10000000000000000:  # the first: a C compare
+        elif x <= 0x3FFFFFFFFFFFFFFF or x < 0x10000000000000000:  # the first: a C compare
             out.append(_be_BQ(0xCF, x))
         else:
             return False
@@ -183,21 +186,140 @@ def _value(x: Any, out: list[bytes], depth: int) -> bool:
     return False
 
 
+def _fixint(x: Any) -> bytes | None:
+    """`x`'s encoding when it is an int of one byte (-32 to 127), else None."""
+    if type(x) is not int:
+        return None
+    i: int = x
+    if 0 <= i < 0x80:
+        return _POS_FIX[i]
+    if -32 <= i < 0:
+        return _NEG_FIX[i + 32]
+    return None
+
+
+def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes]) -> int:
+    """A record whose head is `pre`, `low` and `t_part` when it is the common one: one
+    op on a database numbered below 128, the op a tuple of under 16 items named by a
+    str, one command, no metadata (SET, INCR, HSET, LPUSH, ZADD, ...). Written in
+    fewer parts than `_value` writes them (one for a string written: the op's name,
+    a short bytes value and nil or a small int), with the same bytes. 0 when the
+    record is not of that shape (nothing written), -1 when an op's value is left to
+    msgpack, else 1. (`b"%b..." % (...)` is one C call joining its parts when
+    compiled.)"""
+    rt: tuple[Any, Any, Any, Any, Any] = r
+    ops = rt[2]
+    cmds = rt[3]
+    if type(ops) is not tuple or type(cmds) is not tuple or rt[4] is not None:
+        return 0
+    opt: tuple[Any, ...] = ops
+    cmdt: tuple[Any, ...] = cmds
+    if len(opt) != 1 or len(cmdt) != 1:
+        return 0
+    one = opt[0]
+    cmd = cmdt[0]
+    if type(one) is not tuple or type(cmd) is not str:
+        return 0
+    onet: tuple[Any, ...] = one
+    if len(onet) != 3:
+        return 0
+    dbi = onet[0]
+    key = onet[1]
+    op = onet[2]
+    if type(dbi) is not int or type(key) is not bytes or type(op) is not tuple:
+        return 0
+    d: int = dbi
+    k: bytes = key
+    opx: tuple[Any, ...] = op
+    n = len(opx)
+    if not 0 <= d < 0x80 or len(k) >= 0x100 or not 0 < n < 16 or type(opx[0]) is not str:
+        return 0
+    name = opx[0]
+    head = _op_heads.get(name)
+    if head is None or head[0] != 0x90 | n:
+        parts: list[bytes] = [_FIXARRAY[n]]
+        if not _str(name, parts):
+            return 0
+        head = b"".join(parts)
+        if len(_op_heads) < _STR_CACHE_MAX:
+            _op_heads[name] = head
+    tail = _tails.get(cmd)
+    if tail is None:
+        parts = [_FIXARRAY[1]]
+        if not _str(cmd, parts):
+            return 0
+        parts.append(_NIL)
+        tail = b"".join(parts)
+        if len(_tails) < _STR_CACHE_MAX:
+            _tails[cmd] = tail
+    if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
+        v: bytes = opx[1]
+        w = opx[2]
+        last = _NIL if w is None else _fixint(w)
+        if last is not None:
+            out.append(
+                b"%b%b%b%b%b%b%b%b%b%b%b"
+                % (
+                    pre,
+                    low,
+                    t_part,
+                    _OPS_HEAD[d],
+                    _BIN8[len(k)],
+                    k,
+                    head,
+                    _BIN8[len(v)],
+                    v,
+                    last,
+                    tail,
+                )
+            )
+            return 1
+    out.append(b"%b%b%b%b%b%b%b" % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
+    for i in range(1, n):
+        if not _value(opx[i], out, 4):
+            return -1
+    out.append(tail)
+    return 1
+
+
 def pack_records(records: list[UpdateRecord]) -> bytes | None:
     """The records' msgpack encodings back to back, or None when one holds a value
     this module leaves to msgpack."""
     out: list[bytes] = []
+    last_t = -1
+    t_part = b""
+    last_pre = -1
+    pre_part = b""
     for r in records:
         if type(r) is _RECORD:
             lsn: int = r[0]
             t: int = r[1]
-            if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t < 0x4000000000000000:
-                if lsn < 0x10000:
-                    out.append(_HEAD16(0x95, 0xCD, lsn, 0xCF, t))
-                else:
-                    out.append(_HEAD32(0x95, 0xCE, lsn, 0xCF, t))
-                if _value(r[2], out, 1) and _value(r[3], out, 1) and _value(r[4], out, 1):
+            # The common head: the array header, the LSN as uint16 or uint32 and the
+            # commit time as uint64 (an LSN from 256 to 2**32 - 1, a time in ms after
+            # 1970-02-19; 2**62 - 1 is the largest int compiled code compares in C).
+            if 0x100 <= lsn < 0x100000000 and 0x100000000 <= t <= 0x3FFFFFFFFFFFFFFF:
+                # The LSN's head but its low byte, and the time, are encoded once
+                # per 256 LSNs and once per commit time: a batch's records share them.
+                pre = lsn >> 8
+                if pre != last_pre:
+                    last_pre = pre
+                    if pre < 0x100:
+                        pre_part = (0x95CD00 | pre).to_bytes(3, "big")
+                    else:
+                        pre_part = (0x95CE000000 | pre).to_bytes(5, "big")
+                if t != last_t:
+                    last_t = t
+                    t_part = b"\xcf" + t.to_bytes(8, "big")
+                low = _BYTE[lsn & 0xFF]
+                done = _one(r, pre_part, low, t_part, out)
+                if done > 0:
                     continue
+                out.append(pre_part)
+                out.append(low)
+                out.append(t_part)
+                if done == 0 and _value(r[2], out, 1) and _value(r[3], out, 1):
+                    if _value(r[4], out, 1):
+                        continue
                 return None
         if not _value(r, out, 0):
             return None

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from store.chains import VersionEntry, _entry_lsn
 
-ENTRY_BYTES = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
+ENTRY_BYTES: Final = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
 # ... whose undo restores a string (its bytes are counted besides).
-REPLACED_STRING_BYTES = ENTRY_BYTES + 33
-PACKED_BYTES = 40  # a key's packed creating version: one int in the chains dict
-ITEM_BYTES = 64  # one field, member or item of a collection in an undo or a copy
-BUCKET_BITS = 6
-BUCKET = 1 << BUCKET_BITS
+REPLACED_STRING_BYTES: Final = ENTRY_BYTES + 33
+PACKED_BYTES: Final = 40  # a key's packed creating version: one int in the chains dict
+ITEM_BYTES: Final = 64  # one field, member or item of a collection in an undo or a copy
+BUCKET_BITS: Final = 6
+BUCKET: Final = 1 << BUCKET_BITS
 
 
 def payload_bytes(x: Any) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from store.chains import Chains
+from store.ops import lookup
 
 _time = time.time
 
@@ -114,7 +115,7 @@ class Database:
     def get(self, key: bytes) -> Any:
         """The live value, or None; an expired key is removed on the way (lazy expiry).
         A read: the key's last access time becomes now."""
-        v = self.data.get(key)
+        v = lookup(self.data, key)
         if v is not None:
             self.atime[key] = LRU_CLOCK
             if self.expires:
@@ -124,7 +125,7 @@ class Database:
     def peek(self, key: bytes) -> Any:
         """`get` without counting as an access (TTL, TYPE, EXISTS, OBJECT: Redis'
         LOOKUP_NOTOUCH)."""
-        v = self.data.get(key)
+        v = lookup(self.data, key)
         if v is not None and self.expires:
             return self.unexpired(key, v, self.expires.get(key))
         return v

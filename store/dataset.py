@@ -22,7 +22,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import APPLY, Op, Undo
+from store.ops import APPLY, Op, Undo, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -105,11 +105,11 @@ def _weight(db: Database, key: bytes, v: Any) -> int:
 def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     """`store.ops.apply_op`, keeping `db.used` (see the module docstring)."""
     data = db.data
-    old = data.get(key)
+    old = lookup(data, key)
     # A string value is immutable: it can be weighed after the op.
     before = -1 if old is None or type(old) is bytes else _weight(db, key, old)
     undo = APPLY[op[0]](db, key, op)
-    new = data.get(key)
+    new = lookup(data, key)
     if before < 0 and type(new) is bytes:  # a string written over a string or nothing
         if old is None:
             db.used += STRING_KEY_BYTES + len(key) + len(new)

@@ -23,16 +23,10 @@ import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from store import bulkreplay, dataset, image, windex
-from store.accounting import (
-    PACKED_BYTES,
-    REPLACED_STRING_BYTES,
-    HistoryMemory,
-    chain_bytes,
-    entry_bytes,
-)
+from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes, entry_bytes
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
@@ -44,6 +38,7 @@ from store.chains import _entry_lsn as _entry_lsn
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
+from store.commitpath import version_one
 from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
@@ -61,8 +56,11 @@ from store.records import Writer
 from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
-_time = time.time
-_new_tuple = tuple.__new__
+_time = time.time  # not Final: tests set the commit clock through it
+# Final: the compiled build keeps these in C statics, not the module's dict.
+_new_tuple: Final = tuple.__new__
+_append_q: Final = array.append
+_RECORD: Final = UpdateRecord
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP = 64
@@ -259,25 +257,31 @@ class Store:
             if t < self.last_time_ms:
                 t = self.last_time_ms
         self.last_time_ms = t
+        # Boxed once: the entry, the record and the index take the same objects.
+        lsn_o: Any = lsn
+        t_o: Any = t
         if len(pending) == 1:
-            dbi, key, op, _undo, cmd = pending[0]
+            dbi, key, op, undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
             cmds: tuple[str, ...] = (cmd,)
-            self.index_keys.append(key if dbi == 0 and key is not None else windex.entry(ops))
+            common = key is not None and type(dbi) is int and not dbi
+            self.index_keys.append(key if common else windex.entry(ops))
+            if key is None or not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
+                self._version(pending, lsn_o, t_o, meta)
         else:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
             self.index_keys.append(windex.entry(ops))
             self._index_many += len(ops)
-        self._version(pending, lsn, t, meta)
-        self.index_lsns.append(lsn)
-        self.index_times.append(t)
+            self._version(pending, lsn_o, t_o, meta)
+        _append_q(self.index_lsns, lsn_o)
+        _append_q(self.index_times, t_o)
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
             # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
             self._index_many = 0
             self.bound_index()
         # tuple.__new__: the record without the named tuple's Python-level __new__.
-        record: UpdateRecord = _new_tuple(UpdateRecord, (lsn, t, ops, cmds, meta))
+        record: UpdateRecord = _new_tuple(_RECORD, (lsn_o, t_o, ops, cmds, meta))
         direct = self.sink_batch
         if direct is not None and direct[0] is self.sink:
             direct[1].append(record)
@@ -286,7 +290,7 @@ class Store:
         else:
             self.sink.append(record)
         if writer is not None:
-            writer.last_write_lsn = lsn
+            writer.last_write_lsn = lsn_o
             if not self.tables:
                 if self.default_sync:
                     writer.last_sync_lsn = lsn
@@ -318,7 +322,7 @@ class Store:
         dbs = self.dbs
         tables = self.tables
         for dbi, key, _op, undo, cmd in pending:
-            if key is None:
+            if key is None or version_one(self, dbi, key, undo, cmd, lsn, t, meta):
                 continue
             keep = self.history
             every = self.snapshot_every
@@ -360,30 +364,14 @@ class Store:
                     snap = (copy_value(v), db.expires.get(key))
             entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
             chain.append(entry)
-            # entry_bytes' common case (a replaced string) inline: no call per write.
-            u = undo[0] if len(undo) == 1 and snap is None else None
-            if (
-                u is not None
-                and len(u) == 3
-                and type(u[1]) is bytes
-                and (u[2] is None or type(u[2]) is int)
-            ):
-                size = REPLACED_STRING_BYTES + len(u[1])
-            else:
-                size = entry_bytes(entry)
+            size = entry_bytes(entry)
             if type(dbi) is int:
                 mem.main_bytes += size
                 mem.main_versions += 1
             else:
                 mem.add(dbi, size)
             if keep.kind == "versions":
-                n = len(chain)
-                if n > 2 * keep.limit:
-                    # A chain a pin stopped trimming waits TRIM_STEP versions (a
-                    # stale mark, more than a step ahead, is ignored).
-                    due = db.trim_next.get(key, 0)
-                    if n >= due or due - n > TRIM_STEP:
-                        self._trim(db, key, chain, n - keep.limit)
+                self.trim_versions(db, key, chain, keep.limit)
             elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
                 n = len(chain)
                 due = db.trim_next.get(key, 0)
@@ -392,6 +380,16 @@ class Store:
                     # window are a prefix (the newest version always stays).
                     old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
                     self._trim(db, key, chain, old)
+
+    def trim_versions(self, db: Database, key: bytes, chain: list[Any], limit: int) -> None:
+        """`versions:limit` retention after a write: a chain is cut back to `limit`
+        once it reaches twice that; one a pin stopped trimming waits TRIM_STEP
+        versions (a stale mark, more than a step ahead, is ignored)."""
+        n = len(chain)
+        if n > 2 * limit:
+            due = db.trim_next.get(key, 0)
+            if n >= due or due - n > TRIM_STEP:
+                self._trim(db, key, chain, n - limit)
 
     def _trim(self, db: Database, key: bytes, chain: list[VersionEntry], cut: int) -> None:
         """Drop chain[:cut], keeping every version newer than the oldest snapshot or

@@ -14,8 +14,8 @@ object.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Final
 
 from store.values import (
     LIMITS,
@@ -32,34 +32,34 @@ if TYPE_CHECKING:
 Op = tuple[Any, ...]
 Undo = tuple[Op, ...]
 
-KEEP_TTL = -1  # ("set", value, KEEP_TTL) leaves the key's expiry as it was
+KEEP_TTL: Final = -1  # ("set", value, KEEP_TTL) leaves the key's expiry as it was
 
-# Op names.
-SET = "set"  # (SET, value, ttl): ttl is an absolute ms time, None (persist) or KEEP_TTL
-RESTORE = "restore"  # (RESTORE, value | None, expire_ms | None): exact prior state
-DEL = "del"  # (DEL,)
-EXPIRE = "expire"  # (EXPIRE, at_ms | None)
-HSET = "hset"  # (HSET, ((field, value), ...))
-HDEL = "hdel"  # (HDEL, (field, ...))
-LPUSH = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
-RPUSH = "rpush"  # (RPUSH, (item, ...))
-LPOP = "lpop"  # (LPOP, count)
-RPOP = "rpop"  # (RPOP, count)
-LSET = "lset"  # (LSET, index, value)
-SADD = "sadd"  # (SADD, (member, ...))
-SREM = "srem"  # (SREM, (member, ...))
-ZADD = "zadd"  # (ZADD, ((member, score), ...))
-ZREM = "zrem"  # (ZREM, (member, ...))
+# Op names (Final: the compiled build inlines them, no module-dict lookup).
+SET: Final = "set"  # (SET, value, ttl): ttl is an absolute ms time, None (persist) or KEEP_TTL
+RESTORE: Final = "restore"  # (RESTORE, value | None, expire_ms | None): exact prior state
+DEL: Final = "del"  # (DEL,)
+EXPIRE: Final = "expire"  # (EXPIRE, at_ms | None)
+HSET: Final = "hset"  # (HSET, ((field, value), ...))
+HDEL: Final = "hdel"  # (HDEL, (field, ...))
+LPUSH: Final = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
+RPUSH: Final = "rpush"  # (RPUSH, (item, ...))
+LPOP: Final = "lpop"  # (LPOP, count)
+RPOP: Final = "rpop"  # (RPOP, count)
+LSET: Final = "lset"  # (LSET, index, value)
+SADD: Final = "sadd"  # (SADD, (member, ...))
+SREM: Final = "srem"  # (SREM, (member, ...))
+ZADD: Final = "zadd"  # (ZADD, ((member, score), ...))
+ZREM: Final = "zrem"  # (ZREM, (member, ...))
 # (SETRANGE, offset, data, length): the string resized to `length` (zero padded or cut),
 # then `data` written at `offset`; a bitmap or HyperLogLog write carries only the bytes
 # it changed.
-SETRANGE = "setrange"
+SETRANGE: Final = "setrange"
 
 # The undo of creating a key (shared: most keys' first version holds it).
-CREATED: Undo = ((RESTORE, None, None),)
+CREATED: Final[Undo] = ((RESTORE, None, None),)
 
 ApplyFn = Callable[["Database", bytes, Op], Undo]
-APPLY: dict[str, ApplyFn] = {}
+APPLY: Final[dict[str, ApplyFn]] = {}  # Final: a C static in the compiled build
 
 
 def register(name: str) -> Callable[[ApplyFn], ApplyFn]:
@@ -70,6 +70,15 @@ def register(name: str) -> Callable[[ApplyFn], ApplyFn]:
         return fn
 
     return deco
+
+
+def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
+    """`data.get(key)`: a C call in the compiled build when `data` is a plain dict (a
+    main-line database's), instead of a method looked up by name."""
+    if type(data) is dict:
+        d: dict[bytes, Any] = data
+        return d.get(key)
+    return data.get(key)
 
 
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:
@@ -98,7 +107,7 @@ def _drop(db: Database, key: bytes) -> None:
 def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
     data = db.data
     expires = db.expires
-    old = data.get(key)
+    old = lookup(data, key)
     oldexp = expires.get(key) if db.overlay or expires else None
     value = op[1]
     data[key] = value if type(value) is bytes else copy_value(value)
@@ -172,7 +181,7 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
 @register(HSET)
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     pairs = op[1]
-    h: dict[bytes, bytes] | None = db.data.get(key)  # typed: C dict calls when compiled
+    h: dict[bytes, bytes] | None = lookup(db.data, key)  # typed: C dict calls when compiled
     if h is None:
         h = {}
         db.data[key] = h
@@ -215,7 +224,7 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
 
 
 def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
-    lst = db.data.get(key)
+    lst = lookup(db.data, key)
     items = op[1]
     if lst is None:
         lst = deque()
@@ -304,7 +313,7 @@ def _apply_srem(db: Database, key: bytes, op: Op) -> Undo:
 
 @register(ZADD)
 def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
-    z = db.data.get(key)
+    z = lookup(db.data, key)
     if z is None:
         z = ZSet()
         db.data[key] = z

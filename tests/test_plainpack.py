@@ -81,9 +81,9 @@ RECORDS = st.builds(
 )
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(RECORDS, min_size=1, max_size=8))
-def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
+def _records_as_msgpack(records: list[UpdateRecord]) -> None:
+    """pack_records writes msgpack's bytes for `records`, or None where msgpack
+    refuses them; the codec writes msgpack's bytes either way."""
     try:
         want = b"".join(MSGPACK.pack(r) for r in records)
     except (OverflowError, ValueError, UnicodeEncodeError):
@@ -93,6 +93,12 @@ def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None
     assert encode_records(records) == want
     for r in records:
         assert encode_record(r) == MSGPACK.pack(r)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(RECORDS, min_size=1, max_size=8))
+def test_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
+    _records_as_msgpack(records)
 
 
 def test_what_is_not_plain_is_left_to_msgpack() -> None:
@@ -130,3 +136,31 @@ def test_the_codec_uses_it_when_compiled() -> None:
     assert codec._OWN_PLAIN is plainpack.COMPILED
     r = UpdateRecord(700, 1_790_000_000_000, ((0, b"k", ("set", b"v", None)),), ("set",), None)
     _same(encode_records([r, r]), MSGPACK.pack(r) * 2)
+
+
+# The common record (`plainpack._one`): one op on a small database, one command, no
+# metadata, a head in the fast widths; with the edges of its shape around it (a
+# database past 127, a key of 256 bytes, an op of 16 items, no op name, metadata).
+ONE_OP = st.tuples(
+    st.one_of(st.integers(0, 127), st.sampled_from([128, 2**40, -1])),
+    st.one_of(st.binary(max_size=40), st.sampled_from([b"k" * 255, b"k" * 256])),
+    st.one_of(
+        st.tuples(STRS).map(tuple),
+        st.builds(lambda name, rest: (name, *rest), STRS, st.lists(VALUES, max_size=4)),
+        st.lists(VALUES, min_size=15, max_size=17).map(tuple),
+    ),
+)
+COMMON = st.builds(
+    UpdateRecord,
+    st.integers(0x100, 2**32 - 1),
+    st.integers(2**32, 2**62 - 1),
+    ONE_OP.map(lambda op: (op,)),
+    STRS.map(lambda s: (s,)),
+    st.none() | write_metas(2**40, 8),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(COMMON, min_size=1, max_size=6))
+def test_common_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
+    _records_as_msgpack(records)

@@ -67,6 +67,7 @@ MODULES = [
     "store/branches.py",
     "store/bulkreplay.py",
     "store/chains.py",
+    "store/commitpath.py",
     "store/database.py",
     "store/dataset.py",
     "store/image.py",

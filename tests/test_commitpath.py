@@ -1,0 +1,134 @@
+"""store.commitpath's straight-line commit cases store and count exactly what the
+general code does: the same records, version chains, history counts and dataset
+sizes, whether or not the fast path takes a write.
+
+The reference run turns the fast paths off by replacing the names the callers look
+up (`store.keyspace.version_one`, `commands.strings.set_string`): that compares the
+two paths where the code runs as Python (the fast subset CI runs pure); in the
+compiled build the callers are bound in C, both runs take the same path, and the
+test still holds each run to a recount of its history from scratch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commands import strings
+from store import Store, keyspace
+from store.commitpath import set_string
+from store.ops import SET
+from tests.helpers import ListSink, make_session, run
+
+WORKLOAD = st.lists(
+    st.tuples(
+        st.sampled_from(["set", "setex", "incr", "hset", "lpush", "del", "multi", "expire"]),
+        st.integers(0, 3),
+        st.binary(max_size=12),
+    ),
+    max_size=80,
+)
+
+
+def _general_set(store: Store, db: Any, key: bytes, value: bytes) -> None:
+    store.apply(db, key, (SET, value, None))
+
+
+def _state(store: Store, sink: ListSink) -> dict[str, Any]:
+    chains = {
+        (db.index, key): [(e.lsn, *e[2:]) for e in chain]  # times differ between runs
+        for db in store.dbs
+        for key, chain in db.chains.items()
+    }
+    mem = store.mem
+    return {
+        "records": [(r.lsn, r.ops, r.cmds, r.meta) for r in sink.records],
+        "chains": chains,
+        "mem": (mem.main_bytes, mem.main_versions),
+        "used": [db.used for db in store.dbs],
+        "data": [dict(db.data) for db in store.dbs],
+        "expires": [dict(db.expires) for db in store.dbs],
+    }
+
+
+def _play(workload: list[tuple[str, int, bytes]], history: str) -> dict[str, Any]:
+    s, sink = make_session(databases=2, history=history)
+    s.store.snapshot_every = 4  # full copies in the way of some writes
+    for verb, n, value in workload:
+        key = f"k{n}"
+        if verb == "set":
+            run(s, "SET", key, value)
+        elif verb == "setex":
+            run(s, "SET", key, value, "PXAT", "99999999999999")
+        elif verb == "incr":
+            run(s, "INCR", f"c{n}")
+        elif verb == "hset":
+            run(s, "HSET", key, "f", value)
+        elif verb == "lpush":
+            run(s, "LPUSH", key, value)
+        elif verb == "del":
+            run(s, "DEL", key)
+        elif verb == "expire":
+            run(s, "PEXPIREAT", key, "99999999999999")
+        else:
+            run(s, "MULTI")
+            run(s, "SET", key, value)
+            run(s, "SET", key, value + b"x")
+            run(s, "EXEC")
+        run(s, "SET", "hot", value)  # a chain that reaches its trimming point
+    store = s.store
+    fresh = store.history_recount()
+    assert (store.mem.main_bytes, store.mem.main_versions) == (
+        fresh.main_bytes,
+        fresh.main_versions,
+    )
+    return _state(store, sink)
+
+
+@pytest.mark.parametrize("history", ["versions:3", "all", "ms:600000"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=WORKLOAD)
+def test_fast_paths_store_what_the_general_path_stores(
+    history: str, workload: list[tuple[str, int, bytes]]
+) -> None:
+    fast = _play(workload, history)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(keyspace, "version_one", lambda *_a: False)
+        mp.setattr(strings, "set_string", _general_set)
+        general = _play(workload, history)
+    assert fast == general
+
+
+def test_set_string_over_each_kind_of_old_value() -> None:
+    """Over nothing, a string, a string with an expiry and a collection: the op,
+    undo and size `apply` would have given."""
+    olds = (
+        [],
+        ["SET", "k", "old"],
+        ["SET", "k", "old", "PXAT", "99999999999999"],
+        ["LPUSH", "k", "a"],
+    )
+    for prepare in olds:
+        results = []
+        for fast in (True, False):
+            s, _sink = make_session(databases=1)
+            if prepare:
+                run(s, *prepare)
+            store = s.store
+            store.begin("set", s)
+            if fast:
+                set_string(store, s.db, b"k", b"new")
+            else:
+                _general_set(store, s.db, b"k", b"new")
+            results.append(
+                (
+                    list(store.pending),
+                    s.db.used,
+                    dict(s.db.data),
+                    dict(s.db.expires),
+                )
+            )
+            store.commit()
+        assert results[0] == results[1], prepare
