@@ -131,10 +131,6 @@ def _plain(b: bytes, p: i64) -> tuple[i64, i64, i64, i64, i64, i64, i64, i64, i6
         return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
 
 
-def _same(b: bytes, s1: i64, s2: i64, n: i64) -> bool:
-    return all(b[s1 + i] == b[s2 + i] for i in range(n))
-
-
 class BodyRecords:
     """A segment body's records for replay: an iterator of the codec's rows (the
     fields of `UpdateRecord` in order), which can also give the plain SET records
@@ -187,7 +183,10 @@ class BodyRecords:
             run = PlainRun(dbi, b[cs:ce].decode())
         except UnicodeDecodeError:
             return None
-        keys, values = run.keys, run.values
+        w: i64 = want
+        # Filled by index (no append per record), cut to the run's length after.
+        keys: list[bytes] = [b""] * w
+        values: list[bytes] = [b""] * w
         clen = ce - cs
         cmd0 = cs
         prev_t = t
@@ -195,11 +194,14 @@ class BodyRecords:
         nbytes: i64 = 0
         packed: list[bytes] = []  # the times, one piece per batch
         same: i64 = 0  # records with the time `prev_t`, not packed yet
-        while n < want:
+        while n < w:
             end, lsn, t, d, ks, ke, vs, ve, cs, ce = _plain(b, p)
             if end == _NOT or lsn != exp + n or d != dbi or ce - cs != clen:
                 break
-            if not _same(b, cs, cmd0, clen):
+            i: i64 = 0  # the same command's name
+            while i < clen and b[cs + i] == b[cmd0 + i]:
+                i += 1
+            if i < clen:
                 break
             if t != prev_t:  # records of one batch share their time: packed once
                 if same:
@@ -207,12 +209,17 @@ class BodyRecords:
                 prev_t = t
                 same = 0
             same += 1
-            keys.append(b[ks:ke])
-            values.append(b[vs:ve])
+            keys[n] = b[ks:ke]
+            values[n] = b[vs:ve]
             nbytes += ke - ks + ve - vs
             n += 1
             p = end
         self.pos = p
+        if n < w:
+            del keys[n:]
+            del values[n:]
+        run.keys = keys
+        run.values = values
         if same:
             packed.append(_TIME.pack(prev_t) * same)
         run.time_bytes = b"".join(packed)
