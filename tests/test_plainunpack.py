@@ -231,3 +231,29 @@ def test_a_run_setting_a_new_key_twice_is_applied_one_by_one() -> None:
     assert store.dbs[0].data == {} and store.lsn == 0 and len(store.index_lsns) == 0
     assert apply_run(store, 0, keys[:2], values[:2], lsn_bytes(5, 2), 6, 4, "set", 1)
     assert store.dbs[0].data == {b"x": b"1", b"y": b"2"} and list(store.index_lsns) == [1, 2]
+
+
+def test_rows_and_runs_take_turns_from_any_position() -> None:
+    """The unpacker is made at the first record that needs it and catches up
+    over the runs walked since: iterating, taking runs and taking rows in any
+    order gives the body's records once each, in order."""
+    records = _records(5, 400)
+    body = _body(records, random.Random(5))
+    want = list(decode_records(body).rows)
+    assert list(BodyRecords(body)) == want
+    rng = random.Random(5)
+    for _ in range(20):
+        rows = BodyRecords(body)
+        got: list[Any] = []
+        while len(got) < len(want):
+            how = rng.choice(["next", "run", "rows"])
+            if how == "next":
+                got.append(next(rows))
+            elif how == "run":
+                plain = rows.plain_run(len(got) + 1, rng.choice([1, 3, 256]))
+                if plain is not None:
+                    got.extend(plain.rows(len(got) + 1))
+            else:
+                got.extend(rows.take_rows(rng.choice([1, 4, 50]), rng.random() < 0.5))
+        assert got == want
+        assert rows.take_rows(5, False) == [] and rows.plain_run(len(got) + 1, 5) is None
