@@ -50,7 +50,8 @@ class PlainRun:
         self.keys: list[bytes] = []
         self.values: list[bytes] = []
         self.nbytes = 0  # of the keys and values
-        # The times packed as the time index's array takes them (`_pack_times`).
+        # The commit times as the time index's array takes them (native `q`), one
+        # piece per batch of records sharing a time (`plain_run`).
         self.time_bytes = b""
         self.last_time = 0
 
