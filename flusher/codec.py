@@ -187,6 +187,10 @@ def _record(t: Any) -> UpdateRecord:
     return UpdateRecord(lsn, time_ms, ops, cmds, None if meta is None else WriteMeta(*meta))
 
 
+record_of_row: Callable[[Any], UpdateRecord] = _record
+"""The `UpdateRecord` of a decoded record (a row of `decode_records`)."""
+
+
 def decode_record(data: bytes) -> UpdateRecord:
     return _record(unpack(data))
 
@@ -203,8 +207,9 @@ def _unpacker(size: int) -> Any:
     )
 
 
-def fed_unpacker(body: bytes) -> Any:
-    """An unpacker of the msgpack values packed back to back in `body`, fed."""
+def fed_unpacker(body: bytes | memoryview) -> Any:
+    """An unpacker of the msgpack values packed back to back in `body`, fed (a
+    copy: a view of the part of a body still to be read is enough)."""
     unpacker = _unpacker(len(body))
     unpacker.feed(body)
     return unpacker

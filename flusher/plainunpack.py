@@ -3,11 +3,13 @@
 Most records of a log are plain SETs: `[lsn, time, [[db, key, ["set", value,
 nil]]], [cmd], nil]` (docs/storage-format.md). `BodyRecords.plain_run` walks the
 msgpack bytes of such records itself and gives a run of them as columns (keys,
-values, times), which `store.bulkreplay.apply_run` applies with C-level passes;
-msgpack would have built eleven objects per record (the record, its ops, the op,
-the names, the ints) only for replay to take them apart and free them. Every other
-record is decoded by the codec's unpacker, which walks the same body: the two take
-turns over it, so the rows and the runs are the body's records in order.
+the commit times packed), which `store.bulkreplay.apply_run` applies with C-level
+passes; msgpack would have built eleven objects per record (the record, its ops,
+the op, the names, the ints) only for replay to take them apart and free them.
+Every other record is decoded by the codec's unpacker, made at the first such
+record and fed the body from there: the two take turns over it, so the rows and
+the runs are the body's records in order, and a body of plain records is never
+copied into an unpacker.
 
 The walk pays only when compiled (tools/compiled.py): as Python, reading a record
 byte by byte is slower than msgpack's C, so `body_records` gives the codec's plain
@@ -18,12 +20,13 @@ iterator then, and replay takes the path it always had. Both give the same store
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Callable
 from typing import Any, Final
 
 from mypy_extensions import i64
 
-from flusher.codec import decode_records, fed_unpacker
+from flusher.codec import decode_records, fed_unpacker, record_of_row
 from store import native
 from store.bulkreplay import BULK_RUN, apply_run, replay_rows
 from store.keyspace import Store
@@ -46,17 +49,22 @@ class PlainRun:
         self.cmd = cmd
         self.keys: list[bytes] = []
         self.values: list[bytes] = []
-        self.times: list[Any] = []
         self.nbytes = 0  # of the keys and values
-        # The times packed as the time index's array takes them (`_pack_times`).
+        # The commit times as the time index's array takes them (native `q`), one
+        # piece per batch of records sharing a time (`plain_run`).
         self.time_bytes = b""
+        self.last_time = 0
+
+    def times(self) -> list[int]:
+        """The records' commit times."""
+        return array("q", self.time_bytes).tolist()
 
     def rows(self, first: int) -> list[Any]:
         """The run's records as the codec decodes them (LSNs from `first`)."""
         dbi, cmd = self.dbi, self.cmd
         return [
             (first + i, t, ((dbi, k, (SET, v, None)),), (cmd,), None)
-            for i, (k, v, t) in enumerate(zip(self.keys, self.values, self.times, strict=True))
+            for i, (k, v, t) in enumerate(zip(self.keys, self.values, self.times(), strict=True))
         ]
 
 
@@ -124,32 +132,49 @@ def _plain(b: bytes, p: i64) -> tuple[i64, i64, i64, i64, i64, i64, i64, i64, i6
         return _NOT, 0, 0, 0, 0, 0, 0, 0, 0, 0
 
 
-def _same(b: bytes, s1: i64, s2: i64, n: i64) -> bool:
-    return all(b[s1 + i] == b[s2 + i] for i in range(n))
-
-
 class BodyRecords:
     """A segment body's records for replay: an iterator of the codec's rows (the
     fields of `UpdateRecord` in order), which can also give the plain SET records
-    at its position as a run of columns (`plain_run`)."""
+    at its position as a run of columns (`plain_run`).
+
+    The codec's unpacker is made only when a record is not a plain SET, fed the
+    body from there on: a body of plain records is never copied into one, and a
+    run walked here is skipped over by the unpacker (`read_bytes`) only when it
+    is needed again."""
 
     def __init__(self, body: bytes) -> None:
         self.body = body
-        self.unpacker: Any = fed_unpacker(body)
+        self.pos: i64 = 0  # where the next record starts
+        self.unpacker: Any = None
+        self.base: i64 = 0  # where the unpacker's feed starts in the body
+
+    def _codec(self) -> Any:
+        """The codec's unpacker, at `pos`."""
+        u = self.unpacker
+        if u is None:
+            self.base = self.pos
+            u = self.unpacker = fed_unpacker(memoryview(self.body)[self.pos :])
+        else:
+            behind: i64 = self.pos - self.base - u.tell()
+            if behind:
+                u.read_bytes(behind)
+        return u
 
     def __iter__(self) -> BodyRecords:
         return self
 
     def __next__(self) -> Any:
-        return next(self.unpacker)
+        u = self._codec()
+        row = next(u)
+        self.pos = self.base + u.tell()
+        return row
 
     def plain_run(self, expected: int, want: int) -> PlainRun | None:
         """Up to `want` records from here if they are plain SETs with LSNs from
         `expected` on, all in one database by one command, taken; None (nothing
         taken) if the next record is not one."""
         b = self.body
-        start: i64 = self.unpacker.tell()
-        p = start
+        p = self.pos
         exp: i64 = expected
         first = _plain(b, p)
         end, lsn, t, dbi, _ks, _ke, _vs, _ve, cs, ce = first
@@ -159,38 +184,47 @@ class BodyRecords:
             run = PlainRun(dbi, b[cs:ce].decode())
         except UnicodeDecodeError:
             return None
-        keys, values, times = run.keys, run.values, run.times
+        w: i64 = want
+        # Filled by index (no append per record), cut to the run's length after.
+        keys: list[bytes] = [b""] * w
+        values: list[bytes] = [b""] * w
         clen = ce - cs
         cmd0 = cs
         prev_t = t
-        t_obj: object = t
         n: i64 = 0
         nbytes: i64 = 0
         packed: list[bytes] = []  # the times, one piece per batch
         same: i64 = 0  # records with the time `prev_t`, not packed yet
-        while n < want:
+        while n < w:
             end, lsn, t, d, ks, ke, vs, ve, cs, ce = _plain(b, p)
             if end == _NOT or lsn != exp + n or d != dbi or ce - cs != clen:
                 break
-            if not _same(b, cs, cmd0, clen):
+            i: i64 = 0  # the same command's name
+            while i < clen and b[cs + i] == b[cmd0 + i]:
+                i += 1
+            if i < clen:
                 break
-            if t != prev_t:  # records of one batch share their time: one int
+            if t != prev_t:  # records of one batch share their time: packed once
                 if same:
                     packed.append(_TIME.pack(prev_t) * same)
                 prev_t = t
-                t_obj = t
                 same = 0
             same += 1
-            keys.append(b[ks:ke])
-            values.append(b[vs:ve])
-            times.append(t_obj)
+            keys[n] = b[ks:ke]
+            values[n] = b[vs:ve]
             nbytes += ke - ks + ve - vs
             n += 1
             p = end
-        self.unpacker.read_bytes(p - start)
+        self.pos = p
+        if n < w:
+            del keys[n:]
+            del values[n:]
+        run.keys = keys
+        run.values = values
         if same:
             packed.append(_TIME.pack(prev_t) * same)
         run.time_bytes = b"".join(packed)
+        run.last_time = prev_t
         run.nbytes = nbytes
         return run
 
@@ -198,23 +232,27 @@ class BodyRecords:
         """Up to `want` records from here as the codec decodes them; with `probe`,
         only up to the next plain SET record."""
         rows: list[Any] = []
-        u = self.unpacker
+        u = self._codec()
         b = self.body
+        base = self.base
         while len(rows) < want:
             try:
                 rows.append(next(u))
             except StopIteration:
                 break
-            if probe and _plain(b, u.tell())[0] != _NOT:
+            if probe and _plain(b, base + u.tell())[0] != _NOT:
                 break
+        self.pos = base + u.tell()
         return rows
 
 
 def body_records(body: bytes) -> tuple[Any, Callable[[Any], UpdateRecord]]:
     """The records of a segment body for `replay_records`: a `BodyRecords` when
-    compiled, else the codec's rows (`decode_records`)."""
-    rows, typed = decode_records(body)
-    return (BodyRecords(body) if COMPILED else rows), typed
+    compiled (the codec's unpacker is fed only if a record needs it), else the
+    codec's rows (`decode_records`)."""
+    if COMPILED:
+        return BodyRecords(body), record_of_row
+    return decode_records(body)
 
 
 def replay_records(
@@ -242,7 +280,7 @@ def replay_records(
                 run.keys,
                 run.values,
                 run.time_bytes,
-                run.times[-1],
+                run.last_time,
                 run.nbytes,
                 run.cmd,
                 expected,

@@ -8,6 +8,7 @@ field by field, history and time index included. Both paths run on both builds
 from __future__ import annotations
 
 import random
+from array import array
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from flusher import plainunpack
 from flusher.codec import decode_records, encode_record, encode_records
 from flusher.plainunpack import BodyRecords, replay_records
 from store import Store, native
+from store.bulkreplay import BULK_RUN, apply_run, lsn_bytes
 from store.keyspace import LsnMismatch
 from store.records import UpdateRecord
 from store.values import copy_value
@@ -152,7 +154,8 @@ def test_plain_runs_are_taken_as_columns() -> None:
     plain = rows.plain_run(1, 4)
     assert plain is not None and (plain.dbi, plain.cmd) == (0, "set")
     assert plain.keys == [b"k0", b"k1", b"k2", b"k3"] and plain.values[3] == b"v3"
-    assert list(plain.times) == [r.time_ms for r in sink.records[:4]]
+    assert plain.times() == [r.time_ms for r in sink.records[:4]]
+    assert plain.last_time == sink.records[3].time_ms
     plain = rows.plain_run(5, 256)
     assert plain is not None and len(plain.keys) == 6  # up to the SET with a TTL
     assert rows.plain_run(11, 256) is None
@@ -193,3 +196,64 @@ def test_slices_leave_the_rest_for_the_next() -> None:
     assert (expected, applied) == (101, 100) and store.lsn == 100
     expected, applied = replay_records(store, rows, typed, expected, 0, 10**9)
     assert expected == records[-1].lsn + 1 and applied == len(records) - 100
+
+
+@pytest.mark.parametrize("first", [0, 1, 200, 255, 256, 123_456_789, 2**40 + 7, 2**63 - 300])
+def test_lsn_bytes_are_the_index_arrays_bytes(first: int) -> None:
+    for n in (0, 1, 2, 56, 255, BULK_RUN, BULK_RUN + 1, 1000):
+        if first + n <= 2**63:
+            want = array("q", range(first, first + n)).tobytes()
+            assert lsn_bytes(first, n) == want, (first, n)
+    assert lsn_bytes(2**63 - 1, 1) == array("q", [2**63 - 1]).tobytes()
+
+
+def test_a_run_setting_a_new_key_twice_is_applied_one_by_one() -> None:
+    """The bulk update finds the repeated key by the database's size, takes its
+    keys out again and leaves the run to one by one: the same store as the rows."""
+    s, sink = make_session(4, "all")
+    run(s, "SET", "old", "v")
+    for key in ("a", "b", "a", "c"):
+        run(s, "SET", key, key * 3)
+    body = encode_records(sink.records)
+    stores = []
+    for walk in (False, True):
+        store = Store(databases=4)
+        rows, typed = decode_records(body)
+        assert replay_records(store, BodyRecords(body) if walk else rows, typed, 1, 0, 9) == (6, 5)
+        stores.append(store)
+    assert _state(stores[1]) == _state(stores[0])
+    assert list(stores[1].dbs[0].data) == [b"old", b"a", b"b", b"c"]
+    assert stores[1].dbs[0].data[b"a"] == b"aaa"
+    # Refused by the bulk pass itself: nothing of it stays.
+    store = Store(databases=4)
+    keys, values = [b"x", b"y", b"x"], [b"1", b"2", b"3"]
+    assert not apply_run(store, 0, keys, values, lsn_bytes(5, 3), 7, 6, "set", 1)
+    assert store.dbs[0].data == {} and store.lsn == 0 and len(store.index_lsns) == 0
+    assert apply_run(store, 0, keys[:2], values[:2], lsn_bytes(5, 2), 6, 4, "set", 1)
+    assert store.dbs[0].data == {b"x": b"1", b"y": b"2"} and list(store.index_lsns) == [1, 2]
+
+
+def test_rows_and_runs_take_turns_from_any_position() -> None:
+    """The unpacker is made at the first record that needs it and catches up
+    over the runs walked since: iterating, taking runs and taking rows in any
+    order gives the body's records once each, in order."""
+    records = _records(5, 400)
+    body = _body(records, random.Random(5))
+    want = list(decode_records(body).rows)
+    assert list(BodyRecords(body)) == want
+    rng = random.Random(5)
+    for _ in range(20):
+        rows = BodyRecords(body)
+        got: list[Any] = []
+        while len(got) < len(want):
+            how = rng.choice(["next", "run", "rows"])
+            if how == "next":
+                got.append(next(rows))
+            elif how == "run":
+                plain = rows.plain_run(len(got) + 1, rng.choice([1, 3, 256]))
+                if plain is not None:
+                    got.extend(plain.rows(len(got) + 1))
+            else:
+                got.extend(rows.take_rows(rng.choice([1, 4, 50]), rng.random() < 0.5))
+        assert got == want
+        assert rows.take_rows(5, False) == [] and rows.plain_run(len(got) + 1, 5) is None
