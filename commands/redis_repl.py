@@ -42,6 +42,7 @@ from commands.session import Session
 
 REDIS_VER = b"7.0.15"
 NO_MASTER_LINK = "NOMASTERLINK Can't SYNC while not connected with my master"
+PENDING_OUTPUT = "ERR SYNC and PSYNC are invalid with pending output"
 
 
 def attach(s: Session) -> ReplStream:
@@ -154,6 +155,10 @@ def _full_sync(s: Session, psync: bool) -> Reply:
     if server.replication.is_replica:
         # As Redis while its own link is down: our replicas serve no Redis replicas.
         raise CommandError(NO_MASTER_LINK)
+    if s.batch_out:
+        # Replies to commands sent before it in the same read are not written yet
+        # (Redis' clientHasPendingReplies): the RDB would overtake them.
+        raise CommandError(PENDING_OUTPUT)
     rs = attach(s)
     rdb = snapshot(s)
     head = b"+FULLRESYNC %s %d\r\n" % (server.replid.encode(), rs.offset) if psync else b""

@@ -121,6 +121,9 @@ class Session:
         self.repl_port = 0  # REPLCONF listening-port (a replica's link)
         self.repl_ip = ""  # REPLCONF ip-address
         self.redis_replica = False  # SYNC/PSYNC made it a Redis replica (commands.redis_repl)
+        # The replies of this read's earlier commands, not yet written (the connection's
+        # batch loop sets it once per batch): SYNC and PSYNC refuse to run behind them.
+        self.batch_out: list[bytes] = []
         self.repl_woff = 0  # the Redis replication offset after its last propagated write
         self.resp = 2
         self.dbi = 0

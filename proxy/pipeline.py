@@ -139,6 +139,7 @@ def run(
     s = conn.session
     assert s is not None and conn.transport is not None
     out: list[bytes] = []
+    s.batch_out = out  # what is pending for this connection (SYNC refuses to run behind it)
     dispatcher = DISPATCHER  # its methods called directly (a C call when compiled)
     s.last_interaction = now or _wall()  # CLIENT LIST idle=
     # A list (just read) is walked by index; a deque (the backlog) is consumed.
@@ -226,7 +227,7 @@ def run(
             # the client is not reading, stop here until it drains (the rest of
             # the requests wait in the backlog, and reading is paused).
             write(conn, out)
-            out = []
+            out = s.batch_out = []
             if conn.paused:
                 conn.backlog.extendleft(reversed(_rest(items, queue, i)))
                 conn.waiting = True

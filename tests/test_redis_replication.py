@@ -502,3 +502,25 @@ def test_eviction_propagates_del(both: list[redis.Redis]) -> None:
     # Which key goes first is the LRU sample's choice: each DEL's key digit is masked.
     got = same_stream(both, run, mask=rb"(?<=asdf)([123])(?=\r\n\*)")
     assert [argv[0] for argv in got] == [b"SELECT"] + [b"SET"] * 3 + [b"DEL"] * 3 + [b"SET"]
+
+
+def test_sync_behind_unwritten_replies_is_refused_as_redis(
+    redis_dbg: ServerProcess, ts_dbg: ServerProcess
+) -> None:
+    """SYNC or PSYNC in the same read as earlier commands: their replies are not
+    written yet, so Redis refuses it (clientHasPendingReplies) rather than send the
+    RDB ahead of them; the connection stays a normal client."""
+    for command in (b"SYNC\r\n", b"PSYNC ? -1\r\n"):
+        got = []
+        for p in (redis_dbg, ts_dbg):
+            c = RawClient(p.port)
+            try:
+                c.send(b"HEXISTS nokey f\r\n" + command + b"PING\r\n")
+                got.append(b"".join(c.read_reply() for _ in range(3)))
+            finally:
+                c.close()
+        assert (
+            got[0]
+            == got[1]
+            == (b":0\r\n-ERR SYNC and PSYNC are invalid with pending output\r\n+PONG\r\n")
+        ), got
