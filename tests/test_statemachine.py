@@ -229,17 +229,20 @@ GEO_CMDS = [
     cmd("GEOSEARCHSTORE", GEO_KEYS, GEO_KEYS, "FROMLONLAT", LONS, LATS, "BYRADIUS", RADII, UNITS),
 ]
 SORTABLE = st.sampled_from(["l1", "l2", "t1", "t2", "z1", "s1", "missing"])
+SORT_BY_HASH = ("BY", "h*->f1", "GET", "#", "GET", "s*")
 SORT_CMDS = [
     cmd("SORT", SORTABLE),
     cmd("SORT", SORTABLE, "ALPHA", st.sampled_from(["ASC", "DESC"]), "LIMIT", INTS, INTS),
-    cmd("SORT", SORTABLE, "BY", "h*->f1", "GET", "#", "GET", "s*"),
+    # BY keys that compare equal (missing hashes weigh 0) keep the load order: see below.
+    cmd("SORT", st.sampled_from(["l1", "l2", "s1", "missing"]), *SORT_BY_HASH),
     cmd("SORT", SORTABLE, "BY", "nosort", "STORE", LIST_KEYS),
     cmd("SORT", SORTABLE, "ALPHA", "STORE", st.sampled_from(["l1", "l2", "s1"])),
-    # Elements whose BY keys compare equal keep the source's order: a set's order is
-    # the server's own (its hash seed), so sets are drawn in UNORDERED.
+    # Elements whose BY keys compare equal keep the order they were loaded in: a list's
+    # own, but a set's or a sorted set's is the server's (sortCommandGeneric walks a
+    # sorted set's dict, in its hash seed's order), so those are drawn in UNORDERED.
     cmd(
         "SORT_RO",
-        st.sampled_from(["l1", "l2", "z1", "s1", "missing"]),
+        st.sampled_from(["l1", "l2", "s1", "missing"]),
         *("BY", "s*", "ALPHA", st.sampled_from(["ASC", "DESC"])),
     ),
     cmd("LCS", ANY_KEY, STR_KEYS, st.sampled_from(["LEN", "IDX", "WITHMATCHLEN"])),
@@ -266,6 +269,8 @@ UNORDERED = st.one_of(
     *UNORDERED_SET_CMDS,
     cmd("SORT", SET_KEYS, "BY", "nosort"),
     cmd("SORT_RO", SET_KEYS, "BY", "s*", "ALPHA", st.sampled_from(["ASC", "DESC"])),
+    cmd("SORT_RO", ZSET_KEYS, "BY", "s*", "ALPHA", st.sampled_from(["ASC", "DESC"])),
+    cmd("SORT", st.sampled_from(["t1", "t2", "z1"]), *SORT_BY_HASH),
 )
 
 
