@@ -266,8 +266,8 @@ class Store:
             cmds: tuple[str, ...] = (cmd,)
             common = key is not None and type(dbi) is int and not dbi
             self.index_keys.append(key if common else windex.entry(ops))
-            if key is None or not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
-                self._version(pending, lsn_o, t_o, meta)
+            if key is not None and not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
+                self._version_key(dbi, key, undo, cmd, lsn_o, t_o, meta)
         else:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
@@ -318,68 +318,72 @@ class Store:
         meta: WriteMeta | None,
     ) -> None:
         """Append one version entry per touched key, trimmed by the history policy
-        (never past what a sealed snapshot still needs)."""
-        dbs = self.dbs
-        tables = self.tables
+        (never past what a sealed snapshot still needs): the common case in a straight
+        line (`store.commitpath.version_one`), else `_version_key`."""
         for dbi, key, _op, undo, cmd in pending:
-            if key is None or version_one(self, dbi, key, undo, cmd, lsn, t, meta):
-                continue
-            keep = self.history
-            every = self.snapshot_every
-            if tables:
-                policy = self.policy_of(key)
-                if policy is not None:
-                    keep = policy.retain
-                    every = policy.snapshot_every
-            db = dbs[dbi] if type(dbi) is int else self.db_of(dbi)
-            chains = db.chains
-            chain = _dict_get(chains, key)
-            mem = self.mem
-            if chain is None:
-                if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
-                    if type(dbi) is int:
-                        mem.main_bytes += PACKED_BYTES
-                        mem.main_versions += 1
-                    else:
-                        mem.add(dbi, PACKED_BYTES)
-                    continue
-                entry = VersionEntry(lsn, t, cmd, undo, meta)
-                chains[key] = [entry]
-                mem.add(dbi, entry_bytes(entry))
-                continue
-            if type(chain) is int:
-                chain = chains[key] = chains.unpack(chain)
-                mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
-            snap = None
-            if len(chain) % every == every - 1:
-                v = db.data.get(key)
-                # A full copy every `every` versions, but never more often than every
-                # len/8 versions, so a write costs O(1) amortized even on a huge
-                # collection (an as-of read then undoes up to len/8 versions).
-                if (
-                    v is not None
-                    and type(v) is not bytes
-                    and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
-                ):
-                    snap = (copy_value(v), db.expires.get(key))
-            entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
-            chain.append(entry)
-            size = entry_bytes(entry)
-            if type(dbi) is int:
-                mem.main_bytes += size
-                mem.main_versions += 1
-            else:
-                mem.add(dbi, size)
-            if keep.kind == "versions":
-                self.trim_versions(db, key, chain, keep.limit)
-            elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-                n = len(chain)
-                due = db.trim_next.get(key, 0)
-                if n >= due or due - n > TRIM_STEP:
-                    # Commit times never go back, so the versions older than the
-                    # window are a prefix (the newest version always stays).
-                    old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
-                    self._trim(db, key, chain, old)
+            if key is not None and not version_one(self, dbi, key, undo, cmd, lsn, t, meta):
+                self._version_key(dbi, key, undo, cmd, lsn, t, meta)
+
+    def _version_key(
+        self, dbi: Any, key: bytes, undo: Undo, cmd: str, lsn: int, t: int, meta: WriteMeta | None
+    ) -> None:
+        """The version entry of one key's write where `version_one` does not apply."""
+        keep = self.history
+        every = self.snapshot_every
+        if self.tables:
+            policy = self.policy_of(key)
+            if policy is not None:
+                keep = policy.retain
+                every = policy.snapshot_every
+        db = self.dbs[dbi] if type(dbi) is int else self.db_of(dbi)
+        chains = db.chains
+        chain = _dict_get(chains, key)
+        mem = self.mem
+        if chain is None:
+            if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
+                if type(dbi) is int:
+                    mem.main_bytes += PACKED_BYTES
+                    mem.main_versions += 1
+                else:
+                    mem.add(dbi, PACKED_BYTES)
+                return
+            entry = VersionEntry(lsn, t, cmd, undo, meta)
+            chains[key] = [entry]
+            mem.add(dbi, entry_bytes(entry))
+            return
+        if type(chain) is int:
+            chain = chains[key] = chains.unpack(chain)
+            mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
+        snap = None
+        if len(chain) % every == every - 1:
+            v = db.data.get(key)
+            # A full copy every `every` versions, but never more often than every
+            # len/8 versions, so a write costs O(1) amortized even on a huge
+            # collection (an as-of read then undoes up to len/8 versions).
+            if (
+                v is not None
+                and type(v) is not bytes
+                and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
+            ):
+                snap = (copy_value(v), db.expires.get(key))
+        entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
+        chain.append(entry)
+        size = entry_bytes(entry)
+        if type(dbi) is int:
+            mem.main_bytes += size
+            mem.main_versions += 1
+        else:
+            mem.add(dbi, size)
+        if keep.kind == "versions":
+            self.trim_versions(db, key, chain, keep.limit)
+        elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
+            n = len(chain)
+            due = db.trim_next.get(key, 0)
+            if n >= due or due - n > TRIM_STEP:
+                # Commit times never go back, so the versions older than the
+                # window are a prefix (the newest version always stays).
+                old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
+                self._trim(db, key, chain, old)
 
     def trim_versions(self, db: Database, key: bytes, chain: list[Any], limit: int) -> None:
         """`versions:limit` retention after a write: a chain is cut back to `limit`
