@@ -10,11 +10,12 @@ and any queued before (group commit): one PUT per pass, not one per writer.
 Segments are written with put-if-absent (so a fenced writer can never interleave
 with the new one).
 
-Up to `max_in_flight` PUTs run at once, each a segment of the records cut after
-the previous one's. They may finish in any order; the durable LSN advances only
-over the oldest PUTs that have all finished, so a later PUT finishing first
-releases nobody. A segment cut while an earlier one is still in flight carries
-`segment.FLAG_AHEAD`: after a crash, storage may hold it without the earlier one,
+Up to `max_in_flight` PUTs run at once (fewer while the store serves them one at a
+time: `PutLimit`), each a segment of the records cut after the previous one's.
+They may finish in any order; the durable LSN advances only over the oldest PUTs
+that have all finished, so a later PUT finishing first releases nobody. A segment
+cut while an earlier one is still in flight carries `segment.FLAG_AHEAD`: after a
+crash, storage may hold it without the earlier one,
 and recovery (`flusher.log.SegmentLog.walk`) reads such a hole followed only by
 flagged segments as the end of the log (none of their records was ever
 acknowledged as durable), while a hole before an unflagged segment stays an error.
@@ -42,6 +43,7 @@ from flusher import paths, segment
 from flusher.capacity import Capacity
 from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
+from flusher.putlimit import PutLimit
 from store import UpdateRecord
 from store.settings import DEFAULTS
 
@@ -103,7 +105,7 @@ more than zstd on a few records."""
 class _Put:
     """One segment on its way to storage: records `first`..`last`."""
 
-    __slots__ = ("done", "first", "last", "raw", "records", "size", "task", "time_ms")
+    __slots__ = ("done", "first", "last", "peers", "raw", "records", "size", "task", "time_ms")
 
     def __init__(self, first: int, last: int, time_ms: int, raw: int, records: int) -> None:
         self.first = first
@@ -113,6 +115,7 @@ class _Put:
         self.records = records
         self.size = 0  # bytes stored
         self.done = False
+        self.peers = 1  # PUTs in flight when it started, itself included
         self.task: asyncio.Task[None] | None = None
 
 
@@ -139,6 +142,8 @@ class Flusher:
         self.retry_max = retry_max_s
         self.clock = clock
         self.max_in_flight = max(1, max_in_flight)
+        # How many of them may run now: fewer when the store serves PUTs one at a time.
+        self.put_limit = PutLimit(self.max_in_flight)
         self.mark = segment.epoch_mark(epoch)  # in every segment's flags
         # Records committed in this pass of the event loop, not yet encoded: encoded
         # together at its end (`encode_pending`), one C call for the batch. The same
@@ -299,7 +304,7 @@ class Flusher:
         while (
             self.pending
             and self._wanted > self._cut_lsn
-            and len(self._in_flight) < self.max_in_flight
+            and len(self._in_flight) < self.put_limit.limit
         ):
             self._start_put()
 
@@ -402,7 +407,7 @@ class Flusher:
             while (
                 self.pending
                 and self.fenced is None
-                and len(self._in_flight) < self.max_in_flight
+                and len(self._in_flight) < self.put_limit.limit
                 and (
                     due
                     or self._wanted > self._cut_lsn
@@ -435,6 +440,7 @@ class Flusher:
         flags = self.mark | (segment.FLAG_AHEAD if self._in_flight else 0)
         p = _Put(first, last, time_ms, size, last - first + 1)
         self._in_flight.append(p)
+        p.peers = len(self._in_flight)
         p.task = asyncio.get_running_loop().create_task(self._write(p, batch, flags))
         p.task.add_done_callback(self._put_done)
         return p
@@ -445,7 +451,7 @@ class Flusher:
             data = records_segment(body, p.first, p.last, flags)
         else:
             data = await asyncio.to_thread(records_segment, body, p.first, p.last, flags)
-        await self._put(paths.segment(p.first), data, f"segment LSN {p.first}-{p.last}")
+        await self._put(paths.segment(p.first), data, f"segment LSN {p.first}-{p.last}", p.peers)
         p.size = len(data)
         p.done = True
         self._advance()
@@ -482,7 +488,7 @@ class Flusher:
         beside the background task or after `stop`."""
         self.encode_pending()
         if self.pending and self.fenced is None:
-            while len(self._in_flight) >= self.max_in_flight:
+            while len(self._in_flight) >= self.put_limit.limit:
                 await self._wait_oldest()
             if not self.pending:
                 return
@@ -513,14 +519,20 @@ class Flusher:
         self.pending.appendleft((first + n, last, time_ms, data[cut:]))
         self.pending.appendleft((first, first + n - 1, time_ms, data[:cut]))
 
-    async def _put(self, key: str, data: bytes, what: str) -> None:
+    async def _put(self, key: str, data: bytes, what: str, peers: int = 0) -> None:
+        """PUT a segment (`put_segment`), retried until it lands or this writer is
+        fenced. `peers`: PUTs in flight when it started, itself included (a segment's
+        PUT: its latency, when its first try lands, goes to `put_limit`)."""
         attempt = 0
         while True:
             if self.fenced is not None:
                 raise FencedError(self.fenced)
             self.stats.puts += 1
             try:
+                t0 = time.monotonic()
                 if await put_segment(self.objects, key, data):
+                    if peers and not attempt:
+                        self.put_limit.landed(time.monotonic() - t0, peers)
                     return
                 self.fence(f"another writer wrote {key} ({what}): this server is fenced")
             except (Unavailable, InvalidObjectStore) as e:
