@@ -27,9 +27,6 @@ MEMORY HELP
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ctypes.util
 import gc
 import sys
 from collections import deque
@@ -37,6 +34,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
+from commands import allocator
 from commands.common import help_reply
 from commands.errors import SYNTAX, CommandError
 from commands.limits import CLIENT_MEMORY, STARTUP_RSS, used_memory
@@ -279,18 +277,10 @@ def cmd_memory_malloc_stats(s: Session, argv: list[bytes]) -> Reply:
     return b"Stats not supported for the current allocator"
 
 
-def _malloc_trim() -> None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(name).malloc_trim(0)
-
-
 @command("memory|purge", 2)
 def cmd_memory_purge(s: Session, argv: list[bytes]) -> Reply:
     gc.collect()
-    _malloc_trim()
+    allocator.trim()
     return OK
 
 

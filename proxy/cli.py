@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import commands.families  # noqa: F401  (registers every command)
+from commands import allocator
 from commands.config_table import set_at_start
 from commands.rdb_file import RdbContents
 from commands.session import Config, ServerState
@@ -370,6 +371,7 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     # Every write allocates a few long-lived containers (records, versions); a larger
     # young generation keeps the collector from running on every few thousand writes.
     gc.set_threshold(50_000, 50, 100)
+    allocator.tune()  # large buffers go back to the system when freed
     store = Store(databases=config.databases, history=HistoryPolicy.parse(config.history))
     state = ServerState(store, config)
     state.write_wait_s = config.write_wait_ms / 1000

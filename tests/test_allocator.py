@@ -1,0 +1,49 @@
+"""The C allocator's tuning (commands/allocator.py): with glibc's mmap threshold fixed,
+large buffers freed between long-lived small objects go back to the system; with
+glibc's default (a threshold raised by every large free) they stay resident.
+
+Each case runs in a fresh interpreter, so that the allocator's state is its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from commands import allocator
+
+PROGRAM = """
+import sys
+from commands import allocator
+if sys.argv[1] == "tune":
+    assert allocator.tune()
+
+def rss_mib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+
+first = bytes(300_000)
+del first  # untuned, glibc now serves blocks of this size from its heap
+keep, large = [], []
+for i in range(400):  # 120 MB of large buffers, each followed by a small keeper
+    large.append(bytearray(300_000))
+    keep.append(bytearray(2000))
+loaded = rss_mib()
+del large
+print(loaded, rss_mib())
+"""
+
+
+def _rss_before_after(mode: str) -> tuple[int, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_freed_large_buffers_leave_the_process_once_tuned() -> None:
+    assert allocator.tune()  # Debian's glibc: the platform the server is built for
+    loaded, freed = _rss_before_after("tune")
+    assert loaded - freed >= 100  # the 120 MB went back
+    loaded, freed = _rss_before_after("plain")
+    assert loaded - freed < 20  # glibc's default keeps them in its heap
