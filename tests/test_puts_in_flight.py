@@ -345,3 +345,58 @@ def test_a_fenced_writers_put_that_lands_after_the_claim_is_skipped_and_set_asid
             [s async for s in log.walk(await log.segments(), 0)]
 
     run(body())
+
+
+def test_the_next_put_starts_before_the_writers_a_put_released_are_called_back() -> None:
+    """A PUT lands while other writers wait for records no PUT holds yet: their PUT
+    starts first, and the writers the landed PUT made durable are called back after
+    it (the store is not idle while their replies go out); a fence that comes in
+    between fails only the writers that are not durable."""
+
+    async def body() -> None:
+        objects = HeldStore()
+        _store, durable, write = await sync_server(objects)
+        flusher = durable.flusher
+        seen: list[tuple[int, int, Exception | None]] = []
+
+        def waiter(lsn: int) -> Callable[[Exception | None], None]:
+            return lambda exc: seen.append((lsn, flusher.in_flight, exc))
+
+        first = durable.durable_lsn + 1
+        objects.hold(paths.segment(first))
+        a = write(1)
+        durable.on_durable(a, waiter(a))
+        await settle(lambda: flusher.in_flight == 1)
+        flusher.put_limit.limit = 1  # the next waits for this one's slot
+        b = write(2)
+        durable.on_durable(b, waiter(b))
+        await asyncio.sleep(0.01)
+        assert flusher.in_flight == 1 and seen == []
+        objects.hold(paths.segment(b))
+        objects.release(paths.segment(first))
+        await settle(lambda: len(seen) == 1)
+        # Called back with the next PUT (b's) already in flight.
+        assert seen == [(a, 1, None)]
+        assert durable.durable_lsn == a and paths.segment(b) in objects.held
+
+        # A fence between a PUT landing and its writers' callback: they are durable,
+        # so they are released, not failed; the writer still waiting is failed.
+        flusher.put_limit.limit = 1
+        c = write(3)
+        durable.on_durable(c, waiter(c))
+        objects.hold(paths.segment(c))
+        deferred: list[Callable[[], None]] = []
+        flusher._call_soon = deferred.append  # type: ignore[method-assign]
+        objects.release(paths.segment(b))
+        await settle(lambda: durable.durable_lsn == b)
+        assert flusher.in_flight == 1 and len(seen) == 1  # c's PUT is out, b not told
+        with pytest.raises(FencedError):
+            flusher.fence("taken over")
+        assert seen[1:] == [(b, 1, None), (c, 1, seen[2][2])]
+        assert isinstance(seen[2][2], FencedError)
+        for fn in deferred:
+            fn()  # the deferred callback finds nobody left
+        assert len(seen) == 3
+        await crash()
+
+    run(body())
