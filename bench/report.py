@@ -846,9 +846,12 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         "",
         "SET at -P 1 with `--durability sync`: a reply waits until the segment holding the"
         " write is stored. A PUT starts at the end of the event loop's pass in which a"
-        " sync write began to wait, with every write queued by then; up to 4 run at once"
-        " (the durable LSN moves only over the oldest that have all landed), and writes"
-        " that arrive while they run share the next one (group commit). PUTs per"
+        " sync write began to wait, with every write queued by then; up to 4 run at once,"
+        " fewer while the store serves PUTs one at a time (`flusher/putlimit.py`: moto on"
+        " a busy core does), the durable LSN moves only over the oldest that have all"
+        " landed, and writes that arrive while they run share the next one (group commit)."
+        " When a PUT lands while writes wait, the next PUT starts before the writers it"
+        " released get their replies. PUTs per"
         " acknowledged write = delta of INFO persistence `object_puts` / delta of"
         " `last_lsn` over the run.",
         "",
@@ -879,6 +882,12 @@ def _sync_costs(sm: dict[str, Any], s: dict[str, Any]) -> list[str]:
                 f" {r['server_us_per_write']:.1f} µs CPU per write ({r['server_cpu_share']:.0%}"
                 f" of its core), {r['puts_per_s']:.0f} PUTs/s, moto {r['moto_ms_per_put']:.2f}"
                 f" ms CPU per PUT ({r['moto_cpu_share']:.0%} of its core)"
+                + (
+                    f", PUTs in flight allowed at the end {r['put_limit']:.0f} (PutLimit"
+                    f" lowered it {r['limit_lowered']:.0f} times)"
+                    if mode == "sync" and "put_limit" in r
+                    else ""
+                )
             )
     return [
         "",

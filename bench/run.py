@@ -333,6 +333,8 @@ def _costs(rs: list[dict[str, Any]]) -> dict[str, float]:
         "puts_per_s": med([r["puts"] / r["wall_s"] for r in rs]),
         "server_cpu_share": med([r["server_cpu_s"] / r["wall_s"] for r in rs]),
         "moto_cpu_share": med([r["moto_cpu_s"] / r["wall_s"] for r in rs]),
+        "put_limit": med([float(r.get("put_limit", 0)) for r in rs]),
+        "limit_lowered": med([float(r.get("limit_lowered", 0)) for r in rs]),
     }
 
 
@@ -402,6 +404,11 @@ def item_durability(s: Settings, sync_only: bool = False) -> dict[str, Any]:
                                     "server_cpu_s": cpu[0] - cpu0[0],
                                     "moto_cpu_s": cpu[1] - cpu0[1],
                                     "wall_s": cpu[2] - cpu0[2],
+                                    # PutLimit's PUTs in flight at the end, and how
+                                    # often it lowered them during the run.
+                                    "put_limit": int(after.get("puts_in_flight_limit", 0)),
+                                    "limit_lowered": int(after.get("puts_in_flight_lowered", 0))
+                                    - int(before.get("puts_in_flight_lowered", 0)),
                                 }
                             runs[cfg].setdefault(f"set:c{clients}:P{p}", []).append(d)
                             if paired:
