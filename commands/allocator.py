@@ -9,6 +9,9 @@ pipelined load's socket reads, a segment's body) the next ones land in the heap 
 stay there as holes between long-lived objects: 1M keys loaded 1,000 commands per
 request left 400 MiB resident where 366 MiB held the data. Setting the threshold
 turns the raising off (mallopt(3)), as Redis' jemalloc returns large runs at once.
+The server sets it once it has loaded (`proxy.cli.serve`): a replay, which frees and
+allocates segment-sized buffers one after the other, runs 7-10 % faster reusing its
+heap than mapping each buffer afresh.
 """
 
 from __future__ import annotations
