@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from store.accounting import REPLACED_STRING_BYTES, entry_bytes
-from store.chains import VersionEntry
+from store.accounting import COMPACT_STRING_BYTES, REPLACED_STRING_BYTES, entry_bytes
+from store.chains import StoredUndo, VersionEntry
 from store.dataset import STRING_KEY_BYTES
 from store.ops import CREATED, RESTORE, SET, Undo
 from store.records import WriteMeta
@@ -61,21 +61,27 @@ def version_one(
     n = len(versions)
     if n % every == every - 1:  # a full copy may be due
         return False
-    entry: VersionEntry = _new_tuple(_VERSION_ENTRY, (lsn, t, cmd, undo, meta, None))
-    versions.append(entry)
     size = 0
+    stored: StoredUndo = undo
     if len(undo) == 1:
-        # entry_bytes' common case (a replaced string) inline: no call per write.
+        # compact_undo and entry_bytes' common case (a replaced string) inline: no
+        # call per write.
         u = undo[0]
-        if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
+        if len(u) == 3 and type(u[1]) is bytes and u[0] == RESTORE:
             old: bytes = u[1]
-            size = REPLACED_STRING_BYTES + len(old)
+            if u[2] is None:
+                stored = old
+                size = COMPACT_STRING_BYTES + len(old)
+            elif type(u[2]) is int:
+                size = REPLACED_STRING_BYTES + len(old)
+    entry: VersionEntry = _new_tuple(_VERSION_ENTRY, (lsn, t, cmd, stored, meta, None))
+    versions.append(entry)
     if not size:
         size = entry_bytes(entry)
     mem = store.mem
     mem.main_bytes += size
     mem.main_versions += 1
-    if kind == "versions":
+    if kind == "versions" and n >= 2 * keep.limit:  # trim_versions' first test, inline
         store.trim_versions(db, key, versions, keep.limit)
     return True
 
