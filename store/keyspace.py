@@ -33,7 +33,7 @@ from store.asof import undo_versions as undo_versions
 from store.branches import Branches
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
-from store.chains import _dict_get, _entry_time
+from store.chains import _dict_get, _entry_time, compact_undo
 from store.chains import _entry_lsn as _entry_lsn
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
@@ -59,7 +59,6 @@ from store.views import ViewDatabase, make_view
 _time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
 _new_tuple: Final = tuple.__new__
-_append_q: Final = array.append
 _RECORD: Final = UpdateRecord
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
@@ -69,12 +68,12 @@ TRIM_STEP = 64
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
 # fmt: off
 STORE_STATE = (
-    "_index_many", "_index_weighed", "_index_weight", "_pin", "branches", "cmd",
+    "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
+    "_lsn_tail", "_pin", "_time_ms", "_time_o", "_time_tail", "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
-    "index_keys", "index_lsns", "index_times", "last_time_ms", "lsn", "mem", "observers",
-    "on_expired", "pending", "sink", "sink_batch", "snapshot_every", "snapshots", "tables",
-    "views", "writer",
+    "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
+    "sink", "sink_batch", "snapshot_every", "snapshots", "tables", "views", "writer",
 )
 # fmt: on
 TouchCallback = Callable[[int, bytes], None]
@@ -133,9 +132,16 @@ class Store:
         # (db, key) -> callbacks run when a commit touches the key (WATCH, blocking)
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
-        # The time index: commit time of every LSN, for TIME points and views.
-        self.index_lsns = array("q")
-        self.index_times = array("q")
+        # The time index: commit time of every LSN, for TIME points and views. The
+        # commit appends to the tails (a list append each); the arrays take them in
+        # before any read of `index_lsns` or `index_times`, and every 1,024 commits.
+        self._index_lsns = array("q")
+        self._index_times = array("q")
+        self._lsn_tail: list[int] = []
+        self._time_tail: list[int] = []
+        # The last commit time boxed, for the versions of one millisecond to share.
+        self._time_ms = 0
+        self._time_o: Any = 0
         # The version index: what each of those commits wrote (store.windex), known
         # for LSNs from index_from on.
         self.index_keys: list[Any] = []
@@ -250,16 +256,27 @@ class Store:
         meta = None if writer is None else writer.meta
         lsn = self.lsn = self.lsn + 1
         t = self.commit_time
+        direct = self.sink_batch
         if t:
             self.commit_time = 0
+        elif direct is not None and len(direct[1]) & 31 and direct[0] is self.sink:
+            # One clock read per pass of the event loop (and per 32 commits in it): a
+            # commit that is not its first takes the time of the last (the batch
+            # holds the records committed in this pass until its end).
+            t = self.last_time_ms
         else:
             t = int(_time() * 1000)
             if t < self.last_time_ms:
                 t = self.last_time_ms
         self.last_time_ms = t
-        # Boxed once: the entry, the record and the index take the same objects.
+        # Boxed once: the entry, the record and the index take the same objects, and
+        # commits in the same millisecond the same time object.
         lsn_o: Any = lsn
-        t_o: Any = t
+        if t == self._time_ms:
+            t_o = self._time_o
+        else:
+            t_o = self._time_o = t
+            self._time_ms = t
         if len(pending) == 1:
             dbi, key, op, undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
@@ -274,15 +291,15 @@ class Store:
             self.index_keys.append(windex.entry(ops))
             self._index_many += len(ops)
             self._version(pending, lsn_o, t_o, meta)
-        _append_q(self.index_lsns, lsn_o)
-        _append_q(self.index_times, t_o)
+        self._lsn_tail.append(lsn_o)
+        self._time_tail.append(t_o)
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
-            # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
+            # Weighed every 1,024 commits, or 1,024 keys of commits writing several
+            # (the time index's tails taken in first: `bound_index` reads it).
             self._index_many = 0
             self.bound_index()
         # tuple.__new__: the record without the named tuple's Python-level __new__.
         record: UpdateRecord = _new_tuple(_RECORD, (lsn_o, t_o, ops, cmds, meta))
-        direct = self.sink_batch
         if direct is not None and direct[0] is self.sink:
             direct[1].append(record)
             if len(direct[1]) == 1:
@@ -347,7 +364,7 @@ class Store:
                 else:
                     mem.add(dbi, PACKED_BYTES)
                 return
-            entry = VersionEntry(lsn, t, cmd, undo, meta)
+            entry = VersionEntry(lsn, t, cmd, compact_undo(undo), meta)
             chains[key] = [entry]
             mem.add(dbi, entry_bytes(entry))
             return
@@ -366,7 +383,7 @@ class Store:
                 and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
             ):
                 snap = (copy_value(v), db.expires.get(key))
-        entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
+        entry = _new_tuple(VersionEntry, (lsn, t, cmd, compact_undo(undo), meta, snap))
         chain.append(entry)
         size = entry_bytes(entry)
         if type(dbi) is int:
@@ -651,41 +668,52 @@ class Store:
         skip = len(self.index_lsns) - len(self.index_keys)
         return windex.keys_written(self.index_lsns, self.index_keys, ident, lo, hi, skip)
 
+    @property
+    def index_lsns(self) -> array[int]:
+        """The time index's LSNs, one per commit (ascending)."""
+        if self._lsn_tail:
+            self._take_tails()
+        return self._index_lsns
+
+    @index_lsns.setter
+    def index_lsns(self, lsns: array[int]) -> None:
+        self._take_tails()
+        self._index_lsns = lsns
+
+    @property
+    def index_times(self) -> array[int]:
+        """The time index's commit times, beside `index_lsns`."""
+        if self._lsn_tail:
+            self._take_tails()
+        return self._index_times
+
+    @index_times.setter
+    def index_times(self, times: array[int]) -> None:
+        self._take_tails()
+        self._index_times = times
+
+    def _take_tails(self) -> None:
+        """Move the commits' LSNs and times from the tails into the arrays."""
+        if self._lsn_tail:
+            self._index_lsns.fromlist(self._lsn_tail)
+            self._index_times.fromlist(self._time_tail)
+            self._lsn_tail = []
+            self._time_tail = []
+
     def reset_index_weight(self) -> None:
         """The index was replaced (an image loaded): weigh it again."""
         self._index_weight = self._index_weighed = 0
 
     def bound_index(self) -> None:
-        """Keep the version index to about INDEX_KEYS key references: past twice
-        that, the oldest entries go and `index_from` moves up (a diff reaching
-        before it compares every key instead). O(1) amortized per commit."""
+        """Keep the version index to about INDEX_KEYS key references
+        (`store.windex.bound`). O(1) amortized per commit."""
         keys = self.index_keys
-        # The new entries only (islice would walk the whole list to its start): one
-        # per key for the common entry, a key, plus the length of the others.
-        new = keys[self._index_weighed :]
-        weight = self._index_weight + len(new)
-        for e in new:
-            if type(e) is not bytes:
-                weight += len(e) - 1
-        self._index_weighed = len(keys)
-        if weight > 2 * windex.INDEX_KEYS:
-            n = weight - windex.INDEX_KEYS
-            if set(map(type, keys[:n])) == {bytes}:  # the common entries: one key each
-                weight -= n
-            else:
-                n = 0
-            while weight > windex.INDEX_KEYS:
-                e = keys[n]
-                weight -= 1 if type(e) is bytes else len(e)
-                n += 1
-            skip = len(self.index_lsns) - len(keys)
-            # Past the newest entry when one commit alone wrote more than INDEX_KEYS
-            # keys (a FLUSHALL of a big database): the index then starts after it.
-            lsns = self.index_lsns
-            self.index_from = lsns[skip + n] if skip + n < len(lsns) else lsns[-1] + 1
-            del keys[:n]
-            self._index_weighed -= n
-        self._index_weight = weight
+        weight, weighed, index_from = windex.bound(
+            keys, self.index_lsns, self._index_weight, self._index_weighed
+        )
+        self._index_weight, self._index_weighed = weight, weighed
+        if index_from:
+            self.index_from = index_from
 
     def time_of(self, lsn: int) -> int:
         """When `lsn` was committed (0 for LSN 0)."""
