@@ -272,10 +272,12 @@ class Store:
         # Boxed once: the entry, the record and the index take the same objects, and
         # commits in the same millisecond the same time object.
         lsn_o: Any = lsn
+        t_o: Any
         if t == self._time_ms:
             t_o = self._time_o
         else:
-            t_o = self._time_o = t
+            t_o = t  # boxed here, once (compiled, a chained assignment boxes twice)
+            self._time_o = t_o
             self._time_ms = t
         if len(pending) == 1:
             dbi, key, op, undo, cmd = pending[0]
