@@ -26,24 +26,25 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from store import bulkreplay, dataset, image, windex
-from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes, entry_bytes
+from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
-from store.chains import _dict_get, _entry_time, compact_undo
 from store.chains import _entry_lsn as _entry_lsn
+from store.chains import _entry_time
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
-from store.commitpath import version_one
+from store.commitpath import TRIM_STEP as TRIM_STEP
+from store.commitpath import version_key, version_one
 from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
 from store.dataset import counted_apply
-from store.ops import CREATED, DEL, Op, Undo
+from store.ops import DEL, Op, Undo
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
@@ -53,16 +54,12 @@ from store.records import RecordSink as RecordSink
 from store.records import UpdateRecord as UpdateRecord
 from store.records import WriteMeta as WriteMeta
 from store.records import Writer
-from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
 _time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
 _new_tuple: Final = tuple.__new__
 _RECORD: Final = UpdateRecord
-# A chain that a pin stopped trimming is tried again after this many more versions, so
-# the check (and its pinned accounting) costs O(1) amortized per write.
-TRIM_STEP = 64
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
@@ -286,7 +283,7 @@ class Store:
             common = key is not None and type(dbi) is int and not dbi
             self.index_keys.append(key if common else windex.entry(ops))
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
-                self._version_key(dbi, key, undo, cmd, lsn_o, t_o, meta)
+                version_key(self, dbi, key, undo, cmd, lsn_o, t_o, meta)
         else:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
@@ -338,71 +335,10 @@ class Store:
     ) -> None:
         """Append one version entry per touched key, trimmed by the history policy
         (never past what a sealed snapshot still needs): the common case in a straight
-        line (`store.commitpath.version_one`), else `_version_key`."""
+        line (`store.commitpath.version_one`), else `store.commitpath.version_key`."""
         for dbi, key, _op, undo, cmd in pending:
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn, t, meta):
-                self._version_key(dbi, key, undo, cmd, lsn, t, meta)
-
-    def _version_key(
-        self, dbi: Any, key: bytes, undo: Undo, cmd: str, lsn: int, t: int, meta: WriteMeta | None
-    ) -> None:
-        """The version entry of one key's write where `version_one` does not apply."""
-        keep = self.history
-        every = self.snapshot_every
-        if self.tables:
-            policy = self.policy_of(key)
-            if policy is not None:
-                keep = policy.retain
-                every = policy.snapshot_every
-        db = self.dbs[dbi] if type(dbi) is int else self.db_of(dbi)
-        chains = db.chains
-        chain = _dict_get(chains, key)
-        mem = self.mem
-        if chain is None:
-            if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
-                if type(dbi) is int:
-                    mem.main_bytes += PACKED_BYTES
-                    mem.main_versions += 1
-                else:
-                    mem.add(dbi, PACKED_BYTES)
-                return
-            entry = VersionEntry(lsn, t, cmd, compact_undo(undo), meta)
-            chains[key] = [entry]
-            mem.add(dbi, entry_bytes(entry))
-            return
-        if type(chain) is int:
-            chain = chains[key] = chains.unpack(chain)
-            mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
-        snap = None
-        if len(chain) % every == every - 1:
-            v = db.data.get(key)
-            # A full copy every `every` versions, but never more often than every
-            # len/8 versions, so a write costs O(1) amortized even on a huge
-            # collection (an as-of read then undoes up to len/8 versions).
-            if (
-                v is not None
-                and type(v) is not bytes
-                and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
-            ):
-                snap = (copy_value(v), db.expires.get(key))
-        entry = _new_tuple(VersionEntry, (lsn, t, cmd, compact_undo(undo), meta, snap))
-        chain.append(entry)
-        size = entry_bytes(entry)
-        if type(dbi) is int:
-            mem.main_bytes += size
-            mem.main_versions += 1
-        else:
-            mem.add(dbi, size)
-        if keep.kind == "versions":
-            self.trim_versions(db, key, chain, keep.limit)
-        elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-            n = len(chain)
-            due = db.trim_next.get(key, 0)
-            if n >= due or due - n > TRIM_STEP:
-                # Commit times never go back, so the versions older than the
-                # window are a prefix (the newest version always stays).
-                old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
-                self._trim(db, key, chain, old)
+                version_key(self, dbi, key, undo, cmd, lsn, t, meta)
 
     def trim_versions(self, db: Database, key: bytes, chain: list[Any], limit: int) -> None:
         """`versions:limit` retention after a write: a chain is cut back to `limit`

@@ -57,7 +57,7 @@ def test_undos_that_are_not_a_plain_replaced_string_stay_ops() -> None:
 
 
 def test_the_general_path_stores_the_same_compact_entries() -> None:
-    """A key of a table (retention of its own) takes Store._version_key, not
+    """A key of a table (retention of its own) takes commitpath.version_key, not
     commitpath.version_one: the same stored form."""
     s, _ = make_session(4, "all")
     assert run(s, "TS.TABLE", "CREATE", "app:t", "RETAIN", "VERSIONS", "5") == OK
