@@ -4,8 +4,9 @@ per write).
 `version_one` appends the version entry of one key write when nothing unusual is in
 the way (no tables, a main-line database, `versions:N` or `all` retention, a chain
 that already holds a list, no full copy due); `version_key` does every other case
-(`Store.commit` and `Store._version` try `version_one` first). `set_string` is `Store.apply(db, key, (SET, value, None))` for a
-bytes value written over a string or nothing, on a database that is not a branch's.
+(`Store.commit` and `Store._version` try `version_one` first). `set_string` is
+`Store.apply(db, key, (SET, value, None))` for a bytes value written over a string or
+nothing, on a database that is not a branch's.
 Both store and count exactly what the general code does (tests/test_commitpath.py
 compares them, field by field, with it).
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import struct
 import time
 import weakref
 from array import array
@@ -59,6 +60,7 @@ from store.views import ViewDatabase, make_view
 _time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
 _new_tuple: Final = tuple.__new__
+_pack: Final = struct.pack
 _RECORD: Final = UpdateRecord
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
@@ -631,10 +633,13 @@ class Store:
         self._index_times = times
 
     def _take_tails(self) -> None:
-        """Move the commits' LSNs and times from the tails into the arrays."""
-        if self._lsn_tail:
-            self._index_lsns.fromlist(self._lsn_tail)
-            self._index_times.fromlist(self._time_tail)
+        """Move the commits' LSNs and times from the tails into the arrays: packed by
+        one `struct` call each (`array.fromlist` parses every item as `append` does)."""
+        lsns = self._lsn_tail
+        if lsns:
+            fmt = f"{len(lsns)}q"
+            self._index_lsns.frombytes(_pack(fmt, *lsns))
+            self._index_times.frombytes(_pack(fmt, *self._time_tail))
             self._lsn_tail = []
             self._time_tail = []
 
