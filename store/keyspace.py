@@ -32,6 +32,7 @@ from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
+from store.bulkreplay import lsn_bytes
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
 from store.chains import _entry_lsn as _entry_lsn
@@ -68,7 +69,7 @@ _RECORD: Final = UpdateRecord
 # fmt: off
 STORE_STATE = (
     "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
-    "_lsn_tail", "_pin", "_time_ms", "_time_o", "_time_tail", "branches", "cmd",
+    "_pin", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_tail", "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
@@ -132,11 +133,14 @@ class Store:
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
         # The time index: commit time of every LSN, for TIME points and views. The
-        # commit appends to the tails (a list append each); the arrays take them in
-        # before any read of `index_lsns` or `index_times`, and every 1,024 commits.
+        # commit adds to the tails (a count and a list append); the arrays take them
+        # in before any read of `index_lsns` or `index_times`, and every 1,024 commits.
         self._index_lsns = array("q")
         self._index_times = array("q")
-        self._lsn_tail: list[int] = []
+        # The tails: `_tail_n` commits with consecutive LSNs from `_tail_first`, and
+        # their times.
+        self._tail_first = 0
+        self._tail_n = 0
         self._time_tail: list[int] = []
         # The last commit time boxed, for the versions of one millisecond to share.
         self._time_ms = 0
@@ -292,7 +296,13 @@ class Store:
             self.index_keys.append(windex.entry(ops))
             self._index_many += len(ops)
             self._version(pending, lsn_o, t_o, meta)
-        self._lsn_tail.append(lsn_o)
+        n = self._tail_n
+        if n and lsn != self._tail_first + n:  # not the tail's next LSN: start anew
+            self._take_tails()
+            n = 0
+        if not n:
+            self._tail_first = lsn
+        self._tail_n = n + 1
         self._time_tail.append(t_o)
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
             # Weighed every 1,024 commits, or 1,024 keys of commits writing several
@@ -611,7 +621,7 @@ class Store:
     @property
     def index_lsns(self) -> array[int]:
         """The time index's LSNs, one per commit (ascending)."""
-        if self._lsn_tail:
+        if self._tail_n:
             self._take_tails()
         return self._index_lsns
 
@@ -623,7 +633,7 @@ class Store:
     @property
     def index_times(self) -> array[int]:
         """The time index's commit times, beside `index_lsns`."""
-        if self._lsn_tail:
+        if self._tail_n:
             self._take_tails()
         return self._index_times
 
@@ -633,14 +643,16 @@ class Store:
         self._index_times = times
 
     def _take_tails(self) -> None:
-        """Move the commits' LSNs and times from the tails into the arrays: packed by
-        one `struct` call each (`array.fromlist` parses every item as `append` does)."""
-        lsns = self._lsn_tail
-        if lsns:
-            fmt = f"{len(lsns)}q"
-            self._index_lsns.frombytes(_pack(fmt, *lsns))
-            self._index_times.frombytes(_pack(fmt, *self._time_tail))
-            self._lsn_tail = []
+        """Move the commits' LSNs and times from the tails into the arrays: the LSNs
+        as bytes made from the range (`bulkreplay.lsn_bytes`), the times packed by
+        one `struct` call (`array.fromlist` parses every item as `append` does)."""
+        n = self._tail_n
+        if n:
+            first = self._tail_first
+            lsns = [lsn_bytes(first + i, min(256, n - i)) for i in range(0, n, 256)]
+            self._index_lsns.frombytes(b"".join(lsns))
+            self._index_times.frombytes(_pack(f"{n}q", *self._time_tail))
+            self._tail_n = 0
             self._time_tail = []
 
     def reset_index_weight(self) -> None:

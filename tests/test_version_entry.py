@@ -188,9 +188,17 @@ def test_the_time_index_tails_are_taken_in_before_every_read() -> None:
     assert list(store.index_lsns) == list(range(1, 2_501))
     assert len(store.index_times) == 2_500
     assert store.keys_written(0, 2_490, 2_500) == {b"k%d" % (i % 7) for i in range(2_490, 2_500)}
+    # An LSN that is not the tail's next one (the store's LSN moved on outside a
+    # commit) starts a new tail: the index keeps the LSNs as committed.
+    run(s, "SET", "a", "1")
+    store.lsn += 5
+    run(s, "SET", "b", "1")
+    run(s, "SET", "c", "1")
+    assert list(store.index_lsns)[-3:] == [2_501, 2_507, 2_508]
+    assert store.keys_written(0, 2_501, 2_508) == {b"b", b"c"}
     # A reset keeps nothing of the index; its undo puts the tails back too.
     run(s, "SET", "tail", "1")
     undo = store.reset()
     assert len(store.index_lsns) == 0
     undo()
-    assert list(store.index_lsns) == list(range(1, 2_502))
+    assert list(store.index_lsns) == [*range(1, 2_502), 2_507, 2_508, 2_509]
