@@ -26,6 +26,9 @@ from store.chains import VersionEntry, _entry_lsn
 ENTRY_BYTES: Final = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
 # ... whose undo restores a string (its bytes are counted besides).
 REPLACED_STRING_BYTES: Final = ENTRY_BYTES + 33
+# ... whose undo is kept as the replaced bytes alone (`store.chains.compact_undo`):
+# without the undo's two tuples (48 + 64 bytes).
+COMPACT_STRING_BYTES: Final = REPLACED_STRING_BYTES - 112
 PACKED_BYTES: Final = 40  # a key's packed creating version: one int in the chains dict
 ITEM_BYTES: Final = 64  # one field, member or item of a collection in an undo or a copy
 BUCKET_BITS: Final = 6
@@ -50,14 +53,17 @@ def payload_bytes(x: Any) -> int:
 def entry_bytes(e: VersionEntry) -> int:
     """Estimated size of one version entry (its undo ops and any full copy)."""
     undo = e.undo
-    if len(undo) == 1 and e.snap is None:
-        u = undo[0]
-        if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
-            return REPLACED_STRING_BYTES + len(u[1])  # the common one: a replaced string
-    n = ENTRY_BYTES
-    for u in undo:
-        for x in u[1:]:
-            n += payload_bytes(x)
+    if isinstance(undo, bytes):  # the common one: a replaced string, kept compact
+        n = COMPACT_STRING_BYTES + len(undo)
+    else:
+        if len(undo) == 1 and e.snap is None:
+            u = undo[0]
+            if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
+                return REPLACED_STRING_BYTES + len(u[1])  # a replaced string with an expiry
+        n = ENTRY_BYTES
+        for u in undo:
+            for x in u[1:]:
+                n += payload_bytes(x)
     if e.snap is not None:
         n += payload_bytes(e.snap[0])
     return n

@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from store.chains import VersionEntry, _entry_lsn
+from store.chains import VersionEntry, _entry_lsn, undo_ops
 from store.database import Database
 from store.ops import RESTORE, apply_op
 from store.values import copy_value
@@ -39,7 +39,7 @@ def undo_versions(
         if expire is not None:
             scratch.expires[key] = expire
     for entry in newest_first:
-        for u in entry.undo:
+        for u in undo_ops(entry.undo):
             apply_op(scratch, key, u)
     return scratch.data.get(key), scratch.expires.get(key)
 
@@ -65,10 +65,12 @@ def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int 
         if v is None:
             return None, None
         return (v if type(v) is bytes else copy_value(v)), db.expires.get(key)
-    first = chain[i]
-    if len(first.undo) == 1 and first.undo[0][0] == RESTORE:
+    first_undo = chain[i].undo
+    if isinstance(first_undo, bytes):  # a replaced string, no expiry (compact_undo)
+        return first_undo, None
+    if len(first_undo) == 1 and first_undo[0][0] == RESTORE:
         # The state before the first newer version, whole (a replaced value).
-        value, expire = first.undo[0][1], first.undo[0][2]
+        value, expire = first_undo[0][1], first_undo[0][2]
         if value is None or type(value) is bytes:
             return value, expire
         return copy_value(value), expire
@@ -114,7 +116,7 @@ def states_back(
     for lsn in it:
         lo = bisect_right(chain, lsn, 0, hi, key=_entry_lsn)
         for j in range(hi - 1, lo - 1, -1):
-            for u in chain[j].undo:
+            for u in undo_ops(chain[j].undo):
                 apply_op(scratch, key, u)
         hi = lo
         yield data.get(key), expires.get(key)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from store import database as _database
 from store.accounting import payload_bytes
 from store.asof import undo_versions
-from store.chains import VersionEntry, _entry_lsn
+from store.chains import VersionEntry, _entry_lsn, compact_undo, undo_ops
 from store.database import Database
 from store.records import WriteMeta
 from store.values import copy_value
@@ -293,7 +293,13 @@ class Branches(dict[bytes, Branch]):
                 data, expires = db.odata, db.oexpires
                 chains = {
                     k: [
-                        (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta))
+                        (
+                            e.lsn,
+                            e.time_ms,
+                            e.cmd,
+                            undo_ops(e.undo),  # the ops, as saved before compact undos
+                            None if e.meta is None else tuple(e.meta),
+                        )
                         for e in c
                     ]
                     for k, c in db.chains.items()
@@ -320,7 +326,9 @@ class Branches(dict[bytes, Branch]):
                 expires.recount()
                 for k, c in chains.items():
                     db.chains[k] = [
-                        VersionEntry(lsn, t, cmd, undo, None if m is None else WriteMeta(*m))
+                        VersionEntry(
+                            lsn, t, cmd, compact_undo(undo), None if m is None else WriteMeta(*m)
+                        )
                         for lsn, t, cmd, undo, m in c
                     ]
             self[name] = b

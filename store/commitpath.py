@@ -3,9 +3,10 @@ per write).
 
 `version_one` appends the version entry of one key write when nothing unusual is in
 the way (no tables, a main-line database, `versions:N` or `all` retention, a chain
-that already holds a list, no full copy due); `Store._version` does everything else
-and calls it first. `set_string` is `Store.apply(db, key, (SET, value, None))` for a
-bytes value written over a string or nothing, on a database that is not a branch's.
+that already holds a list, no full copy due); `version_key` does every other case
+(`Store.commit` and `Store._version` try `version_one` first). `set_string` is
+`Store.apply(db, key, (SET, value, None))` for a bytes value written over a string or
+nothing, on a database that is not a branch's.
 Both store and count exactly what the general code does (tests/test_commitpath.py
 compares them, field by field, with it).
 
@@ -16,13 +17,20 @@ the module's dict, and the typed locals (`list`, `dict`) make their operations C
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Final
 
-from store.accounting import REPLACED_STRING_BYTES, entry_bytes
-from store.chains import VersionEntry
+from store.accounting import (
+    COMPACT_STRING_BYTES,
+    PACKED_BYTES,
+    REPLACED_STRING_BYTES,
+    entry_bytes,
+)
+from store.chains import StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES
 from store.ops import CREATED, RESTORE, SET, Undo
 from store.records import WriteMeta
+from store.values import copy_value
 
 if TYPE_CHECKING:
     from store.database import Database
@@ -31,6 +39,9 @@ if TYPE_CHECKING:
 _new_tuple: Final = tuple.__new__
 _dict_get: Final = dict.get
 _VERSION_ENTRY: Final = VersionEntry
+# A chain that a pin stopped trimming is tried again after this many more versions, so
+# the check (and its pinned accounting) costs O(1) amortized per write.
+TRIM_STEP: Final = 64
 
 
 def version_one(
@@ -61,23 +72,100 @@ def version_one(
     n = len(versions)
     if n % every == every - 1:  # a full copy may be due
         return False
-    entry: VersionEntry = _new_tuple(_VERSION_ENTRY, (lsn, t, cmd, undo, meta, None))
-    versions.append(entry)
     size = 0
+    stored: StoredUndo = undo
     if len(undo) == 1:
-        # entry_bytes' common case (a replaced string) inline: no call per write.
+        # compact_undo and entry_bytes' common case (a replaced string) inline: no
+        # call per write.
         u = undo[0]
-        if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
+        if len(u) == 3 and type(u[1]) is bytes and u[0] == RESTORE:
             old: bytes = u[1]
-            size = REPLACED_STRING_BYTES + len(old)
+            if u[2] is None:
+                stored = old
+                size = COMPACT_STRING_BYTES + len(old)
+            elif type(u[2]) is int:
+                size = REPLACED_STRING_BYTES + len(old)
+    entry: VersionEntry = _new_tuple(_VERSION_ENTRY, (lsn, t, cmd, stored, meta, None))
+    versions.append(entry)
     if not size:
         size = entry_bytes(entry)
     mem = store.mem
     mem.main_bytes += size
     mem.main_versions += 1
-    if kind == "versions":
+    if kind == "versions" and n >= 2 * keep.limit:  # trim_versions' first test, inline
         store.trim_versions(db, key, versions, keep.limit)
     return True
+
+
+def version_key(
+    store: Store,
+    dbi: Any,
+    key: bytes,
+    undo: Undo,
+    cmd: str,
+    lsn: Any,
+    t: Any,
+    meta: WriteMeta | None,
+) -> None:
+    """The version entry of one key's write where `version_one` does not apply
+    (`Store._version`): tables, branches, `ms:N` retention, a key's first versions,
+    full copies."""
+    keep = store.history
+    every = store.snapshot_every
+    if store.tables:
+        policy = store.policy_of(key)
+        if policy is not None:
+            keep = policy.retain
+            every = policy.snapshot_every
+    db = store.dbs[dbi] if type(dbi) is int else store.db_of(dbi)
+    chains = db.chains
+    chain = _dict_get(chains, key)
+    mem = store.mem
+    if chain is None:
+        if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
+            if type(dbi) is int:
+                mem.main_bytes += PACKED_BYTES
+                mem.main_versions += 1
+            else:
+                mem.add(dbi, PACKED_BYTES)
+            return
+        entry = VersionEntry(lsn, t, cmd, compact_undo(undo), meta)
+        chains[key] = [entry]
+        mem.add(dbi, entry_bytes(entry))
+        return
+    if type(chain) is int:
+        chain = chains[key] = chains.unpack(chain)
+        mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
+    snap = None
+    if len(chain) % every == every - 1:
+        v = db.data.get(key)
+        # A full copy every `every` versions, but never more often than every
+        # len/8 versions, so a write costs O(1) amortized even on a huge
+        # collection (an as-of read then undoes up to len/8 versions).
+        if (
+            v is not None
+            and type(v) is not bytes
+            and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
+        ):
+            snap = (copy_value(v), db.expires.get(key))
+    entry = _new_tuple(VersionEntry, (lsn, t, cmd, compact_undo(undo), meta, snap))
+    chain.append(entry)
+    size = entry_bytes(entry)
+    if type(dbi) is int:
+        mem.main_bytes += size
+        mem.main_versions += 1
+    else:
+        mem.add(dbi, size)
+    if keep.kind == "versions":
+        store.trim_versions(db, key, chain, keep.limit)
+    elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
+        n = len(chain)
+        due = db.trim_next.get(key, 0)
+        if n >= due or due - n > TRIM_STEP:
+            # Commit times never go back, so the versions older than the
+            # window are a prefix (the newest version always stays).
+            old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
+            store._trim(db, key, chain, old)
 
 
 def set_string(store: Store, db: Database, key: bytes, value: bytes) -> None:

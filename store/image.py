@@ -12,7 +12,10 @@ cmd_names (the command codes packed versions refer to).
 
 Items, one per key, 6 fields: (db, key, value or None, expire or None, chain,
 floor or None). The chain is either (LSN, command) for a key whose one version
-created it, or a list of 6-field entries (lsn, time_ms, cmd, undo, meta, snap).
+created it, or a list of 6-field entries (lsn, time_ms, cmd, undo, meta, snap); the
+undo is always its ops (an entry that keeps a replaced string's bytes alone in memory,
+`store.chains.compact_undo`, is written as ((RESTORE, bytes, None),) and read back
+compact).
 The common key, a string written once with no expiry, goes instead into batch
 items of parallel arrays, 5 fields: (BATCH_TAG, db, keys, values, packed
 versions); they hold plain values only.
@@ -25,6 +28,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from store import keyspace, windex
+from store.chains import compact_undo, undo_ops
 from store.ops import CREATED
 
 if TYPE_CHECKING:
@@ -95,7 +99,14 @@ def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) ->
     chain: Any = born
     if born is None:
         chain = [
-            (e.lsn, e.time_ms, e.cmd, e.undo, None if e.meta is None else tuple(e.meta), e.snap)
+            (
+                e.lsn,
+                e.time_ms,
+                e.cmd,
+                undo_ops(e.undo),  # the ops: the image format is the same as before
+                None if e.meta is None else tuple(e.meta),
+                e.snap,
+            )
             for e in db.chains.get(key, ())
         ]
     return (db.index, key, value, db.expires.get(key), chain, db.floors.get(key))
@@ -142,7 +153,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
                     lsn,
                     t,
                     cmd,
-                    CREATED if undo == CREATED else undo,
+                    CREATED if undo == CREATED else compact_undo(undo),
                     None if meta is None else write_meta(*meta),
                     snap,
                 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import struct
 import time
 import weakref
 from array import array
@@ -26,24 +27,26 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from store import bulkreplay, dataset, image, windex
-from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes, entry_bytes
+from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
+from store.bulkreplay import lsn_bytes
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
-from store.chains import _dict_get, _entry_time
 from store.chains import _entry_lsn as _entry_lsn
+from store.chains import _entry_time
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
-from store.commitpath import version_one
+from store.commitpath import TRIM_STEP as TRIM_STEP
+from store.commitpath import version_key, version_one
 from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
 from store.dataset import counted_apply
-from store.ops import CREATED, DEL, Op, Undo
+from store.ops import DEL, Op, Undo
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
@@ -53,28 +56,24 @@ from store.records import RecordSink as RecordSink
 from store.records import UpdateRecord as UpdateRecord
 from store.records import WriteMeta as WriteMeta
 from store.records import Writer
-from store.values import copy_value
 from store.views import ViewDatabase, make_view
 
 _time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
 _new_tuple: Final = tuple.__new__
-_append_q: Final = array.append
+_pack: Final = struct.pack
 _RECORD: Final = UpdateRecord
-# A chain that a pin stopped trimming is tried again after this many more versions, so
-# the check (and its pinned accounting) costs O(1) amortized per write.
-TRIM_STEP = 64
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
 # fmt: off
 STORE_STATE = (
-    "_index_many", "_index_weighed", "_index_weight", "_pin", "branches", "cmd",
+    "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
+    "_pin", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_tail", "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
-    "index_keys", "index_lsns", "index_times", "last_time_ms", "lsn", "mem", "observers",
-    "on_expired", "pending", "sink", "sink_batch", "snapshot_every", "snapshots", "tables",
-    "views", "writer",
+    "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
+    "sink", "sink_batch", "snapshot_every", "snapshots", "tables", "views", "writer",
 )
 # fmt: on
 TouchCallback = Callable[[int, bytes], None]
@@ -133,9 +132,19 @@ class Store:
         # (db, key) -> callbacks run when a commit touches the key (WATCH, blocking)
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
-        # The time index: commit time of every LSN, for TIME points and views.
-        self.index_lsns = array("q")
-        self.index_times = array("q")
+        # The time index: commit time of every LSN, for TIME points and views. The
+        # commit adds to the tails (a count and a list append); the arrays take them
+        # in before any read of `index_lsns` or `index_times`, and every 1,024 commits.
+        self._index_lsns = array("q")
+        self._index_times = array("q")
+        # The tails: `_tail_n` commits with consecutive LSNs from `_tail_first`, and
+        # their times.
+        self._tail_first = 0
+        self._tail_n = 0
+        self._time_tail: list[int] = []
+        # The last commit time boxed, for the versions of one millisecond to share.
+        self._time_ms = 0
+        self._time_o: Any = 0
         # The version index: what each of those commits wrote (store.windex), known
         # for LSNs from index_from on.
         self.index_keys: list[Any] = []
@@ -250,16 +259,29 @@ class Store:
         meta = None if writer is None else writer.meta
         lsn = self.lsn = self.lsn + 1
         t = self.commit_time
+        direct = self.sink_batch
         if t:
             self.commit_time = 0
+        elif direct is not None and len(direct[1]) & 31 and direct[0] is self.sink:
+            # One clock read per pass of the event loop (and per 32 commits in it): a
+            # commit that is not its first takes the time of the last (the batch
+            # holds the records committed in this pass until its end).
+            t = self.last_time_ms
         else:
             t = int(_time() * 1000)
             if t < self.last_time_ms:
                 t = self.last_time_ms
         self.last_time_ms = t
-        # Boxed once: the entry, the record and the index take the same objects.
+        # Boxed once: the entry, the record and the index take the same objects, and
+        # commits in the same millisecond the same time object.
         lsn_o: Any = lsn
-        t_o: Any = t
+        t_o: Any
+        if t == self._time_ms:
+            t_o = self._time_o
+        else:
+            t_o = t  # boxed here, once (compiled, a chained assignment boxes twice)
+            self._time_o = t_o
+            self._time_ms = t
         if len(pending) == 1:
             dbi, key, op, undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
@@ -267,22 +289,28 @@ class Store:
             common = key is not None and type(dbi) is int and not dbi
             self.index_keys.append(key if common else windex.entry(ops))
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
-                self._version_key(dbi, key, undo, cmd, lsn_o, t_o, meta)
+                version_key(self, dbi, key, undo, cmd, lsn_o, t_o, meta)
         else:
             ops = tuple([(p[0], p[1], p[2]) for p in pending])
             cmds = tuple([p[4] for p in pending])
             self.index_keys.append(windex.entry(ops))
             self._index_many += len(ops)
             self._version(pending, lsn_o, t_o, meta)
-        _append_q(self.index_lsns, lsn_o)
-        _append_q(self.index_times, t_o)
+        n = self._tail_n
+        if n and lsn != self._tail_first + n:  # not the tail's next LSN: start anew
+            self._take_tails()
+            n = 0
+        if not n:
+            self._tail_first = lsn
+        self._tail_n = n + 1
+        self._time_tail.append(t_o)
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
-            # Weighed every 1,024 commits, or 1,024 keys of commits writing several.
+            # Weighed every 1,024 commits, or 1,024 keys of commits writing several
+            # (the time index's tails taken in first: `bound_index` reads it).
             self._index_many = 0
             self.bound_index()
         # tuple.__new__: the record without the named tuple's Python-level __new__.
         record: UpdateRecord = _new_tuple(_RECORD, (lsn_o, t_o, ops, cmds, meta))
-        direct = self.sink_batch
         if direct is not None and direct[0] is self.sink:
             direct[1].append(record)
             if len(direct[1]) == 1:
@@ -319,71 +347,10 @@ class Store:
     ) -> None:
         """Append one version entry per touched key, trimmed by the history policy
         (never past what a sealed snapshot still needs): the common case in a straight
-        line (`store.commitpath.version_one`), else `_version_key`."""
+        line (`store.commitpath.version_one`), else `store.commitpath.version_key`."""
         for dbi, key, _op, undo, cmd in pending:
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn, t, meta):
-                self._version_key(dbi, key, undo, cmd, lsn, t, meta)
-
-    def _version_key(
-        self, dbi: Any, key: bytes, undo: Undo, cmd: str, lsn: int, t: int, meta: WriteMeta | None
-    ) -> None:
-        """The version entry of one key's write where `version_one` does not apply."""
-        keep = self.history
-        every = self.snapshot_every
-        if self.tables:
-            policy = self.policy_of(key)
-            if policy is not None:
-                keep = policy.retain
-                every = policy.snapshot_every
-        db = self.dbs[dbi] if type(dbi) is int else self.db_of(dbi)
-        chains = db.chains
-        chain = _dict_get(chains, key)
-        mem = self.mem
-        if chain is None:
-            if undo is CREATED and meta is None and chains.set_born(key, lsn, cmd):
-                if type(dbi) is int:
-                    mem.main_bytes += PACKED_BYTES
-                    mem.main_versions += 1
-                else:
-                    mem.add(dbi, PACKED_BYTES)
-                return
-            entry = VersionEntry(lsn, t, cmd, undo, meta)
-            chains[key] = [entry]
-            mem.add(dbi, entry_bytes(entry))
-            return
-        if type(chain) is int:
-            chain = chains[key] = chains.unpack(chain)
-            mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
-        snap = None
-        if len(chain) % every == every - 1:
-            v = db.data.get(key)
-            # A full copy every `every` versions, but never more often than every
-            # len/8 versions, so a write costs O(1) amortized even on a huge
-            # collection (an as-of read then undoes up to len/8 versions).
-            if (
-                v is not None
-                and type(v) is not bytes
-                and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
-            ):
-                snap = (copy_value(v), db.expires.get(key))
-        entry = _new_tuple(VersionEntry, (lsn, t, cmd, undo, meta, snap))
-        chain.append(entry)
-        size = entry_bytes(entry)
-        if type(dbi) is int:
-            mem.main_bytes += size
-            mem.main_versions += 1
-        else:
-            mem.add(dbi, size)
-        if keep.kind == "versions":
-            self.trim_versions(db, key, chain, keep.limit)
-        elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
-            n = len(chain)
-            due = db.trim_next.get(key, 0)
-            if n >= due or due - n > TRIM_STEP:
-                # Commit times never go back, so the versions older than the
-                # window are a prefix (the newest version always stays).
-                old = bisect_left(chain, t - keep.limit, 0, n - 1, key=_entry_time)
-                self._trim(db, key, chain, old)
+                version_key(self, dbi, key, undo, cmd, lsn, t, meta)
 
     def trim_versions(self, db: Database, key: bytes, chain: list[Any], limit: int) -> None:
         """`versions:limit` retention after a write: a chain is cut back to `limit`
@@ -651,41 +618,57 @@ class Store:
         skip = len(self.index_lsns) - len(self.index_keys)
         return windex.keys_written(self.index_lsns, self.index_keys, ident, lo, hi, skip)
 
+    @property
+    def index_lsns(self) -> array[int]:
+        """The time index's LSNs, one per commit (ascending)."""
+        if self._tail_n:
+            self._take_tails()
+        return self._index_lsns
+
+    @index_lsns.setter
+    def index_lsns(self, lsns: array[int]) -> None:
+        self._take_tails()
+        self._index_lsns = lsns
+
+    @property
+    def index_times(self) -> array[int]:
+        """The time index's commit times, beside `index_lsns`."""
+        if self._tail_n:
+            self._take_tails()
+        return self._index_times
+
+    @index_times.setter
+    def index_times(self, times: array[int]) -> None:
+        self._take_tails()
+        self._index_times = times
+
+    def _take_tails(self) -> None:
+        """Move the commits' LSNs and times from the tails into the arrays: the LSNs
+        as bytes made from the range (`bulkreplay.lsn_bytes`), the times packed by
+        one `struct` call (`array.fromlist` parses every item as `append` does)."""
+        n = self._tail_n
+        if n:
+            first = self._tail_first
+            lsns = [lsn_bytes(first + i, min(256, n - i)) for i in range(0, n, 256)]
+            self._index_lsns.frombytes(b"".join(lsns))
+            self._index_times.frombytes(_pack(f"{n}q", *self._time_tail))
+            self._tail_n = 0
+            self._time_tail = []
+
     def reset_index_weight(self) -> None:
         """The index was replaced (an image loaded): weigh it again."""
         self._index_weight = self._index_weighed = 0
 
     def bound_index(self) -> None:
-        """Keep the version index to about INDEX_KEYS key references: past twice
-        that, the oldest entries go and `index_from` moves up (a diff reaching
-        before it compares every key instead). O(1) amortized per commit."""
+        """Keep the version index to about INDEX_KEYS key references
+        (`store.windex.bound`). O(1) amortized per commit."""
         keys = self.index_keys
-        # The new entries only (islice would walk the whole list to its start): one
-        # per key for the common entry, a key, plus the length of the others.
-        new = keys[self._index_weighed :]
-        weight = self._index_weight + len(new)
-        for e in new:
-            if type(e) is not bytes:
-                weight += len(e) - 1
-        self._index_weighed = len(keys)
-        if weight > 2 * windex.INDEX_KEYS:
-            n = weight - windex.INDEX_KEYS
-            if set(map(type, keys[:n])) == {bytes}:  # the common entries: one key each
-                weight -= n
-            else:
-                n = 0
-            while weight > windex.INDEX_KEYS:
-                e = keys[n]
-                weight -= 1 if type(e) is bytes else len(e)
-                n += 1
-            skip = len(self.index_lsns) - len(keys)
-            # Past the newest entry when one commit alone wrote more than INDEX_KEYS
-            # keys (a FLUSHALL of a big database): the index then starts after it.
-            lsns = self.index_lsns
-            self.index_from = lsns[skip + n] if skip + n < len(lsns) else lsns[-1] + 1
-            del keys[:n]
-            self._index_weighed -= n
-        self._index_weight = weight
+        weight, weighed, index_from = windex.bound(
+            keys, self.index_lsns, self._index_weight, self._index_weighed
+        )
+        self._index_weight, self._index_weighed = weight, weighed
+        if index_from:
+            self.index_from = index_from
 
     def time_of(self, lsn: int) -> int:
         """When `lsn` was committed (0 for LSN 0)."""

@@ -70,3 +70,36 @@ def restore(saved: Iterable[Any]) -> list[Any]:
         else:
             out.append(tuple([(d if type(d) is int else tuple(d), k) for d, k in e]))
     return out
+
+
+def bound(keys: list[Any], lsns: Sequence[int], weight: int, weighed: int) -> tuple[int, int, int]:
+    """Keep the version index `keys` (beside the time index's `lsns`) to about
+    INDEX_KEYS key references: past twice that, the oldest entries go (cut from
+    `keys` here) and the index starts later (a diff reaching before it compares every
+    key instead). `weight` is what entries up to `weighed` refer to. Returns the new
+    (weight, weighed, index_from), index_from 0 where nothing was cut."""
+    # The new entries only (islice would walk the whole list to its start): one per
+    # key for the common entry, a key, plus the length of the others.
+    new = keys[weighed:]
+    weight += len(new)
+    for e in new:
+        if type(e) is not bytes:
+            weight += len(e) - 1
+    weighed = len(keys)
+    if weight <= 2 * INDEX_KEYS:
+        return weight, weighed, 0
+    n = weight - INDEX_KEYS
+    if set(map(type, keys[:n])) == {bytes}:  # the common entries: one key each
+        weight -= n
+    else:
+        n = 0
+    while weight > INDEX_KEYS:
+        e = keys[n]
+        weight -= 1 if type(e) is bytes else len(e)
+        n += 1
+    skip = len(lsns) - len(keys)
+    # Past the newest entry when one commit alone wrote more than INDEX_KEYS keys (a
+    # FLUSHALL of a big database): the index then starts after it.
+    index_from = lsns[skip + n] if skip + n < len(lsns) else lsns[-1] + 1
+    del keys[:n]
+    return weight, weighed - n, index_from

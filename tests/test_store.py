@@ -27,6 +27,7 @@ from store import (
     database,
     keyspace,
 )
+from store.chains import undo_ops
 from store.keyspace import LsnMismatch
 from store.ops import CREATED, apply_op
 from store.values import copy_value
@@ -203,8 +204,12 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
 
 def _versions(store: Store) -> dict[bytes, list[tuple[Any, ...]]]:
     """Every key's history in database 0, without the full copies (a replayed store
-    may take them at other versions)."""
-    return {k: [tuple(e)[:5] for e in chain] for k, chain in store.dbs[0].chains.items()}
+    may take them at other versions); undos as their ops (`store.chains.undo_ops`: a
+    replaced bytearray's undo is read back from an image as bytes, kept compact)."""
+    return {
+        k: [(e.lsn, e.time_ms, e.cmd, undo_ops(e.undo), e.meta) for e in chain]
+        for k, chain in store.dbs[0].chains.items()
+    }
 
 
 def test_a_key_written_once_keeps_its_version_packed() -> None:
