@@ -61,6 +61,22 @@ _op_heads: Final[dict[str, bytes]] = {}
 # A record's commands and metadata when it has one command and no metadata: the
 # command's name -> [name] and nil, encoded.
 _tails: Final[dict[str, bytes]] = {}
+
+
+class _Last:
+    """The op name (with its item count) and command name of the last common record
+    `_one` wrote, and their encodings: a batch's records mostly repeat them, and an
+    identity test costs less than a dict lookup."""
+
+    def __init__(self) -> None:
+        self.name: object = None
+        self.n = 0
+        self.head = b""
+        self.cmd: object = None
+        self.tail = b""
+
+
+_LAST: Final = _Last()
 # A record's ops up to the key when it has one op on database i: [[i, ...
 _OPS_HEAD: Final = [bytes((0x91, 0x93, i)) for i in range(0x80)]
 
@@ -235,23 +251,35 @@ def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes
     if not 0 <= d < 0x80 or len(k) >= 0x100 or not 0 < n < 16 or type(opx[0]) is not str:
         return 0
     name = opx[0]
-    head = _op_heads.get(name)
-    if head is None or head[0] != 0x90 | n:
-        parts: list[bytes] = [_FIXARRAY[n]]
-        if not _str(name, parts):
-            return 0
-        head = b"".join(parts)
-        if len(_op_heads) < _STR_CACHE_MAX:
-            _op_heads[name] = head
-    tail = _tails.get(cmd)
-    if tail is None:
-        parts = [_FIXARRAY[1]]
-        if not _str(cmd, parts):
-            return 0
-        parts.append(_NIL)
-        tail = b"".join(parts)
-        if len(_tails) < _STR_CACHE_MAX:
-            _tails[cmd] = tail
+    seen = _LAST
+    if name is seen.name and n == seen.n:  # the op of the record before (no dict lookup)
+        head = seen.head
+    else:
+        found = _op_heads.get(name)
+        if found is None or found[0] != 0x90 | n:
+            parts: list[bytes] = [_FIXARRAY[n]]
+            if not _str(name, parts):
+                return 0
+            found = b"".join(parts)
+            if len(_op_heads) < _STR_CACHE_MAX:
+                _op_heads[name] = found
+        head = seen.head = found
+        seen.name = name
+        seen.n = n
+    if cmd is seen.cmd:
+        tail = seen.tail
+    else:
+        known = _tails.get(cmd)
+        if known is None:
+            parts = [_FIXARRAY[1]]
+            if not _str(cmd, parts):
+                return 0
+            parts.append(_NIL)
+            known = b"".join(parts)
+            if len(_tails) < _STR_CACHE_MAX:
+                _tails[cmd] = known
+        tail = seen.tail = known
+        seen.cmd = cmd
     if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
         v: bytes = opx[1]
         w = opx[2]
