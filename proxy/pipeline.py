@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from proxy.server import Connection
 
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
-OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
+OK_ENCODED: Final = b"+OK\r\n"  # the same in RESP2 and RESP3
 # Bound once: compiled, a Final is a C static (no module dict lookup per request, and
 # for the clocks no attribute lookup on `time` either).
 _wall: Final = time.time
@@ -37,7 +37,7 @@ _PAUSED: Final = Paused
 _NIL2: Final = b"$-1\r\n"  # None in RESP2 (a nil bulk string) and in RESP3
 _NIL3: Final = b"_\r\n"
 # The headers of short bulk strings, made once (formatting one per reply costs more).
-_BULK_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
+_BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(1024)]
 # Connections whose blocked command a commit may now serve, in the order their keys were
 # touched. Served right after the command that touched them (before the next command of
 # any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
