@@ -153,6 +153,15 @@ def run(
     n = 0
     server: ServerCore = s.server
     server.clock_mark = _perf_ns()  # the first command's start
+    # The last command's name and table entry: a pipeline mostly repeats one command,
+    # and comparing a few bytes costs less than hashing a new name for the lookup. (The
+    # table is filled once, as the command modules are imported.)
+    last_name = b""
+    last_cmd: Command | None = None
+    # The capacity check of the durability object in force, looked up once per batch
+    # (and again only if the object changes): a call per write, no attribute lookup.
+    checked: Any = None
+    over_capacity: Any = None
     while True:
         if queue is None:
             if i >= len(items):
@@ -165,12 +174,20 @@ def run(
             break
         name = argv[0]
         s.last_cmd = name
-        cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
+        if name == last_name:
+            cmd = last_cmd
+        else:
+            cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
+            last_name = name
+            last_cmd = cmd
         dur = server.durability
+        if dur is not checked:
+            checked = dur
+            over_capacity = None if dur is None else dur.over_capacity
         if (
-            dur is not None
+            over_capacity is not None
             and (cmd.is_write if cmd is not None and cmd.subcommands is None else is_write(argv))
-            and dur.over_capacity()
+            and over_capacity()
         ):
             # Object storage is behind: hold this write (and what follows) until
             # the backlog drains, or answer TRYAGAIN (reads are not held).
