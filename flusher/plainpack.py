@@ -74,11 +74,14 @@ class _Last:
         self.head = b""
         self.cmd: object = None
         self.tail = b""
+        self.tail_nil = _NIL  # nil, then `tail`
 
 
 _LAST: Final = _Last()
 # A record's ops up to the key when it has one op on database i: [[i, ...
 _OPS_HEAD: Final = [bytes((0x91, 0x93, i)) for i in range(0x80)]
+# ... on database 0, with the key's bin8 header for each key length: [[0, bin8(n) ...
+_OPS0_KEY: Final = [bytes((0x91, 0x93, 0, 0xC4, n)) for n in range(0x100)]
 
 
 def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
@@ -279,11 +282,18 @@ def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes
             if len(_tails) < _STR_CACHE_MAX:
                 _tails[cmd] = known
         tail = seen.tail = known
+        seen.tail_nil = _NIL + known
         seen.cmd = cmd
     if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
         v: bytes = opx[1]
         w = opx[2]
         last = _NIL if w is None else _fixint(w)
+        if w is None and not d:  # SET: database 0, nil after the value (fewer parts)
+            out.append(
+                b"%b%b%b%b%b%b%b%b%b"
+                % (pre, low, t_part, _OPS0_KEY[len(k)], k, head, _BIN8[len(v)], v, seen.tail_nil)
+            )
+            return 1
         if last is not None:
             out.append(
                 b"%b%b%b%b%b%b%b%b%b%b%b"
