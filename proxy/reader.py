@@ -72,61 +72,54 @@ def _canonical(data: bytes, out: list[list[bytes]], max_bulk: i64) -> i64:
     general path. Compiled, a loop of byte tests: no method call per request (hiredis'
     `gets` and the big-count search cost more than this whole read)."""
     n: i64 = len(data)
-    limit: i64 = max_bulk
     pos: i64 = 0
     while pos < n:
         if data[pos] != 42:  # "*"
             return pos
-        i: i64 = pos + 1
-        if i >= n:
+        count, i = _decimal(data, pos + 1, n, CANONICAL_MAX_COUNT)
+        if count < 1:  # *0, *-1 (empty requests): the general path
             return pos
-        c: i64 = data[i]
-        if c < 49 or c > 57:  # 1-9: no sign, no leading zero (*0, *-1: the general path)
-            return pos
-        count: i64 = c - 48
-        i += 1
-        while i < n:
-            c = data[i]
-            if c < 48 or c > 57:
-                break
-            count = count * 10 + c - 48
-            if count > CANONICAL_MAX_COUNT:
-                return pos
-            i += 1
-        if i + 1 >= n or data[i] != 13 or data[i + 1] != 10:
-            return pos
-        i += 2
         args: list[bytes] = []
         while count:
-            if i + 1 >= n or data[i] != 36:  # "$"
+            if i >= n or data[i] != 36:  # "$"
                 return pos
-            i += 1
-            c = data[i]
-            if c < 48 or c > 57:
+            ln, i = _decimal(data, i + 1, n, max_bulk)
+            if ln < 0:
                 return pos
-            ln: i64 = c - 48
-            i += 1
-            if ln:  # "$0" stands alone: "$01" is not canonical
-                while i < n:
-                    c = data[i]
-                    if c < 48 or c > 57:
-                        break
-                    ln = ln * 10 + c - 48
-                    if ln > limit:
-                        return pos
-                    i += 1
-            if i + 1 >= n or data[i] != 13 or data[i + 1] != 10:
-                return pos
-            start = i + 2
-            end = start + ln
+            end = i + ln
             if end + 1 >= n or data[end] != 13 or data[end + 1] != 10:
                 return pos
-            args.append(data[start:end])
+            args.append(data[i:end])
             i = end + 2
             count -= 1
         out.append(args)
         pos = i
     return pos
+
+
+def _decimal(data: bytes, i: i64, n: i64, limit: i64) -> tuple[i64, i64]:
+    """The number written at `i` in canonical decimal (digits without a sign, no
+    leading zero but "0" itself), at most `limit`, and where what follows its CR LF
+    starts; -1 (and `i`) when there is none, or not all of it yet."""
+    if i >= n:
+        return -1, i
+    c: i64 = data[i]
+    if c < 48 or c > 57:
+        return -1, i
+    v: i64 = c - 48
+    i += 1
+    if v:  # "0" stands alone: "01" is not canonical
+        while i < n:
+            c = data[i]
+            if c < 48 or c > 57:
+                break
+            v = v * 10 + c - 48
+            if v > limit:  # (before an int64 could overflow)
+                return -1, i
+            i += 1
+    if v > limit or i + 1 >= n or data[i] != 13 or data[i + 1] != 10:
+        return -1, i
+    return v, i + 2
 
 
 def _big_count(data: bytes) -> bool:
