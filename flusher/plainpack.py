@@ -40,6 +40,7 @@ _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
 _BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
+_ONE_PAIR: Final = b"\x91\x92"  # an array of one array of two
 _FALSE: Final = b"\xc2"
 _TRUE: Final = b"\xc3"
 
@@ -312,6 +313,54 @@ def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes
                 )
             )
             return 1
+    if n == 2 and type(opx[1]) is tuple:
+        items: tuple[Any, ...] = opx[1]
+        if len(items) == 1:  # one short value (LPUSH) or one pair of them (HSET)
+            item = items[0]
+            if type(item) is bytes and len(item) < 0x100:
+                x: bytes = item
+                out.append(
+                    b"%b%b%b%b%b%b%b%b%b%b%b"
+                    % (
+                        pre,
+                        low,
+                        t_part,
+                        _OPS_HEAD[d],
+                        _BIN8[len(k)],
+                        k,
+                        head,
+                        _FIXARRAY[1],
+                        _BIN8[len(x)],
+                        x,
+                        tail,
+                    )
+                )
+                return 1
+            if type(item) is tuple:
+                pair: tuple[Any, ...] = item
+                if len(pair) == 2 and type(pair[0]) is bytes and type(pair[1]) is bytes:
+                    f: bytes = pair[0]
+                    fv: bytes = pair[1]
+                    if len(f) < 0x100 and len(fv) < 0x100:
+                        out.append(
+                            b"%b%b%b%b%b%b%b%b%b%b%b%b%b"
+                            % (
+                                pre,
+                                low,
+                                t_part,
+                                _OPS_HEAD[d],
+                                _BIN8[len(k)],
+                                k,
+                                head,
+                                _ONE_PAIR,
+                                _BIN8[len(f)],
+                                f,
+                                _BIN8[len(fv)],
+                                fv,
+                                tail,
+                            )
+                        )
+                        return 1
     out.append(b"%b%b%b%b%b%b%b" % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
     for i in range(1, n):
         if not _value(opx[i], out, 4):
