@@ -40,7 +40,7 @@ _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
 _BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
-_ONE_PAIR: Final = b"\x91\x92"  # an array of one array of two
+
 _FALSE: Final = b"\xc2"
 _TRUE: Final = b"\xc3"
 
@@ -83,6 +83,8 @@ _LAST: Final = _Last()
 _OPS_HEAD: Final = [bytes((0x91, 0x93, i)) for i in range(0x80)]
 # ... on database 0, with the key's bin8 header for each key length: [[0, bin8(n) ...
 _OPS0_KEY: Final = [bytes((0x91, 0x93, 0, 0xC4, n)) for n in range(0x100)]
+# An array of one pair and the bin8 header of its first item, by that item's length.
+_PAIR_HEAD: Final = [bytes((0x91, 0x92, 0xC4, n)) for n in range(0x100)]
 
 
 def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
@@ -285,82 +287,42 @@ def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes
         tail = seen.tail = known
         seen.tail_nil = _NIL + known
         seen.cmd = cmd
+    # The op's items after its name, in at most four parts, when short: a string
+    # written (SET, INCR), one value (LPUSH), one field and value (HSET).
+    m1 = m2 = m3 = m4 = b""
+    short = False
     if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
         v: bytes = opx[1]
         w = opx[2]
-        last = _NIL if w is None else _fixint(w)
         if w is None and not d:  # SET: database 0, nil after the value (fewer parts)
             out.append(
                 b"%b%b%b%b%b%b%b%b%b"
                 % (pre, low, t_part, _OPS0_KEY[len(k)], k, head, _BIN8[len(v)], v, seen.tail_nil)
             )
             return 1
+        last = _NIL if w is None else _fixint(w)
         if last is not None:
-            out.append(
-                b"%b%b%b%b%b%b%b%b%b%b%b"
-                % (
-                    pre,
-                    low,
-                    t_part,
-                    _OPS_HEAD[d],
-                    _BIN8[len(k)],
-                    k,
-                    head,
-                    _BIN8[len(v)],
-                    v,
-                    last,
-                    tail,
-                )
-            )
-            return 1
-    if n == 2 and type(opx[1]) is tuple:
+            m1, m2, m3, short = _BIN8[len(v)], v, last, True
+    elif n == 2 and type(opx[1]) is tuple:
         items: tuple[Any, ...] = opx[1]
-        if len(items) == 1:  # one short value (LPUSH) or one pair of them (HSET)
-            item = items[0]
-            if type(item) is bytes and len(item) < 0x100:
-                x: bytes = item
-                out.append(
-                    b"%b%b%b%b%b%b%b%b%b%b%b"
-                    % (
-                        pre,
-                        low,
-                        t_part,
-                        _OPS_HEAD[d],
-                        _BIN8[len(k)],
-                        k,
-                        head,
-                        _FIXARRAY[1],
-                        _BIN8[len(x)],
-                        x,
-                        tail,
-                    )
-                )
-                return 1
-            if type(item) is tuple:
-                pair: tuple[Any, ...] = item
-                if len(pair) == 2 and type(pair[0]) is bytes and type(pair[1]) is bytes:
-                    f: bytes = pair[0]
-                    fv: bytes = pair[1]
-                    if len(f) < 0x100 and len(fv) < 0x100:
-                        out.append(
-                            b"%b%b%b%b%b%b%b%b%b%b%b%b%b"
-                            % (
-                                pre,
-                                low,
-                                t_part,
-                                _OPS_HEAD[d],
-                                _BIN8[len(k)],
-                                k,
-                                head,
-                                _ONE_PAIR,
-                                _BIN8[len(f)],
-                                f,
-                                _BIN8[len(fv)],
-                                fv,
-                                tail,
-                            )
-                        )
-                        return 1
+        item = items[0] if len(items) == 1 else None
+        if type(item) is bytes:
+            x: bytes = item
+            if len(x) < 0x100:
+                m1, m2, m3, short = _FIXARRAY[1], _BIN8[len(x)], x, True
+        elif type(item) is tuple:
+            pair: tuple[Any, ...] = item
+            if len(pair) == 2 and type(pair[0]) is bytes and type(pair[1]) is bytes:
+                f: bytes = pair[0]
+                fv: bytes = pair[1]
+                if len(f) < 0x100 and len(fv) < 0x100:
+                    m1, m2, m3, m4, short = _PAIR_HEAD[len(f)], f, _BIN8[len(fv)], fv, True
+    if short:
+        out.append(
+            b"%b%b%b%b%b%b%b%b%b%b%b%b"
+            % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head, m1, m2, m3, m4, tail)
+        )
+        return 1
     out.append(b"%b%b%b%b%b%b%b" % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
     for i in range(1, n):
         if not _value(opx[i], out, 4):
