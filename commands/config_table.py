@@ -304,3 +304,4 @@ def config_store(server: ServerState, name: str, value: str) -> None:
         maxmemory_changed(server)  # evicts from the event loop (commands.evict)
     ops_config_changed(server, name, value)
     server.replication.configure(name, value)
+    server.min_replicas = server.replication.min_replicas  # the dispatcher's copy

@@ -141,7 +141,7 @@ class Dispatcher:
         if server.limits.maxmemory and memory_pressed(s.server):  # commands.evict
             if memory_check(s.server) and oom_rejects(s, cmd):
                 return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little
-        if _writes(s, cmd) and server.replication.min_replicas:  # min-replicas-to-write
+        if server.min_replicas and _writes(s, cmd):  # min-replicas-to-write
             if server.replication.replicas_short(server.repl_stream):
                 return self.reject(s, NOREPLICAS.encode(), argv, cmd)
         if server.loading and not cmd.flags & Flag.LOADING:
@@ -154,9 +154,9 @@ class Dispatcher:
             # A replica; or a leader whose lease may be about to expire (it answers
             # nothing it cannot be sure of still leading for).
             return self.reject(s, (server.read_only or READONLY).encode(), argv, cmd)
-        if cmd.is_write and server.durability is not None and server.durability.fenced:
+        if cmd.is_write and server.fenced:  # the durability object's `fenced`
             return self.reject(s, FENCED.encode(), argv, cmd)
-        if server.busy_script and not cmd.flags & Flag.ALLOW_BUSY:
+        if len(server.busy_script) and not cmd.flags & Flag.ALLOW_BUSY:
             return self.reject(s, server.busy_script, argv, cmd)  # a script runs (scripting)
         if server.gate is not None:
             # A CLIENT PAUSE in force, or MONITOR clients (commands.pause): PAUSED
@@ -171,7 +171,9 @@ class Dispatcher:
                 return self.reject(s, NOT_IN_MULTI.encode(), None, cmd)
             s.multi.append((cmd, argv))
             return QUEUED
-        if s.resp == 2 and (s.channels or s.patterns) and not cmd.flags & Flag.SUBSCRIBE_OK:
+        # len(): compiled, a size read (truthiness of a set is a generic call)
+        subscribed = len(s.channels) or len(s.patterns)
+        if s.resp == 2 and subscribed and not cmd.flags & Flag.SUBSCRIBE_OK:
             return self.reject(s, SUBSCRIBE_CONTEXT.format(cmd.name).encode(), argv, cmd)
         return self.call(s, cmd, argv)
 

@@ -188,7 +188,8 @@ def _push(s: Session, argv: list[bytes], left: bool, xx: bool) -> int:
         n = 0
     else:
         n = len(lst)
-    items = tuple(argv[2:])
+    # One value (the common push) as a tuple display: no list slice and copy.
+    items = (argv[2],) if len(argv) == 3 else tuple(argv[2:])
     s.store.apply(s.db, key, (LPUSH if left else RPUSH, items))
     return n + len(items)
 

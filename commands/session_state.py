@@ -66,6 +66,14 @@ class ServerCore:
         self.read_only = ""
         # A group's leader refuses writes from this time.monotonic() on (0: no limit).
         self.write_deadline = 0.0
+        # Why this writer is fenced (another took over its storage; the durability
+        # object's `fenced`, kept here by proxy.replication when it is set), else "":
+        # the dispatcher's test before each write, without an attribute lookup on the
+        # Python durability object.
+        self.fenced = ""
+        # min-replicas-to-write as CONFIG SET left it in `replication` (copied by
+        # commands.config_table): 0, the dispatcher asks nothing more of a write.
+        self.min_replicas = 0
         # The -BUSY error while a script runs past busy-reply-threshold (commands.scripting),
         # else empty: the dispatcher refuses all but allow-busy commands meanwhile.
         self.busy_script = b""

@@ -8,7 +8,7 @@ INCR · DECR · INCRBY · DECRBY · INCRBYFLOAT
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from commands import longdouble
 from commands.common import get_string, wrongtype
@@ -272,13 +272,47 @@ def object_address(s: Session, key: bytes, v: object) -> int:
     n = shared_integer(s, v)
     if n is not None:
         return id(_SHARED.setdefault(n, b"%d" % n))
+    _store_kept()
     kept = s.server.debug.addresses.get((s.dbi, key))
     return kept[1] if kept is not None and kept[0] == id(v) else id(v)
+
+
+class _Kept:
+    """The entry of `ServerState.debug.addresses` the last in-place INCR made, held
+    here until another key's INCR, or a reader, needs the dict (`_store_kept`): the
+    common INCR of one counter past 10,000 updates it with a few field tests, without
+    hashing a (db, key) tuple twice and two attribute lookups on Python objects."""
+
+    def __init__(self) -> None:
+        self.server: object = None  # the ServerState whose entry this is
+        self.dbi = 0
+        self.key: bytes | None = None  # None: nothing held
+        self.ident = 0  # the id of the value now
+        self.addr = 0  # the address it keeps
+
+
+_KEPT: Final = _Kept()
+
+
+def _store_kept() -> None:
+    """Put the entry held in `_KEPT` into its server's dict."""
+    k = _KEPT
+    if k.key is not None:
+        server: Any = k.server
+        server.debug.addresses[(k.dbi, k.key)] = (k.ident, k.addr)
+        k.key = None
+        k.server = None
 
 
 def _in_place(s: Session, key: bytes, old: bytes, new: bytes) -> None:
     """Redis' INCR changes an integer-encoded, unshared value in place (when the result
     is not a shared integer either): the new value keeps the old one's address."""
+    k = _KEPT
+    if k.server is s.server and k.dbi == s.dbi and k.ident == id(old) and k.key == key:
+        # The same counter as the last in-place INCR, still holding the value it wrote.
+        k.ident = id(new)
+        return
+    _store_kept()
     addresses = s.server.debug.addresses
     at = (s.dbi, key)
     kept = addresses.get(at)
@@ -287,17 +321,22 @@ def _in_place(s: Session, key: bytes, old: bytes, new: bytes) -> None:
         # INCRBYFLOAT did not write; the identity trusted as `object_address` trusts it):
         # the checks below would pass and return the address kept. The common INCR of
         # a counter past 10,000, without walking the key's version chain.
-        addresses[at] = (id(new), kept[1])
+        address = kept[1]
+    elif shared_integer(s, old) is not None or writer_of(s, key) == "incrbyfloat":
         return
-    if shared_integer(s, old) is not None or writer_of(s, key) == "incrbyfloat":
-        return
-    addresses[at] = (id(new), object_address(s, key, old))
-    if len(addresses) > 1024 + 2 * len(s.db):  # forget replaced values now and then
-        dbs = s.store.dbs
-        for (dbi, k), (ident, _) in list(addresses.items()):
-            db = dbs[dbi] if type(dbi) is int and 0 <= dbi < len(dbs) else None
-            if db is None or id(db.data.get(k)) != ident:
-                del addresses[(dbi, k)]
+    else:
+        address = object_address(s, key, old)
+        if len(addresses) > 1024 + 2 * len(s.db):  # forget replaced values now and then
+            dbs = s.store.dbs
+            for (dbi, k2), (ident, _) in list(addresses.items()):
+                db = dbs[dbi] if type(dbi) is int and 0 <= dbi < len(dbs) else None
+                if db is None or id(db.data.get(k2)) != ident:
+                    del addresses[(dbi, k2)]
+    k.server = s.server
+    k.dbi = s.dbi
+    k.key = key
+    k.ident = id(new)
+    k.addr = address
 
 
 @command("incr", 2, W | Flag.FAST, 1, 1, 1)

@@ -40,6 +40,7 @@ _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
 _BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
+
 _FALSE: Final = b"\xc2"
 _TRUE: Final = b"\xc3"
 
@@ -61,8 +62,29 @@ _op_heads: Final[dict[str, bytes]] = {}
 # A record's commands and metadata when it has one command and no metadata: the
 # command's name -> [name] and nil, encoded.
 _tails: Final[dict[str, bytes]] = {}
+
+
+class _Last:
+    """The op name (with its item count) and command name of the last common record
+    `_one` wrote, and their encodings: a batch's records mostly repeat them, and an
+    identity test costs less than a dict lookup."""
+
+    def __init__(self) -> None:
+        self.name: object = None
+        self.n = 0
+        self.head = b""
+        self.cmd: object = None
+        self.tail = b""
+        self.tail_nil = _NIL  # nil, then `tail`
+
+
+_LAST: Final = _Last()
 # A record's ops up to the key when it has one op on database i: [[i, ...
 _OPS_HEAD: Final = [bytes((0x91, 0x93, i)) for i in range(0x80)]
+# ... on database 0, with the key's bin8 header for each key length: [[0, bin8(n) ...
+_OPS0_KEY: Final = [bytes((0x91, 0x93, 0, 0xC4, n)) for n in range(0x100)]
+# An array of one pair and the bin8 header of its first item, by that item's length.
+_PAIR_HEAD: Final = [bytes((0x91, 0x92, 0xC4, n)) for n in range(0x100)]
 
 
 def _sized(n: int, table8: list[bytes], code16: int, code32: int, out: list[bytes]) -> bool:
@@ -235,45 +257,72 @@ def _one(r: UpdateRecord, pre: bytes, low: bytes, t_part: bytes, out: list[bytes
     if not 0 <= d < 0x80 or len(k) >= 0x100 or not 0 < n < 16 or type(opx[0]) is not str:
         return 0
     name = opx[0]
-    head = _op_heads.get(name)
-    if head is None or head[0] != 0x90 | n:
-        parts: list[bytes] = [_FIXARRAY[n]]
-        if not _str(name, parts):
-            return 0
-        head = b"".join(parts)
-        if len(_op_heads) < _STR_CACHE_MAX:
-            _op_heads[name] = head
-    tail = _tails.get(cmd)
-    if tail is None:
-        parts = [_FIXARRAY[1]]
-        if not _str(cmd, parts):
-            return 0
-        parts.append(_NIL)
-        tail = b"".join(parts)
-        if len(_tails) < _STR_CACHE_MAX:
-            _tails[cmd] = tail
+    seen = _LAST
+    if name is seen.name and n == seen.n:  # the op of the record before (no dict lookup)
+        head = seen.head
+    else:
+        found = _op_heads.get(name)
+        if found is None or found[0] != 0x90 | n:
+            parts: list[bytes] = [_FIXARRAY[n]]
+            if not _str(name, parts):
+                return 0
+            found = b"".join(parts)
+            if len(_op_heads) < _STR_CACHE_MAX:
+                _op_heads[name] = found
+        head = seen.head = found
+        seen.name = name
+        seen.n = n
+    if cmd is seen.cmd:
+        tail = seen.tail
+    else:
+        known = _tails.get(cmd)
+        if known is None:
+            parts = [_FIXARRAY[1]]
+            if not _str(cmd, parts):
+                return 0
+            parts.append(_NIL)
+            known = b"".join(parts)
+            if len(_tails) < _STR_CACHE_MAX:
+                _tails[cmd] = known
+        tail = seen.tail = known
+        seen.tail_nil = _NIL + known
+        seen.cmd = cmd
+    # The op's items after its name, in at most four parts, when short: a string
+    # written (SET, INCR), one value (LPUSH), one field and value (HSET).
+    m1 = m2 = m3 = m4 = b""
+    short = False
     if n == 3 and type(opx[1]) is bytes and len(opx[1]) < 0x100:
         v: bytes = opx[1]
         w = opx[2]
-        last = _NIL if w is None else _fixint(w)
-        if last is not None:
+        if w is None and not d:  # SET: database 0, nil after the value (fewer parts)
             out.append(
-                b"%b%b%b%b%b%b%b%b%b%b%b"
-                % (
-                    pre,
-                    low,
-                    t_part,
-                    _OPS_HEAD[d],
-                    _BIN8[len(k)],
-                    k,
-                    head,
-                    _BIN8[len(v)],
-                    v,
-                    last,
-                    tail,
-                )
+                b"%b%b%b%b%b%b%b%b%b"
+                % (pre, low, t_part, _OPS0_KEY[len(k)], k, head, _BIN8[len(v)], v, seen.tail_nil)
             )
             return 1
+        last = _NIL if w is None else _fixint(w)
+        if last is not None:
+            m1, m2, m3, short = _BIN8[len(v)], v, last, True
+    elif n == 2 and type(opx[1]) is tuple:
+        items: tuple[Any, ...] = opx[1]
+        item = items[0] if len(items) == 1 else None
+        if type(item) is bytes:
+            x: bytes = item
+            if len(x) < 0x100:
+                m1, m2, m3, short = _FIXARRAY[1], _BIN8[len(x)], x, True
+        elif type(item) is tuple:
+            pair: tuple[Any, ...] = item
+            if len(pair) == 2 and type(pair[0]) is bytes and type(pair[1]) is bytes:
+                f: bytes = pair[0]
+                fv: bytes = pair[1]
+                if len(f) < 0x100 and len(fv) < 0x100:
+                    m1, m2, m3, m4, short = _PAIR_HEAD[len(f)], f, _BIN8[len(fv)], fv, True
+    if short:
+        out.append(
+            b"%b%b%b%b%b%b%b%b%b%b%b%b"
+            % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head, m1, m2, m3, m4, tail)
+        )
+        return 1
     out.append(b"%b%b%b%b%b%b%b" % (pre, low, t_part, _OPS_HEAD[d], _BIN8[len(k)], k, head))
     for i in range(1, n):
         if not _value(opx[i], out, 4):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from proxy.server import Connection
 
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
-OK_ENCODED = b"+OK\r\n"  # the same in RESP2 and RESP3
+OK_ENCODED: Final = b"+OK\r\n"  # the same in RESP2 and RESP3
 # Bound once: compiled, a Final is a C static (no module dict lookup per request, and
 # for the clocks no attribute lookup on `time` either).
 _wall: Final = time.time
@@ -37,7 +37,7 @@ _PAUSED: Final = Paused
 _NIL2: Final = b"$-1\r\n"  # None in RESP2 (a nil bulk string) and in RESP3
 _NIL3: Final = b"_\r\n"
 # The headers of short bulk strings, made once (formatting one per reply costs more).
-_BULK_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
+_BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(1024)]
 # Connections whose blocked command a commit may now serve, in the order their keys were
 # touched. Served right after the command that touched them (before the next command of
 # any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
@@ -153,6 +153,15 @@ def run(
     n = 0
     server: ServerCore = s.server
     server.clock_mark = _perf_ns()  # the first command's start
+    # The last command's name and table entry: a pipeline mostly repeats one command,
+    # and comparing a few bytes costs less than hashing a new name for the lookup. (The
+    # table is filled once, as the command modules are imported.)
+    last_name = b""
+    last_cmd: Command | None = None
+    # The capacity check of the durability object in force, looked up once per batch
+    # (and again only if the object changes): a call per write, no attribute lookup.
+    checked: Any = None
+    over_capacity: Any = None
     while True:
         if queue is None:
             if i >= len(items):
@@ -165,12 +174,20 @@ def run(
             break
         name = argv[0]
         s.last_cmd = name
-        cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
+        if name == last_name:
+            cmd = last_cmd
+        else:
+            cmd = _COMMANDS.get(name)  # the dispatcher's fast path uses it too
+            last_name = name
+            last_cmd = cmd
         dur = server.durability
+        if dur is not checked:
+            checked = dur
+            over_capacity = None if dur is None else dur.over_capacity
         if (
-            dur is not None
+            over_capacity is not None
             and (cmd.is_write if cmd is not None and cmd.subcommands is None else is_write(argv))
-            and dur.over_capacity()
+            and over_capacity()
         ):
             # Object storage is behind: hold this write (and what follows) until
             # the backlog drains, or answer TRYAGAIN (reads are not held).

@@ -372,6 +372,15 @@ class Node:
         self.durable, self.backlog = durable, backlog
         state = self.state
         state.durability = durable
+        state.fenced = ""
+        durable_fenced = durable.flusher.on_fenced
+
+        def fenced(why: str) -> None:
+            if durable_fenced is not None:
+                durable_fenced(why)
+            state.fenced = why  # the dispatcher tests it before each write
+
+        durable.flusher.on_fenced = fenced
         state.read_only = ""
         repl = state.replication
         repl.role = "master"
@@ -444,6 +453,7 @@ class Node:
         durable, self.durable = self.durable, None
         await durable.close(release_objects=False)
         state.durability = None
+        state.fenced = ""
         self.backlog = None
         for task in list(self._streams):
             task.cancel()

@@ -619,3 +619,39 @@ def test_object_address_follows_redis_objects(ddiff: Differ) -> None:
     kept = same_on_both(("SET", "foo", "7"), ("INCR", "foo"), ("SET", "bar", "8"))
     assert kept == [False, True, True]  # 7 and 8 are shared objects, whoever holds them
     ddiff.check("OBJECT", "REFCOUNT", "foo")
+
+
+def test_object_address_of_counters_incremented_in_turn(ddiff: Differ) -> None:
+    """Counters in two databases changed in place in turn, DEBUG OBJECT read only now
+    and then (an in-place INCR's bookkeeping is held until another key's INCR or a
+    reader needs it): each keeps its address, on both servers, until INCRBYFLOAT."""
+
+    def addr(c: RawClient, key: str) -> bytes:
+        m = re.search(rb"at:(0x[0-9a-f]+) ", c.call("DEBUG", "OBJECT", key))
+        assert m is not None
+        return m.group(1)
+
+    for c in (ddiff.ref, ddiff.ours):
+        c.call("SELECT", "1")
+        c.call("SET", "foo", "40000")
+        in_1 = addr(c, "foo")
+        c.call("SELECT", "0")
+        c.call("SET", "foo", "20000")
+        c.call("SET", "bar", "30000")
+        foo, bar = addr(c, "foo"), addr(c, "bar")
+        for key in ("foo", "foo", "bar", "foo", "bar", "bar"):
+            c.call("INCR", key)
+        c.call("SELECT", "1")
+        c.call("INCR", "foo")
+        c.call("INCR", "foo")
+        c.call("SELECT", "0")
+        c.call("INCR", "foo")
+        assert (addr(c, "foo"), addr(c, "bar")) == (foo, bar)
+        c.call("SELECT", "1")
+        assert addr(c, "foo") == in_1
+        c.call("SELECT", "0")
+        c.call("INCRBYFLOAT", "foo", "1")
+        c.call("INCR", "foo")
+        c.call("INCR", "bar")
+        assert addr(c, "foo") != foo and addr(c, "bar") == bar
+        assert c.call("MGET", "foo", "bar") == b"*2\r\n$5\r\n20006\r\n$5\r\n30004\r\n"

@@ -129,6 +129,23 @@ def test_a_common_set_record() -> None:
         _same(plainpack.pack_records([r, r]), MSGPACK.pack(r) * 2)
 
 
+def test_common_push_and_hset_records() -> None:
+    """One value (LPUSH) or one field and value (HSET) take `_one`'s shortest path;
+    more, or longer ones, the general one: msgpack's bytes either way."""
+    ops = [
+        ("lpush", (b"v",)),
+        ("lpush", (b"a", b"b")),
+        ("lpush", (b"x" * 256,)),
+        ("hset", ((b"f", b"vv"),)),
+        ("hset", ((b"", b"v"), (b"g", b""))),
+        ("hset", ((b"f" * 255, b"v" * 256),)),
+    ]
+    for op in ops:
+        for dbi in (0, 5):
+            r = UpdateRecord(700, 1_790_000_000_000, ((dbi, b"key", op),), (op[0],), None)
+            _same(plainpack.pack_records([r, r]), MSGPACK.pack(r) * 2)
+
+
 def test_the_codec_uses_it_when_compiled() -> None:
     """As Python it is slower than msgpack's C packer: the codec takes it only when
     compiled, and either way writes msgpack's bytes."""
@@ -148,6 +165,11 @@ ONE_OP = st.tuples(
         st.tuples(STRS).map(tuple),
         st.builds(lambda name, rest: (name, *rest), STRS, st.lists(VALUES, max_size=4)),
         st.lists(VALUES, min_size=15, max_size=17).map(tuple),
+        # LPUSH's and HSET's shapes: values, or pairs of them (one of either: fast)
+        st.builds(lambda name, xs: (name, tuple(xs)), STRS, st.lists(BYTES, max_size=2)),
+        st.builds(
+            lambda name, ps: (name, tuple(ps)), STRS, st.lists(st.tuples(BYTES, BYTES), max_size=2)
+        ),
     ),
 )
 COMMON = st.builds(

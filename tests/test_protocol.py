@@ -127,6 +127,29 @@ def test_pipelining_keeps_order(both: tuple[int, int]) -> None:
     assert got.count(b"+OK\r\n") == 300
 
 
+def test_one_read_of_repeated_and_changing_command_names(both: tuple[int, int]) -> None:
+    """One read whose requests repeat a name (the batch loop reuses the table entry
+    of the name before), change its case, name unknown commands, or repeat a name
+    with the wrong arity: the same replies, in order."""
+    cmds = [
+        ("SET", "k", "1"),
+        ("SET", "k", "2"),
+        ("set", "k", "3"),
+        ("SeT", "k", "4"),
+        ("NOSUCH", "k"),
+        ("NOSUCH", "k"),
+        ("SET", "k"),
+        ("SET", "k", "5"),
+        ("INCR", "k"),
+        ("incr", "k"),
+        ("INCR", "k", "extra"),
+        ("GET", "k"),
+        ("get", "k"),
+    ]
+    got = same(both, [b"".join(encode_command(*c) for c in cmds)])
+    assert got.endswith(b"$1\r\n7\r\n$1\r\n7\r\n"), got
+
+
 def test_partial_frames_byte_by_byte(both: tuple[int, int]) -> None:
     data = encode_command("SET", "key", "a value with spaces") + encode_command("GET", "key")
     data += b"ECHO inline\r\n" + encode_command("STRLEN", "key")

@@ -35,6 +35,9 @@ EDGES = [
     b"12a",
     b"\xd9\xa1",
     b"\xef\xbc\x91",
+    b"9" * 18,  # the longest parsed on a native int64
+    b"-" + b"9" * 18,
+    b"1" + b"0" * 17,
     b"9" * 19,
     b"9" * 20,
     b"-" + b"9" * 19,
