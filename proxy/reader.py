@@ -14,7 +14,6 @@ import re
 from typing import TYPE_CHECKING, Final
 
 import hiredis
-from mypy_extensions import i64
 
 from commands.resp import ProtocolError, RequestParser
 
@@ -52,74 +51,6 @@ def _encode_frame(frame: list[bytes]) -> bytes:
         parts.append(a)
         parts.append(b"\r\n")
     return b"".join(parts)
-
-
-# The canonical path (`_canonical`) reads requests of at most this many arguments, each
-# at most this long; anything larger goes to hiredis (which it costs nothing to reach).
-CANONICAL_MAX_COUNT: Final[i64] = 1024
-CANONICAL_MAX_BULK: Final[i64] = 65536
-
-
-def _canonical(data: bytes, out: list[list[bytes]], max_bulk: i64) -> i64:
-    """Read the complete multibulk requests at the start of `data` that are in their
-    canonical encoding (`*<n>` CR LF, then per argument `$<len>` CR LF, its bytes, CR LF;
-    every number decimal, without a sign or a leading zero, 1 <= n <= CANONICAL_MAX_COUNT,
-    len <= `max_bulk`) into `out`; return where they end: the first byte of what is
-    not such a request, or of an incomplete one (all of `data` when they fill it).
-
-    These are exactly the requests hiredis reads and Redis reads the same way (what
-    `feed` otherwise checks by re-encoding them), so `feed` leaves what follows to the
-    general path. Compiled, a loop of byte tests: no method call per request (hiredis'
-    `gets` and the big-count search cost more than this whole read)."""
-    n: i64 = len(data)
-    pos: i64 = 0
-    while pos < n:
-        if data[pos] != 42:  # "*"
-            return pos
-        count, i = _decimal(data, pos + 1, n, CANONICAL_MAX_COUNT)
-        if count < 1:  # *0, *-1 (empty requests): the general path
-            return pos
-        args: list[bytes] = []
-        while count:
-            if i >= n or data[i] != 36:  # "$"
-                return pos
-            ln, i = _decimal(data, i + 1, n, max_bulk)
-            if ln < 0:
-                return pos
-            end = i + ln
-            if end + 1 >= n or data[end] != 13 or data[end + 1] != 10:
-                return pos
-            args.append(data[i:end])
-            i = end + 2
-            count -= 1
-        out.append(args)
-        pos = i
-    return pos
-
-
-def _decimal(data: bytes, i: i64, n: i64, limit: i64) -> tuple[i64, i64]:
-    """The number written at `i` in canonical decimal (digits without a sign, no
-    leading zero but "0" itself), at most `limit`, and where what follows its CR LF
-    starts; -1 (and `i`) when there is none, or not all of it yet."""
-    if i >= n:
-        return -1, i
-    c: i64 = data[i]
-    if c < 48 or c > 57:
-        return -1, i
-    v: i64 = c - 48
-    i += 1
-    if v:  # "0" stands alone: "01" is not canonical
-        while i < n:
-            c = data[i]
-            if c < 48 or c > 57:
-                break
-            v = v * 10 + c - 48
-            if v > limit:  # (before an int64 could overflow)
-                return -1, i
-            i += 1
-    if v > limit or i + 1 >= n or data[i] != 13 or data[i + 1] != 10:
-        return -1, i
-    return v, i + 2
 
 
 def _big_count(data: bytes) -> bool:
@@ -171,22 +102,6 @@ class RequestReader:
         connection (`QUERY_BUFFER_OVERFLOW`: close without a reply; any other: reply
         with its text, then close) or None. Empty requests (*0, *-1, blank lines)
         are skipped, as Redis does."""
-        s = self.session
-        if self.exact is None and not self.partial and s.authenticated:
-            # At a request boundary: the canonical requests first, without hiredis.
-            limits = s.server.limits
-            max_bulk = limits.proto_max_bulk
-            found: list[list[bytes]] = []
-            end = _canonical(data, found, min(max_bulk, CANONICAL_MAX_BULK))
-            if end == len(data):
-                return found, None
-            if found:
-                more, error = self._general(data[end:])
-                return found + more, error
-        return self._general(data)
-
-    def _general(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
-        """`feed` past the canonical requests: hiredis, or the exact parser."""
         s = self.session
         if self.exact is None and not self.partial and data[:1] != b"*":
             self.exact = RequestParser()

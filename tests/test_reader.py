@@ -5,16 +5,9 @@ redis-server through sockets), and the limits and parser choices behind them."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from commands.session import ServerState, Session
-from proxy.reader import (
-    CANONICAL_MAX_BULK,
-    QUERY_BUFFER_OVERFLOW,
-    RequestReader,
-    _canonical,
-)
+from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 from store import Store
 from tests.resp_client import encode_command
 
@@ -252,79 +245,3 @@ def test_clear_drops_the_buffered_input() -> None:
     reader.feed(b"*2\r\n$3\r\nGET\r\n")
     reader.clear()
     assert reader.since == [] and reader.exact is None and reader.partial_head is None
-
-
-# -- the canonical path --------------------------------------------------------------
-
-
-def test_the_canonical_path_stops_where_a_request_is_not_canonical_or_not_complete() -> None:
-    set_kv = encode_command("SET", "k", "v")
-    for tail in (
-        b"*1\r\n$04\r\nPING\r\n",  # a leading zero in a length
-        b"*01\r\n$4\r\nPING\r\n",  # ... in a count
-        b"*+1\r\n$4\r\nPING\r\n",  # a sign
-        b"*0\r\n",  # an empty request (skipped by the general path)
-        b"*1\r\n$4\r\nPINGxx",  # no CR LF after the argument
-        b"*1\n$4\r\nPING\r\n",  # LF alone
-        b"*1\r\n+PING\r\n",  # not a bulk string
-        b"PING\r\n",  # inline
-        b"*2\r\n$4\r\nECHO\r\n$3\r\nab",  # incomplete
-        b"*2000\r\n",  # past CANONICAL_MAX_COUNT
-    ):
-        found: list[list[bytes]] = []
-        assert _canonical(set_kv + tail, found, CANONICAL_MAX_BULK) == len(set_kv), tail
-        assert found == [[b"SET", b"k", b"v"]]
-    found = []
-    assert _canonical(set_kv * 3, found, CANONICAL_MAX_BULK) == 3 * len(set_kv)
-    assert found == [[b"SET", b"k", b"v"]] * 3
-    empty = b"*2\r\n$4\r\nECHO\r\n$0\r\n\r\n"
-    found = []
-    assert _canonical(empty, found, CANONICAL_MAX_BULK) == len(empty)
-    assert found == [[b"ECHO", b""]]
-    big = encode_command("SET", "k", "v" * 100)
-    found = []
-    assert _canonical(big, found, 99) == 0  # a length past the limit
-    assert found == []
-
-
-_ODD_PIECES = [
-    b"*0\r\n",
-    b"*-1\r\n",
-    b"*1\r\n$04\r\nPING\r\n",
-    b"*01\r\n$4\r\nPING\r\n",
-    b"*1\r\n$4\r\nPINGxx",
-    b"*1\r\n$4\r\nPING\n",
-    b"*1\r\n:1\r\n",
-    b"*1\r\n*1\r\n",
-    b"*2\r\n$4\r\nECHO\r\n$-5\r\n",
-    b"PING\r\n",
-    b"ECHO 'a b'\r\n",
-    b"\r\n",
-    b"*1\r\n$4\r\nPING\r\n*+1\r\n",
-    b"*3\r",
-]
-
-
-@st.composite
-def _inputs(draw: st.DrawFn) -> list[bytes]:
-    """Requests, mostly canonical (at most 10 arguments of at most 40 bytes: no
-    unauthenticated limit applies), some odd, cut into chunks at random."""
-    pieces: list[bytes] = []
-    for _ in range(draw(st.integers(1, 12))):
-        if draw(st.integers(0, 4)):
-            args = draw(st.lists(st.binary(max_size=40), min_size=1, max_size=10))
-            pieces.append(encode_command(*args))
-        else:
-            pieces.append(draw(st.sampled_from(_ODD_PIECES)))
-    data = b"".join(pieces)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=6)))
-    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True) if b > a]
-
-
-@settings(max_examples=300, deadline=None)
-@given(_inputs())
-def test_the_canonical_path_reads_what_the_general_path_reads(chunks: list[bytes]) -> None:
-    """An authenticated reader takes canonical requests without hiredis; an
-    unauthenticated one (same limits for these inputs) never does: the same requests
-    and the same error, however the input is cut."""
-    assert read(chunks, new_reader()) == read(chunks, new_reader(authed=False))
