@@ -15,10 +15,10 @@ time: `PutLimit`), each a segment of the records cut after the previous one's.
 They may finish in any order; the durable LSN advances only over the oldest PUTs
 that have all finished, so a later PUT finishing first releases nobody. A segment
 cut while an earlier one is still in flight carries `segment.FLAG_AHEAD`: after a
-crash, storage may hold it without the earlier one,
-and recovery (`flusher.log.SegmentLog.walk`) reads such a hole followed only by
-flagged segments as the end of the log (none of their records was ever
-acknowledged as durable), while a hole before an unflagged segment stays an error.
+crash, storage may hold it without the earlier one, and recovery
+(`flusher.log.SegmentLog.walk`) reads such a hole followed only by flagged segments
+as the end of the log (none of their records was ever acknowledged as durable),
+while a hole before an unflagged segment stays an error.
 
 A PUT that fails is retried with exponential backoff and jitter. A retried PUT
 that finds its object already there compares bytes: the same bytes mean an

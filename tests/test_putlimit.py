@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import random
 
-from flusher.durable import DurabilityConfig, DurableStore
 from flusher.memory import MemoryObjectStore
 from flusher.putlimit import HOLD, PutLimit
-from replay.startup import take_over
-from store import Store
-from tests.test_durable_log import FakeClock, run
+from tests.test_durable_log import run
+from tests.test_puts_in_flight import sync_server
 
 P = 0.004  # one PUT's latency alone, in the rule's tests
 
@@ -125,12 +123,7 @@ class OneAtATime(MemoryObjectStore):
 def test_sync_writers_against_a_serial_store_use_fewer_bigger_puts() -> None:
     async def body() -> None:
         objects = OneAtATime()
-        store = Store(databases=1)
-        manifest, rec = await take_over(store, objects)
-        durable = DurableStore(
-            store, objects, DurabilityConfig(mode="sync"), manifest, rec, FakeClock()
-        )
-        durable.start()
+        store, durable, _write = await sync_server(objects)
         db = store.dbs[0]
         flusher = durable.flusher
         assert flusher.put_limit.limit == 4

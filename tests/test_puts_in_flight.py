@@ -59,7 +59,11 @@ async def settle(check: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
-async def sync_server(objects: HeldStore) -> tuple[Store, DurableStore, Callable[[int], int]]:
+async def sync_server(
+    objects: MemoryObjectStore,
+) -> tuple[Store, DurableStore, Callable[[int], int]]:
+    """A store in sync mode over `objects`, its durable layer started, and a writer of
+    key i (its LSN)."""
     store = Store(databases=2)
     manifest, rec = await take_over(store, objects)
     durable = DurableStore(
