@@ -59,7 +59,10 @@ def fill(r: redis.Redis) -> None:
 
 
 def state(r: redis.Redis, db: int = 0) -> dict[bytes, Any]:
-    """Every key's type, value, TTL (to the minute) and stream groups, for comparison."""
+    """Every key's type, value, TTL (to the nearest minute) and stream groups, for comparison.
+
+    Rounded, not floored: a TTL read in the millisecond its EXPIRE ran is a whole minute,
+    and one read a millisecond later must not fall into the minute below."""
     out: dict[bytes, Any] = {}
     r.execute_command("SELECT", db)
     for key in sorted(r.keys("*")):
@@ -78,7 +81,7 @@ def state(r: redis.Redis, db: int = 0) -> dict[bytes, Any]:
                 [(p["message_id"], p["consumer"], p["times_delivered"]) for p in pending],
             )
         ttl = r.pttl(key)
-        out[key] = (kind, v, -1 if ttl < 0 else ttl // 60_000)
+        out[key] = (kind, v, -1 if ttl < 0 else (ttl + 30_000) // 60_000)
     r.execute_command("SELECT", 0)
     return out
 
