@@ -19,7 +19,7 @@ import random
 import time
 from typing import Any
 
-from store import database
+from store import V_TIME, database
 from store.database import Database
 
 LRU_CLOCK_MAX = (1 << 24) - 1  # Redis keeps 24 bits of it per object
@@ -90,7 +90,7 @@ def last_access(db: Database, key: bytes) -> int:
     atime = db.atime
     read = 0 if isinstance(atime, LfuCounters) else atime.get(key, 0)
     chain: Any = db.chains.get(key)
-    written = chain[-1].time_ms // 1000 if chain else 0
+    written = chain[-1][V_TIME] // 1000 if chain else 0
     given = db.idle_set.get(key) if db.idle_set else None
     if given is not None:
         if written <= given[0]:

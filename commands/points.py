@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.session import Session
-from store import PrunedError, VersionEntry, now_ms
+from store import V_LSN, PrunedError, VersionEntry, entry_created, now_ms
 
 NO_SNAPSHOT = "ERR no such snapshot '{}'"
 FUTURE_VERSION = "ERR version {} is in the future (current version is {})"
@@ -40,7 +40,7 @@ def pruned(e: PrunedError) -> CommandError:
 
 
 def entry_lsn(e: VersionEntry) -> int:
-    return e.lsn
+    return e[V_LSN]
 
 
 def base_lsn(s: Session) -> int:
@@ -76,7 +76,7 @@ def back_lsn(s: Session, key: bytes, n: int) -> int:
     last = -1
     oldest = end  # index of the first entry of the oldest version seen
     for k in range(end - 1, -1, -1):
-        lsn = chain[k].lsn
+        lsn = chain[k][V_LSN]
         if lsn != last:
             if seen == n:
                 return lsn
@@ -89,9 +89,9 @@ def back_lsn(s: Session, key: bytes, n: int) -> int:
             return 0  # the key had no version at all by then: it never existed
         raise pruned(PrunedError(floor, key))
     first = chain[oldest]
-    if seen == n or (floor is None and first.created):
-        return first.lsn - 1  # the state before the oldest retained version
-    raise pruned(PrunedError(floor if floor is not None else first.lsn - 1, key))
+    if seen == n or (floor is None and entry_created(first)):
+        return first[V_LSN] - 1  # the state before the oldest retained version
+    raise pruned(PrunedError(floor if floor is not None else first[V_LSN] - 1, key))
 
 
 def parse_point(

@@ -29,6 +29,7 @@ from commands.registry import Flag, command
 from commands.replies import IntSetReply, Reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
+from store import V_LSN
 from store.ops import DEL, KEEP_TTL, SADD, SET, SREM
 from store.values import LIMITS, HashSet, is_int_member, new_set
 
@@ -342,7 +343,7 @@ def hash_order(s: Session, key: bytes, v: set[bytes]) -> tuple[list[int], list[b
     if any(p[0] == dbi and p[1] == key for p in s.store.pending):
         return _build_hash_order(v)
     chain = s.db.chains.get(key)
-    version = chain[-1].lsn if chain else 0
+    version = chain[-1][V_LSN] if chain else 0
     orders = s.server.set_scan_orders  # by id(v): a set is not hashable
     cached = orders.get(id(v))
     if cached is not None and cached[0] is v and cached[1] == version:

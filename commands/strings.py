@@ -28,7 +28,7 @@ from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
 from commands.registry import Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
-from store import now_ms
+from store import V_CMD, now_ms
 from store.commitpath import set_string
 from store.ops import DEL, EXPIRE, KEEP_TTL, SET
 from store.values import STRING_TYPES
@@ -472,6 +472,6 @@ def string_encoding(v: bytes | bytearray, made_by: str = "") -> bytes:
 def writer_of(s: Session, key: bytes) -> str:
     """The command that last wrote the key's value (from its version chain)."""
     for entry in reversed(s.db.chains.get(key, ())):
-        if entry.cmd not in _TTL_ONLY:
-            return str(entry.cmd)
+        if entry[V_CMD] not in _TTL_ONLY:
+            return str(entry[V_CMD])
     return ""

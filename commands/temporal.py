@@ -62,7 +62,7 @@ from commands.replies import OK, Encoded, ErrorReply, Reply
 from commands.resp import encode_reply
 from commands.session import Session
 from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices
-from store import PrunedError, Store, VersionEntry, WriteMeta, now_ms
+from store import V_CMD, V_LSN, V_META, V_TIME, PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
 from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
@@ -145,12 +145,12 @@ def _versions(
     groups: list[list[VersionEntry]] = []
     for i in span:
         e = chain[i]
-        if groups and groups[-1][0].lsn == e.lsn:
+        if groups and groups[-1][0][V_LSN] == e[V_LSN]:
             groups[-1].append(e)
             continue
         if count is not None and len(groups) >= count:
             break
-        if author is not None and (e.meta is None or e.meta.author != author):
+        if author is not None and (e[V_META] is None or e[V_META].author != author):
             continue
         groups.append([e])
     if rev:
@@ -229,7 +229,7 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
         return _history_entries(groups, None)
     # Walk back from the newest listed version, one version's undo per step, over a
     # copy of that stretch of the chain (writes between slices may trim the chain).
-    lsns = sorted((g[0].lsn for g in groups), reverse=True)
+    lsns = sorted((g[0][V_LSN] for g in groups), reverse=True)
     first = bisect_right(chain, lsns[-1] - 1, key=entry_lsn)
     stretch = chain[first : bisect_right(chain, lsns[0], key=entry_lsn)]
     states = s.store.states_back(s.db.ident, key, stretch, lsns)
@@ -262,16 +262,16 @@ def cmd_ts_history(s: Session, argv: list[bytes]) -> Reply:
 
 def _history_entry(g: list[VersionEntry], values: dict[int, Encoded] | None) -> dict[bytes, Reply]:
     e = g[0]
-    cmds = dict.fromkeys(x.cmd for x in g)
+    cmds = dict.fromkeys(x[V_CMD] for x in g)
     item: dict[bytes, Reply] = {
-        b"version": e.lsn,
-        b"time": e.time_ms,
+        b"version": e[V_LSN],
+        b"time": e[V_TIME],
         b"command": ",".join(cmds).encode(),
-        b"author": e.meta.author if e.meta is not None else None,
-        b"message": e.meta.message if e.meta is not None else None,
+        b"author": e[V_META].author if e[V_META] is not None else None,
+        b"message": e[V_META].message if e[V_META] is not None else None,
     }
     if values is not None:
-        item[b"value"] = values[e.lsn]
+        item[b"value"] = values[e[V_LSN]]
     return item
 
 

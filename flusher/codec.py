@@ -16,7 +16,7 @@ import msgpack
 
 from flusher import plainpack
 from flusher.plainpack import pack_records
-from store import UpdateRecord, WriteMeta
+from store import R_CMDS, R_LSN, R_META, R_OPS, R_TIME, UpdateRecord, WriteMeta
 from store.stream import Node, Stream
 from store.values import HashSet, HashTable, ZSet
 
@@ -145,10 +145,10 @@ def encode_record(r: UpdateRecord) -> bytes:
         plain = pack_records([r])
         if plain is not None:
             return plain
-    for _dbi, _key, op in r.ops:
+    for _dbi, _key, op in r[R_OPS]:
         if not _plain(op):
-            meta = None if r.meta is None else tuple(r.meta)
-            return _pack((r.lsn, r.time_ms, r.ops, r.cmds, meta))
+            meta = None if r[R_META] is None else tuple(r[R_META])
+            return _pack((r[R_LSN], r[R_TIME], r[R_OPS], r[R_CMDS], meta))
     data: bytes = _PLAIN_PACKER.pack(r)
     return data
 
@@ -163,7 +163,7 @@ def encode_records(records: list[UpdateRecord]) -> bytes:
         if plain is not None:
             return plain
     for r in records:
-        for _dbi, _key, op in r.ops:
+        for _dbi, _key, op in r[R_OPS]:
             if not _plain(op):
                 return b"".join([encode_record(r) for r in records])
     n = len(records)
@@ -184,7 +184,7 @@ def record_offsets(body: bytes, n: int) -> list[int]:
 
 def _record(t: Any) -> UpdateRecord:
     lsn, time_ms, ops, cmds, meta = t
-    return UpdateRecord(lsn, time_ms, ops, cmds, None if meta is None else WriteMeta(*meta))
+    return (lsn, time_ms, ops, cmds, None if meta is None else WriteMeta(*meta))
 
 
 record_of_row: Callable[[Any], UpdateRecord] = _record

@@ -25,7 +25,7 @@ from flusher.log import LogGap, MissingSegment, SegmentLog
 from flusher.manifest import Manifest, new_manifest, newest_manifest
 from flusher.metered import OPS, MeteredObjectStore
 from flusher.objectstore import ObjectStore, ObjectStoreError
-from store import HistoryPolicy, PrunedError, Store
+from store import R_LSN, HistoryPolicy, PrunedError, Store
 from store.settings import DEFAULTS
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class DurableStore:
                 async for seg in walk:
                     walked = True
                     for record in seg.records():
-                        if base < record.lsn <= lsn:
+                        if base < record[R_LSN] <= lsn:
                             scratch.replay(record)
         except (LogGap, MissingSegment):
             raise PrunedError(lsn, key) from None

@@ -44,7 +44,7 @@ from flusher.capacity import Capacity
 from flusher.codec import encode_record, encode_records, record_offsets
 from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
 from flusher.putlimit import PutLimit
-from store import UpdateRecord
+from store import R_LSN, R_TIME, UpdateRecord
 from store.settings import DEFAULTS
 
 log = logging.getLogger("temporalstore")
@@ -90,8 +90,8 @@ async def put_record(objects: ObjectStore, record: UpdateRecord, epoch: int = 0)
     of `epoch` claims the next place this way, flagged `segment.FLAG_CLAIM`); as
     `put_segment`."""
     flags = segment.FLAG_CLAIM | segment.epoch_mark(epoch)
-    data = segment_object([encode_record(record)], record.lsn, flags)
-    return await put_segment(objects, paths.segment(record.lsn), data)
+    data = segment_object([encode_record(record)], record[R_LSN], flags)
+    return await put_segment(objects, paths.segment(record[R_LSN]), data)
 
 
 MAX_IN_FLIGHT = 4
@@ -213,7 +213,7 @@ class Flusher:
     def last_lsn(self) -> int:
         """The LSN of the last record appended."""
         raw = self.raw
-        return raw[-1].lsn if raw else self._last_lsn
+        return raw[-1][R_LSN] if raw else self._last_lsn
 
     def encode_pending(self) -> None:
         """Encode the records appended since the last call, as one chunk."""
@@ -222,10 +222,10 @@ class Flusher:
             return
         raw = batch.copy()
         batch.clear()
-        first, last = raw[0].lsn, raw[-1].lsn
+        first, last = raw[0][R_LSN], raw[-1][R_LSN]
         self._last_lsn = last
         data = encode_records(raw)
-        self.pending.append((first, last, raw[0].time_ms, data))
+        self.pending.append((first, last, raw[0][R_TIME], data))
         self.pending_bytes += len(data)
         if self.tap is not None:
             self.tap(first, last, data)
@@ -260,7 +260,7 @@ class Flusher:
         elif self.pending:
             oldest = self.pending[0][2]
         elif self.raw:
-            oldest = self.raw[0].time_ms
+            oldest = self.raw[0][R_TIME]
         else:
             return 0
         return max(0, int(time.time() * 1000) - oldest)

@@ -53,7 +53,6 @@ _be_Bh: Final = struct.Struct(">Bh").pack
 _be_Bi: Final = struct.Struct(">Bi").pack
 _be_Bq: Final = struct.Struct(">Bq").pack
 _be_Bd: Final = struct.Struct(">Bd").pack
-_RECORD: Final = UpdateRecord
 
 # str -> its msgpack encoding (header and UTF-8): op and command names repeat.
 _strs: Final[dict[str, bytes]] = {}
@@ -194,7 +193,7 @@ def _value(x: Any, out: list[bytes], depth: int) -> bool:
     if x is None:
         out.append(_NIL)
         return True
-    if t is UpdateRecord or t is WriteMeta:
+    if t is WriteMeta:
         return _array(x, out, depth)
     if x is True:
         out.append(_TRUE)
@@ -340,7 +339,7 @@ def pack_records(records: list[UpdateRecord]) -> bytes | None:
     last_pre = -1
     pre_part = b""
     for r in records:
-        if type(r) is _RECORD:
+        if type(r) is tuple and len(r) == 5:
             lsn: int = r[0]
             t: int = r[1]
             # The common head: the array header, the LSN as uint16 or uint32 and the

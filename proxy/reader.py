@@ -21,12 +21,13 @@ if TYPE_CHECKING:
     from commands.session import Session
 
 CHECK_SMALL = 65536
-# A multibulk header (at the start of the input or of a line) with a count of a
-# million or more: read by the exact parser, never by hiredis (see `feed`).
-# Searched after a newline (a pattern that starts with a literal is found by a fast
-# scan for it; an alternation with \A would try every byte); `_big_count` checks
-# the start of the input itself.
-_BIG_COUNT = re.compile(rb"\n\*[0-9]{7}")
+# A multibulk header with a count of a million or more: read by the exact parser,
+# never by hiredis (see `feed`). Searched for as a "*" and seven digits anywhere after
+# the first byte (a pattern that starts with one literal byte is found by a fast scan
+# for it, where "\n*" took a third more: newlines are common in RESP, "*" is not; a
+# match inside a payload only sends that input to the exact parser); `_big_count`
+# checks the start of the input itself.
+_BIG_COUNT = re.compile(rb"\*[0-9]{7}")
 # `since` keeps the input of the request in progress (up to the query buffer limit,
 # as hiredis does), so the exact parser can always take over from its start; past
 # this size the check for non-canonical encodings no longer re-reads it per chunk.
@@ -65,7 +66,7 @@ def _big_count(data: bytes) -> bool:
     # short read `in` on a copy costs less than `find`'s method call (~1,000
     # instructions per read), for a long one the copy would not.
     star = 42 in data[1:] if len(data) <= 4096 else data.find(42, 1) >= 0
-    return star and _BIG_COUNT.search(data) is not None
+    return star and _BIG_COUNT.search(data, 1) is not None
 
 
 class RequestReader:

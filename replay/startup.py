@@ -65,8 +65,12 @@ async def take_over(
     while True:
         await set_aside(objects, epoch, rec.strays)
         lsn = store.lsn + 1
-        record = UpdateRecord(
-            lsn, now_ms(), (), (), WriteMeta(0, b"temporalstore", b"epoch %d" % epoch)
+        record: UpdateRecord = (
+            lsn,
+            now_ms(),
+            (),
+            (),
+            WriteMeta(0, b"temporalstore", b"epoch %d" % epoch),
         )
         if await put_record(objects, record, epoch):
             store.replay(record)

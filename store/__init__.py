@@ -16,13 +16,44 @@ __path__ = _extend(__path__, __name__)
 
 import store.stream  # noqa: F401  (registers the stream type and its ops)
 from store.asof import PrunedError
-from store.chains import VersionEntry
+from store.chains import (
+    V_CMD,
+    V_LSN,
+    V_META,
+    V_SNAP,
+    V_TIME,
+    V_UNDO,
+    VersionEntry,
+    entry_created,
+)
 from store.database import Database, now_ms
 from store.keyspace import Store
 from store.policy import HistoryPolicy, Snapshot, TablePolicy
-from store.records import CountingSink, RecordSink, UpdateRecord, WriteMeta, Writer
+from store.records import (
+    R_CMDS,
+    R_LSN,
+    R_META,
+    R_OPS,
+    R_TIME,
+    CountingSink,
+    RecordSink,
+    UpdateRecord,
+    WriteMeta,
+    Writer,
+)
 
 __all__ = [
+    "R_CMDS",
+    "R_LSN",
+    "R_META",
+    "R_OPS",
+    "R_TIME",
+    "V_CMD",
+    "V_LSN",
+    "V_META",
+    "V_SNAP",
+    "V_TIME",
+    "V_UNDO",
     "CountingSink",
     "Database",
     "HistoryPolicy",
@@ -35,5 +66,6 @@ __all__ = [
     "VersionEntry",
     "WriteMeta",
     "Writer",
+    "entry_created",
     "now_ms",
 ]

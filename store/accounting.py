@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from store.chains import VersionEntry, _entry_lsn
+from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn
 
 ENTRY_BYTES: Final = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
 # ... whose undo restores a string (its bytes are counted besides).
@@ -52,11 +52,11 @@ def payload_bytes(x: Any) -> int:
 
 def entry_bytes(e: VersionEntry) -> int:
     """Estimated size of one version entry (its undo ops and any full copy)."""
-    undo = e.undo
+    undo = e[V_UNDO]
     if isinstance(undo, bytes):  # the common one: a replaced string, kept compact
         n = COMPACT_STRING_BYTES + len(undo)
     else:
-        if len(undo) == 1 and e.snap is None:
+        if len(undo) == 1 and e[V_SNAP] is None:
             u = undo[0]
             if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
                 return REPLACED_STRING_BYTES + len(u[1])  # a replaced string with an expiry
@@ -64,8 +64,8 @@ def entry_bytes(e: VersionEntry) -> int:
         for u in undo:
             for x in u[1:]:
                 n += payload_bytes(x)
-    if e.snap is not None:
-        n += payload_bytes(e.snap[0])
+    if e[V_SNAP] is not None:
+        n += payload_bytes(e[V_SNAP][0])
     return n
 
 
@@ -137,12 +137,12 @@ class HistoryMemory:
         per write of the key, all with its LSN) are counted together, once all of
         them are past retention: never a part of one, nor the newest, which its
         transaction may still be adding to."""
-        last = chain[stop - 1].lsn
-        if stop < len(chain) and chain[stop].lsn == last:
+        last = chain[stop - 1][V_LSN]
+        if stop < len(chain) and chain[stop][V_LSN] == last:
             stop = bisect_left(chain, last, start, stop, key=_entry_lsn)
             if stop == start:
                 return
-            last = chain[stop - 1].lsn
+            last = chain[stop - 1][V_LSN]
         mk = (ident, key)
         mark = self.marks.get(mk, 0)
         if last <= mark:
@@ -150,16 +150,16 @@ class HistoryMemory:
         total = 0
         n = 0
         pinned = self.pinned
-        if stop - start >= 2 and chain[stop - 2].lsn == mark:
+        if stop - start >= 2 and chain[stop - 2][V_LSN] == mark:
             first = stop - 1  # one write since the last mark: the common case
         else:
             first = bisect_right(chain, mark, start, stop, key=_entry_lsn)
         for i in range(first, stop):
             e = chain[i]
             b = entry_bytes(e)
-            c = pinned.get(e.lsn >> BUCKET_BITS)
+            c = pinned.get(e[V_LSN] >> BUCKET_BITS)
             if c is None:
-                pinned[e.lsn >> BUCKET_BITS] = [b, 1]
+                pinned[e[V_LSN] >> BUCKET_BITS] = [b, 1]
             else:
                 c[0] += b
                 c[1] += 1
@@ -179,7 +179,7 @@ class HistoryMemory:
         mark = self.marks.get(mk, 0)
         if mark:
             self._unpin(chain, bisect_right(chain, mark, 0, stop, key=_entry_lsn), table)
-            if stop == len(chain) or chain[stop].lsn > mark:
+            if stop == len(chain) or chain[stop][V_LSN] > mark:
                 del self.marks[mk]  # no counted entry is left
         total = 0
         for i in range(stop):
@@ -193,7 +193,7 @@ class HistoryMemory:
         for i in range(stop):
             e = chain[i]
             b = entry_bytes(e)
-            bucket = e.lsn >> BUCKET_BITS
+            bucket = e[V_LSN] >> BUCKET_BITS
             c = pinned[bucket]
             c[0] -= b
             c[1] -= 1

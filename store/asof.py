@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from store.chains import VersionEntry, _entry_lsn, undo_ops
+from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn, undo_ops
 from store.database import Database
 from store.ops import RESTORE, apply_op
 from store.values import copy_value
@@ -39,7 +39,7 @@ def undo_versions(
         if expire is not None:
             scratch.expires[key] = expire
     for entry in newest_first:
-        for u in undo_ops(entry.undo):
+        for u in undo_ops(entry[V_UNDO]):
             apply_op(scratch, key, u)
     return scratch.data.get(key), scratch.expires.get(key)
 
@@ -65,7 +65,7 @@ def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int 
         if v is None:
             return None, None
         return (v if type(v) is bytes else copy_value(v)), db.expires.get(key)
-    first_undo = chain[i].undo
+    first_undo = chain[i][V_UNDO]
     if isinstance(first_undo, bytes):  # a replaced string, no expiry (compact_undo)
         return first_undo, None
     if len(first_undo) == 1 and first_undo[0][0] == RESTORE:
@@ -75,15 +75,15 @@ def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int 
             return value, expire
         return copy_value(value), expire
     j = i
-    while j < n and chain[j].snap is None:
+    while j < n and chain[j][V_SNAP] is None:
         j += 1
     if j < n:
-        snap = chain[j].snap
+        snap = chain[j][V_SNAP]
         assert snap is not None
         # The copy is of the state after the whole commit: when one commit left
         # several entries for this key, start undoing from its last one.
         start = j
-        while start + 1 < n and chain[start + 1].lsn == chain[j].lsn:
+        while start + 1 < n and chain[start + 1][V_LSN] == chain[j][V_LSN]:
             start += 1
         value, expire = snap
     else:
@@ -116,7 +116,7 @@ def states_back(
     for lsn in it:
         lo = bisect_right(chain, lsn, 0, hi, key=_entry_lsn)
         for j in range(hi - 1, lo - 1, -1):
-            for u in undo_ops(chain[j].undo):
+            for u in undo_ops(chain[j][V_UNDO]):
                 apply_op(scratch, key, u)
         hi = lo
         yield data.get(key), expires.get(key)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from store import database as _database
 from store.accounting import payload_bytes
 from store.asof import undo_versions
-from store.chains import VersionEntry, _entry_lsn, compact_undo, undo_ops
+from store.chains import V_CMD, V_LSN, V_META, V_TIME, V_UNDO, _entry_lsn, compact_undo, undo_ops
 from store.database import Database
 from store.records import WriteMeta
 from store.values import copy_value
@@ -210,7 +210,7 @@ class BranchDatabase(Database):
     def as_of(self, key: bytes, lsn: int) -> tuple[Any, int | None]:
         """The key on this branch just after `lsn`."""
         chain = self.chains.get(key)
-        if not chain or lsn < chain[0].lsn:
+        if not chain or lsn < chain[0][V_LSN]:
             return self.store.value_as_of(self.parent_ident, key, min(lsn, self.fork_lsn))
         newer = chain[bisect_right(chain, lsn, key=_entry_lsn) :]
         return undo_versions(key, self.data.get(key), self.expires.get(key), reversed(newer))
@@ -236,7 +236,7 @@ class Branch:
         for db in self.dbs:
             for chain in db.chains.values():
                 if chain:
-                    latest = max(latest, chain[-1].lsn)
+                    latest = max(latest, chain[-1][V_LSN])
         return latest
 
     def changed_keys(self) -> int:
@@ -294,11 +294,11 @@ class Branches(dict[bytes, Branch]):
                 chains = {
                     k: [
                         (
-                            e.lsn,
-                            e.time_ms,
-                            e.cmd,
-                            undo_ops(e.undo),  # the ops, as saved before compact undos
-                            None if e.meta is None else tuple(e.meta),
+                            e[V_LSN],
+                            e[V_TIME],
+                            e[V_CMD],
+                            undo_ops(e[V_UNDO]),  # the ops, as saved before compact undos
+                            None if e[V_META] is None else tuple(e[V_META]),
                         )
                         for e in c
                     ]
@@ -326,8 +326,13 @@ class Branches(dict[bytes, Branch]):
                 expires.recount()
                 for k, c in chains.items():
                     db.chains[k] = [
-                        VersionEntry(
-                            lsn, t, cmd, compact_undo(undo), None if m is None else WriteMeta(*m)
+                        (
+                            lsn,
+                            t,
+                            cmd,
+                            compact_undo(undo),
+                            None if m is None else WriteMeta(*m),
+                            None,
                         )
                         for lsn, t, cmd, undo, m in c
                     ]

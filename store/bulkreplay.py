@@ -29,6 +29,7 @@ short keep what the passes over them touch in the CPU's caches."""
 _LOW_BYTES = [bytes([i]) for i in range(256)]
 _LITTLE = sys.byteorder == "little"
 _LSN_LIMIT = 1 << 63
+_pack_q = struct.Struct("=q").pack  # an `array("q")` item: native order and size
 
 
 def _joined(high: int, lows: list[bytes]) -> bytes:
@@ -37,6 +38,13 @@ def _joined(high: int, lows: list[bytes]) -> bytes:
     rest = high.to_bytes(7, sys.byteorder)
     joined = rest.join(lows)
     return joined + rest if _LITTLE else rest + joined
+
+
+def run_bytes(times: list[int], starts: list[int], n: int) -> bytes:
+    """The `array("q")` bytes of `n` commit times given as runs: run i is
+    `times[i]`, from item `starts[i]` up to the next run's start (or `n`)."""
+    ends = [*starts[1:], n]
+    return b"".join([_pack_q(t) * (e - s) for t, s, e in zip(times, starts, ends, strict=True)])
 
 
 def lsn_bytes(first: int, n: int) -> bytes:

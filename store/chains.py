@@ -6,7 +6,7 @@ LSN and a code naming the command, until a second version arrives."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 from store.ops import CREATED, RESTORE, Undo
 from store.records import WriteMeta
@@ -17,23 +17,38 @@ from store.records import WriteMeta
 StoredUndo = Undo | bytes
 
 
-class VersionEntry(NamedTuple):
-    lsn: int
-    time_ms: int
-    cmd: str
-    undo: StoredUndo  # `undo_ops` gives the ops either way
-    meta: WriteMeta | None
-    # Every SNAPSHOT-EVERY versions a collection keeps a copy of its state after this
-    # version, so an as-of read replays at most that many undos.
-    snap: tuple[Any, int | None] | None = None
+# One version of a key: (lsn, time_ms, cmd, undo, meta, snap), a plain tuple (issue
+# 13: a named tuple's construction goes through `tuple.__new__`'s generic call and its
+# release through the subclass' deallocator, ~1,000 instructions per write more), read
+# with the indexes below. `undo` is what `compact_undo` keeps (`undo_ops` gives the ops
+# either way); `snap`, every SNAPSHOT-EVERY versions of a collection, a copy of its
+# state after this version, so an as-of read replays at most that many undos.
+# The open tail (`*tuple[Any, ...]`, never used: an entry has six items) keeps it a
+# boxed tuple in compiled code: mypyc holds a fixed-length tuple type unboxed, item by
+# item, and builds a new tuple (and new int objects) each time it stores one in a list.
+VersionEntry = tuple[
+    int,
+    int,
+    str,
+    StoredUndo,
+    "WriteMeta | None",
+    "tuple[Any, int | None] | None",
+    *tuple[Any, ...],
+]
+V_LSN: Final = 0
+V_TIME: Final = 1
+V_CMD: Final = 2
+V_UNDO: Final = 3
+V_META: Final = 4
+V_SNAP: Final = 5
 
-    @property
-    def created(self) -> bool:
-        """This version brought the key into existence (nothing older to read)."""
-        undo = self.undo
-        if isinstance(undo, bytes):
-            return False
-        return len(undo) == 1 and undo[0][0] == RESTORE and undo[0][1] is None
+
+def entry_created(e: VersionEntry) -> bool:
+    """This version brought the key into existence (nothing older to read)."""
+    undo = e[V_UNDO]
+    if isinstance(undo, bytes):
+        return False
+    return len(undo) == 1 and undo[0][0] == RESTORE and undo[0][1] is None
 
 
 def compact_undo(undo: Undo) -> StoredUndo:
@@ -59,11 +74,11 @@ def undo_ops(undo: StoredUndo) -> Undo:
 
 
 def _entry_lsn(e: VersionEntry) -> int:
-    return e.lsn
+    return e[V_LSN]
 
 
 def _entry_time(e: VersionEntry) -> int:
-    return e.time_ms
+    return e[V_TIME]
 
 
 # the time index's; the undo is CREATED. Most keys are written once, and this saves
@@ -127,7 +142,7 @@ class Chains(dict[bytes, Any]):
             self[key] = [self._created(lsn, cmd)]
 
     def _created(self, lsn: int, cmd: str) -> VersionEntry:
-        return VersionEntry(lsn, self.time_of(lsn), cmd, CREATED, None)
+        return (lsn, self.time_of(lsn), cmd, CREATED, None, None)
 
     def packed(self, key: bytes) -> int | None:
         """The packed creating version of `key`, if that is all its chain is."""

@@ -26,7 +26,7 @@ from store.accounting import (
     REPLACED_STRING_BYTES,
     entry_bytes,
 )
-from store.chains import StoredUndo, VersionEntry, _entry_time, compact_undo
+from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES
 from store.ops import CREATED, RESTORE, SET, Undo
 from store.records import WriteMeta
@@ -36,9 +36,7 @@ if TYPE_CHECKING:
     from store.database import Database
     from store.keyspace import Store
 
-_new_tuple: Final = tuple.__new__
 _dict_get: Final = dict.get
-_VERSION_ENTRY: Final = VersionEntry
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP: Final = 64
@@ -85,7 +83,7 @@ def version_one(
                 size = COMPACT_STRING_BYTES + len(old)
             elif type(u[2]) is int:
                 size = REPLACED_STRING_BYTES + len(old)
-    entry: VersionEntry = _new_tuple(_VERSION_ENTRY, (lsn, t, cmd, stored, meta, None))
+    entry: VersionEntry = (lsn, t, cmd, stored, meta, None)
     versions.append(entry)
     if not size:
         size = entry_bytes(entry)
@@ -129,7 +127,7 @@ def version_key(
             else:
                 mem.add(dbi, PACKED_BYTES)
             return
-        entry = VersionEntry(lsn, t, cmd, compact_undo(undo), meta)
+        entry: VersionEntry = (lsn, t, cmd, compact_undo(undo), meta, None)
         chains[key] = [entry]
         mem.add(dbi, entry_bytes(entry))
         return
@@ -148,7 +146,7 @@ def version_key(
             and (len(v) <= 8 * every or len(chain) % (len(v) // 8) < every)
         ):
             snap = (copy_value(v), db.expires.get(key))
-    entry = _new_tuple(VersionEntry, (lsn, t, cmd, compact_undo(undo), meta, snap))
+    entry = (lsn, t, cmd, compact_undo(undo), meta, snap)
     chain.append(entry)
     size = entry_bytes(entry)
     if type(dbi) is int:
@@ -158,7 +156,7 @@ def version_key(
         mem.add(dbi, size)
     if keep.kind == "versions":
         store.trim_versions(db, key, chain, keep.limit)
-    elif keep.kind == "ms" and chain[0].time_ms < t - keep.limit:
+    elif keep.kind == "ms" and chain[0][V_TIME] < t - keep.limit:
         n = len(chain)
         due = db.trim_next.get(key, 0)
         if n >= due or due - n > TRIM_STEP:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from store import keyspace, windex
-from store.chains import compact_undo, undo_ops
+from store.chains import V_CMD, V_LSN, V_META, V_SNAP, V_TIME, V_UNDO, compact_undo, undo_ops
 from store.ops import CREATED
 
 if TYPE_CHECKING:
@@ -100,12 +100,12 @@ def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) ->
     if born is None:
         chain = [
             (
-                e.lsn,
-                e.time_ms,
-                e.cmd,
-                undo_ops(e.undo),  # the ops: the image format is the same as before
-                None if e.meta is None else tuple(e.meta),
-                e.snap,
+                e[V_LSN],
+                e[V_TIME],
+                e[V_CMD],
+                undo_ops(e[V_UNDO]),  # the ops: the image format is the same as before
+                None if e[V_META] is None else tuple(e[V_META]),
+                e[V_SNAP],
             )
             for e in db.chains.get(key, ())
         ]
@@ -127,7 +127,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
     dbs = store.dbs
     names: list[str] = list(head.get("cmd_names", ()))
     table = keyspace.translate_codes(names)
-    version_entry, write_meta = keyspace.VersionEntry, keyspace.WriteMeta
+    write_meta = keyspace.WriteMeta
     for item in items:
         if item[0] == BATCH_TAG:
             _tag, dbi, keys, values, packed = item
@@ -149,7 +149,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
             db.chains.add_born(key, *chain)
         else:
             db.chains[key] = [
-                version_entry(
+                (
                     lsn,
                     t,
                     cmd,

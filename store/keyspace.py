@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
-import struct
 import time
 import weakref
 from array import array
@@ -32,11 +31,11 @@ from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
 from store.branches import Branches
-from store.bulkreplay import lsn_bytes
+from store.bulkreplay import lsn_bytes, run_bytes
+from store.chains import V_LSN, V_TIME, _entry_time
 from store.chains import Chains as Chains
 from store.chains import VersionEntry as VersionEntry
 from store.chains import _entry_lsn as _entry_lsn
-from store.chains import _entry_time
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
@@ -50,26 +49,27 @@ from store.ops import DEL, Op, Undo
 from store.policy import HistoryPolicy as HistoryPolicy
 from store.policy import Snapshot as Snapshot
 from store.policy import TablePolicy as TablePolicy
+from store.records import R_CMDS, R_LSN, R_META, R_OPS, R_TIME, Writer
 from store.records import CountingSink as CountingSink
 from store.records import LsnMismatch as LsnMismatch
 from store.records import RecordSink as RecordSink
 from store.records import UpdateRecord as UpdateRecord
 from store.records import WriteMeta as WriteMeta
-from store.records import Writer
 from store.views import ViewDatabase, make_view
 
 _time = time.time  # not Final: tests set the commit clock through it
 # Final: the compiled build keeps these in C statics, not the module's dict.
-_new_tuple: Final = tuple.__new__
-_pack: Final = struct.pack
-_RECORD: Final = UpdateRecord
+# The `cmds` of a record of one op, by command name (a bounded set): one tuple each,
+# where a tuple per commit cost its allocation and release.
+_ONE_CMD: Final[dict[str, tuple[str]]] = {}
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
 # fmt: off
 STORE_STATE = (
     "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
-    "_pin", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_tail", "branches", "cmd",
+    "_pin", "_run_starts", "_tail_first", "_tail_n", "_tail_time", "_time_ms", "_time_o",
+    "_time_tail", "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
@@ -138,10 +138,14 @@ class Store:
         self._index_lsns = array("q")
         self._index_times = array("q")
         # The tails: `_tail_n` commits with consecutive LSNs from `_tail_first`, and
-        # their times.
+        # their times as runs (the commits of one millisecond share a time object):
+        # run i has time `_time_tail[i]` and starts at commit `_run_starts[i]` of the
+        # tail; `_tail_time` is the last run's.
         self._tail_first = 0
         self._tail_n = 0
         self._time_tail: list[int] = []
+        self._run_starts: list[int] = []
+        self._tail_time: Any = None
         # The last commit time boxed, for the versions of one millisecond to share.
         self._time_ms = 0
         self._time_o: Any = 0
@@ -285,7 +289,10 @@ class Store:
         if len(pending) == 1:
             dbi, key, op, undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
-            cmds: tuple[str, ...] = (cmd,)
+            one = _ONE_CMD.get(cmd)
+            if one is None:
+                one = _ONE_CMD[cmd] = (cmd,)
+            cmds: tuple[str, ...] = one
             common = key is not None and type(dbi) is int and not dbi
             self.index_keys.append(key if common else windex.entry(ops))
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
@@ -303,14 +310,16 @@ class Store:
         if not n:
             self._tail_first = lsn
         self._tail_n = n + 1
-        self._time_tail.append(t_o)
+        if not n or t_o is not self._tail_time:  # a new run of one commit time
+            self._time_tail.append(t_o)
+            self._run_starts.append(n)
+            self._tail_time = t_o
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
             # Weighed every 1,024 commits, or 1,024 keys of commits writing several
             # (the time index's tails taken in first: `bound_index` reads it).
             self._index_many = 0
             self.bound_index()
-        # tuple.__new__: the record without the named tuple's Python-level __new__.
-        record: UpdateRecord = _new_tuple(_RECORD, (lsn_o, t_o, ops, cmds, meta))
+        record: UpdateRecord = (lsn_o, t_o, ops, cmds, meta)
         if direct is not None and direct[0] is self.sink:
             direct[1].append(record)
             if len(direct[1]) == 1:
@@ -370,14 +379,14 @@ class Store:
         that reports or caps pinned history calls first)."""
         pin = self.pin_lsn()
         # Under a seal the versions kept are all newer than it: no search needed.
-        pinned = 0 if chain[0].lsn > pin else bisect_right(chain, pin, 0, cut, key=_entry_lsn)
+        pinned = 0 if chain[0][V_LSN] > pin else bisect_right(chain, pin, 0, cut, key=_entry_lsn)
         table = self.table_of(key) if self.tables else None
         stop = cut
         if pinned < cut:
             cut = pinned
         if cut > 0:
             self.mem.cut(db.ident, key, chain, cut, table)
-            floor = db.floors[key] = chain[cut - 1].lsn
+            floor = db.floors[key] = chain[cut - 1][V_LSN]
             if floor > db.floor_mark:
                 db.floor_mark = floor
             del chain[:cut]
@@ -418,7 +427,7 @@ class Store:
         if keep.kind == "versions":
             return len(chain) - keep.limit if len(chain) > 2 * keep.limit else 0
         if keep.kind == "ms" and chain:
-            t = chain[-1].time_ms - keep.limit
+            t = chain[-1][V_TIME] - keep.limit
             return bisect_left(chain, t, 0, len(chain) - 1, key=_entry_time)
         return 0
 
@@ -491,21 +500,21 @@ class Store:
         """Apply a persisted record exactly as it was committed (same LSN, time and
         versions), without handing it to the sink."""
         pending: list[tuple[Any, bytes | None, Op, Undo, str]] = []
-        for (dbi, key, op), cmd in zip(record.ops, record.cmds, strict=True):
+        for (dbi, key, op), cmd in zip(record[R_OPS], record[R_CMDS], strict=True):
             if key is None:
-                self.apply_db_op(dbi, op, record.lsn, record.time_ms)
+                self.apply_db_op(dbi, op, record[R_LSN], record[R_TIME])
                 continue
             db = self.db_of(dbi)
             if db.overlay:
                 db.own(key)
             pending.append((dbi, key, op, counted_apply(db, key, op), cmd))
-        self._version(pending, record.lsn, record.time_ms, record.meta)
-        self.index_keys.append(windex.entry(record.ops))
-        self.index_lsns.append(record.lsn)
-        self.index_times.append(record.time_ms)
-        self.lsn = record.lsn
-        if record.time_ms > self.last_time_ms:
-            self.last_time_ms = record.time_ms
+        self._version(pending, record[R_LSN], record[R_TIME], record[R_META])
+        self.index_keys.append(windex.entry(record[R_OPS]))
+        self.index_lsns.append(record[R_LSN])
+        self.index_times.append(record[R_TIME])
+        self.lsn = record[R_LSN]
+        if record[R_TIME] > self.last_time_ms:
+            self.last_time_ms = record[R_TIME]
 
     # -- observing ---------------------------------------------------------------
 
@@ -644,16 +653,18 @@ class Store:
 
     def _take_tails(self) -> None:
         """Move the commits' LSNs and times from the tails into the arrays: the LSNs
-        as bytes made from the range (`bulkreplay.lsn_bytes`), the times packed by
-        one `struct` call (`array.fromlist` parses every item as `append` does)."""
+        as bytes made from the range (`bulkreplay.lsn_bytes`), the times one run at a
+        time, the bytes of its time repeated (one `struct` call per run, where one per
+        commit cost ~280 instructions a commit)."""
         n = self._tail_n
         if n:
             first = self._tail_first
             lsns = [lsn_bytes(first + i, min(256, n - i)) for i in range(0, n, 256)]
             self._index_lsns.frombytes(b"".join(lsns))
-            self._index_times.frombytes(_pack(f"{n}q", *self._time_tail))
+            self._index_times.frombytes(run_bytes(self._time_tail, self._run_starts, n))
             self._tail_n = 0
             self._time_tail = []
+            self._run_starts = []
 
     def reset_index_weight(self) -> None:
         """The index was replaced (an image loaded): weigh it again."""

@@ -19,7 +19,7 @@ import commands.families  # noqa: F401
 from commands.dispatch import DISPATCHER
 from flusher import checkpoint, segment
 from flusher.checkpoint import checkpoint_object, image, load_image
-from store import Store, UpdateRecord, WriteMeta, chains
+from store import Store, WriteMeta, chains
 from tests.conftest import ROOT
 from tests.helpers import make_session
 
@@ -212,23 +212,19 @@ def _golden_store() -> Store:
     s = Store(databases=2)
     t = 1_700_000_000_000
     for r in (
-        UpdateRecord(1, t, ((0, b"plain", ("set", b"v", None)),), ("set",), None),
-        UpdateRecord(2, t + 1, ((0, b"ttl", ("set", b"v", t + 10**9)),), ("set",), None),
-        UpdateRecord(
-            3, t + 2, ((0, b"plain", ("set", b"w", None)),), ("set",), WriteMeta(7, b"me", b"why")
-        ),
-        UpdateRecord(
-            4, t + 3, ((1, b"h", ("hset", ((b"f", b"1"), (b"g", b"2")))),), ("hset",), None
-        ),
-        UpdateRecord(
+        (1, t, ((0, b"plain", ("set", b"v", None)),), ("set",), None),
+        (2, t + 1, ((0, b"ttl", ("set", b"v", t + 10**9)),), ("set",), None),
+        (3, t + 2, ((0, b"plain", ("set", b"w", None)),), ("set",), WriteMeta(7, b"me", b"why")),
+        (4, t + 3, ((1, b"h", ("hset", ((b"f", b"1"), (b"g", b"2")))),), ("hset",), None),
+        (
             5,
             t + 4,
             ((0, b"gone", ("set", b"x", None)), (0, b"gone", ("del",))),
             ("set", "del"),
             None,
         ),
-        UpdateRecord(6, t + 5, ((0, None, ("seal", b"snap", b"deploy")),), ("ts.seal",), None),
-        UpdateRecord(7, t + 6, ((1, b"l", ("rpush", (b"a", b"b"))),), ("rpush",), None),
+        (6, t + 5, ((0, None, ("seal", b"snap", b"deploy")),), ("ts.seal",), None),
+        (7, t + 6, ((1, b"l", ("rpush", (b"a", b"b"))),), ("rpush",), None),
     ):
         s.replay(r)
     return s

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flusher.codec import _pack, decode_record, encode_record
-from store import UpdateRecord
+from store import R_CMDS, R_LSN, R_META, R_OPS, R_TIME, UpdateRecord
 from store.values import HashSet, HashTable, ZSet
 from tests.helpers import write_metas
 
@@ -29,8 +29,8 @@ NESTED = st.one_of(
 
 
 def _strict(r: UpdateRecord) -> bytes:
-    meta = None if r.meta is None else tuple(r.meta)
-    return _pack((r.lsn, r.time_ms, r.ops, r.cmds, meta))
+    meta = None if r[R_META] is None else tuple(r[R_META])
+    return _pack((r[R_LSN], r[R_TIME], r[R_OPS], r[R_CMDS], meta))
 
 
 @given(
@@ -46,7 +46,7 @@ def _strict(r: UpdateRecord) -> bytes:
     write_metas(99, 4),
 )
 def test_plain_records_encode_as_the_strict_packer_does(ops: list[Any], meta: Any) -> None:
-    r = UpdateRecord(7, 1_700_000_000_000, tuple(ops), tuple("set" for _ in ops), meta)
+    r = (7, 1_700_000_000_000, tuple(ops), tuple("set" for _ in ops), meta)
     assert encode_record(r) == _strict(r)
 
 
@@ -62,11 +62,11 @@ def test_values_keep_their_types_through_a_record() -> None:
         z,
     ]
     for v in values:
-        r = UpdateRecord(3, 5, ((0, b"k", ("restore", v, None)),), ("restore",), None)
+        r = (3, 5, ((0, b"k", ("restore", v, None)),), ("restore",), None)
         data = encode_record(r)
         assert data == _strict(r)
         back = decode_record(data)
-        got = back.ops[0][2][1]
+        got = back[R_OPS][0][2][1]
         assert type(got) is type(v)
         if isinstance(v, ZSet):
             assert isinstance(got, ZSet) and list(got.scores.items()) == list(v.scores.items())
@@ -77,7 +77,7 @@ def test_values_keep_their_types_through_a_record() -> None:
 def test_a_raw_string_comes_back_as_bytes() -> None:
     """msgpack writes a bytearray (APPEND's raw string) as a binary, so it comes
     back as bytes: embstr when short, as Redis reloads it from an RDB file."""
-    r = UpdateRecord(3, 5, ((0, b"k", ("set", bytearray(b"raw"), None)),), ("set",), None)
-    got = decode_record(encode_record(r)).ops[0][2][1]
+    r = (3, 5, ((0, b"k", ("set", bytearray(b"raw"), None)),), ("set",), None)
+    got = decode_record(encode_record(r))[R_OPS][0][2][1]
     assert type(got) is bytes
     assert got == b"raw"

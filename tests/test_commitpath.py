@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commands import strings
-from store import Store, keyspace
+from store import R_CMDS, R_LSN, R_META, R_OPS, V_LSN, Store, keyspace
 from store.commitpath import set_string
 from store.ops import SET
 from tests.helpers import ListSink, make_session, run
@@ -38,13 +38,13 @@ def _general_set(store: Store, db: Any, key: bytes, value: bytes) -> None:
 
 def _state(store: Store, sink: ListSink) -> dict[str, Any]:
     chains = {
-        (db.index, key): [(e.lsn, *e[2:]) for e in chain]  # times differ between runs
+        (db.index, key): [(e[V_LSN], *e[2:]) for e in chain]  # times differ between runs
         for db in store.dbs
         for key, chain in db.chains.items()
     }
     mem = store.mem
     return {
-        "records": [(r.lsn, r.ops, r.cmds, r.meta) for r in sink.records],
+        "records": [(r[R_LSN], r[R_OPS], r[R_CMDS], r[R_META]) for r in sink.records],
         "chains": chains,
         "mem": (mem.main_bytes, mem.main_versions),
         "used": [db.used for db in store.dbs],

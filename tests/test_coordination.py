@@ -102,8 +102,12 @@ def test_election_and_takeover_after_the_lease_lapses(etcd: EtcdCluster) -> None
 
             async def sample() -> None:  # the last moment a still believed it led
                 while True:
+                    # The clock read before the check: read after it, a descheduled
+                    # process (a loaded machine) would date the belief late. The
+                    # deadline assertion below bounds the check itself.
+                    now = time.monotonic()
                     if a.lead.am_leader():
-                        seen_true.append(time.monotonic())
+                        seen_true.append(now)
                     await asyncio.sleep(0.005)
 
             sampler = asyncio.create_task(sample())

@@ -20,7 +20,7 @@ from flusher.log import LogError, LogGap, MissingSegment, SegmentLog, SegmentRef
 from flusher.memory import MemoryObjectStore
 from replay.replay import recover
 from replay.startup import take_over
-from store import Store, UpdateRecord, WriteMeta
+from store import R_LSN, R_META, R_OPS, Store, UpdateRecord, WriteMeta
 from store.values import HashTable
 from tests.helpers import write_metas
 
@@ -45,9 +45,7 @@ def run(aw: Awaitable[T]) -> T:
 
 
 def set_record(lsn: int, key: bytes = b"k", value: bytes = b"v") -> UpdateRecord:
-    return UpdateRecord(
-        lsn, 1_700_000_000_000 + lsn, ((0, key, ("set", value, None)),), ("set",), None
-    )
+    return (lsn, 1_700_000_000_000 + lsn, ((0, key, ("set", value, None)),), ("set",), None)
 
 
 # -- object names and the segment format ------------------------------------------------
@@ -93,7 +91,7 @@ def test_an_object_decodes_to_what_was_encoded(magic: bytes, first: int, raw: by
 )
 def test_a_segment_of_records_decodes_to_the_records(rows: list, first: int) -> None:  # type: ignore[type-arg]
     records = [
-        UpdateRecord(first + i, i, ((0, k, ("set", v, None)),), ("set",), meta)
+        (first + i, i, ((0, k, ("set", v, None)),), ("set",), meta)
         for i, (k, v, meta) in enumerate(rows)
     ]
     data = segment_object([encode_record(r) for r in records], first)
@@ -101,8 +99,8 @@ def test_a_segment_of_records_decodes_to_the_records(rows: list, first: int) -> 
     assert (header.first, header.last, header.count) == (first, first + len(rows) - 1, len(rows))
     back = list(iter_records(body))
     assert back == records
-    assert all(type(r) is UpdateRecord for r in back)
-    assert [r.meta for r in back] == [r.meta for r in records]
+    assert all(type(r) is tuple and len(r) == 5 for r in back)
+    assert [r[R_META] for r in back] == [r[R_META] for r in records]
 
 
 @pytest.mark.parametrize("n", [1, 15, 16, 65_535, 65_536])
@@ -111,17 +109,15 @@ def test_records_encoded_together_are_the_bytes_of_each_encoded_alone(n: int) ->
     whose size depends on the count): the same bytes as record by record."""
     meta = WriteMeta(7, b"me", None)
     records = [set_record(lsn, b"k%d" % lsn) for lsn in range(1, n + 1)]
-    records[0] = records[0]._replace(meta=meta)
+    records[0] = (*records[0][:4], meta)
     each = [encode_record(r) for r in records]
     assert encode_records(records) == b"".join(each)
     ends = record_offsets(b"".join(each), n)
     assert ends[0] == len(each[0]) and ends[-1] == sum(map(len, each))
     # A value that needs its extension type (a hash table) is never packed as a map.
-    typed = UpdateRecord(
-        n + 1, 1, ((0, b"h", ("restore", HashTable({b"f": b"v"}), None)),), ("x",), None
-    )
+    typed = (n + 1, 1, ((0, b"h", ("restore", HashTable({b"f": b"v"}), None)),), ("x",), None)
     assert encode_records([*records[:3], typed]) == b"".join([*each[:3], encode_record(typed)])
-    assert type(next(iter_records(encode_records([typed]))).ops[0][2][1]) is HashTable
+    assert type(next(iter_records(encode_records([typed])))[R_OPS][0][2][1]) is HashTable
 
 
 # -- the flusher -------------------------------------------------------------------------
@@ -140,7 +136,7 @@ def test_the_flusher_cuts_segments_at_the_size_cap_and_advances_the_durable_lsn(
         assert f.stats.segments_written > 1  # the cap split the batch
         log = SegmentLog(objects)
         segments = await log.segments()
-        lsns = [r.lsn async for seg in log.walk(segments, 0) for r in seg.records()]
+        lsns = [r[R_LSN] async for seg in log.walk(segments, 0) for r in seg.records()]
         assert lsns == list(range(1, 11))
 
     run(body())

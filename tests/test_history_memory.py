@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flusher.checkpoint import image, load_image
-from store import Store
+from store import V_LSN, Store
 from store.accounting import HistoryMemory, entry_bytes
 from store.keyspace import TRIM_STEP
 from tests.conftest import start_temporalstore
@@ -30,7 +30,7 @@ def _pinned_from_marks(store: Store) -> tuple[int, int]:
     nbytes = versions = 0
     for (ident, key), mark in store.mem.marks.items():
         for e in store.db_of(ident).chains.get(key, ()):
-            if e.lsn <= mark:
+            if e[V_LSN] <= mark:
                 nbytes += entry_bytes(e)
                 versions += 1
     return nbytes, versions

@@ -16,7 +16,7 @@ import pytest
 from flusher import plainunpack
 from flusher.codec import decode_records, encode_record, encode_records
 from flusher.plainunpack import BodyRecords, replay_records
-from store import Store, native
+from store import R_LSN, R_META, R_TIME, Store, native
 from store.bulkreplay import BULK_RUN, apply_run, lsn_bytes
 from store.keyspace import LsnMismatch
 from store.records import UpdateRecord
@@ -118,9 +118,9 @@ def _replay(
 def test_the_walk_restores_what_the_rows_restore(seed: int) -> None:
     rng = random.Random(seed)
     records = _records(seed, 3000)
-    assert any(r.meta is not None for r in records)
+    assert any(r[R_META] is not None for r in records)
     body = _body(records, rng)
-    last = records[-1].lsn
+    last = records[-1][R_LSN]
     # Some records already present (a checkpoint's, a replica's): counted, not applied.
     have = rng.choice([0, 0, 1, 37, 500])
     limits = [rng.choice([1, 5, 256, 700, 5000]) for _ in range(last + 2)]
@@ -154,8 +154,8 @@ def test_plain_runs_are_taken_as_columns() -> None:
     plain = rows.plain_run(1, 4)
     assert plain is not None and (plain.dbi, plain.cmd) == (0, "set")
     assert plain.keys == [b"k0", b"k1", b"k2", b"k3"] and plain.values[3] == b"v3"
-    assert plain.times() == [r.time_ms for r in sink.records[:4]]
-    assert plain.last_time == sink.records[3].time_ms
+    assert plain.times() == [r[R_TIME] for r in sink.records[:4]]
+    assert plain.last_time == sink.records[3][R_TIME]
     plain = rows.plain_run(5, 256)
     assert plain is not None and len(plain.keys) == 6  # up to the SET with a TTL
     assert rows.plain_run(11, 256) is None
@@ -195,7 +195,7 @@ def test_slices_leave_the_rest_for_the_next() -> None:
     expected, applied = replay_records(store, rows, typed, 1, 0, 100)
     assert (expected, applied) == (101, 100) and store.lsn == 100
     expected, applied = replay_records(store, rows, typed, expected, 0, 10**9)
-    assert expected == records[-1].lsn + 1 and applied == len(records) - 100
+    assert expected == records[-1][R_LSN] + 1 and applied == len(records) - 100
 
 
 @pytest.mark.parametrize("first", [0, 1, 200, 255, 256, 123_456_789, 2**40 + 7, 2**63 - 300])

@@ -23,7 +23,7 @@ from flusher.flusher import FencedError, segment_object
 from flusher.log import LogError, LogGap, SegmentLog
 from flusher.memory import MemoryObjectStore
 from replay.startup import take_over
-from store import Store
+from store import R_LSN, Store
 from tests.conftest import start_temporalstore
 from tests.reliability import Writer, check_writers, client, figure, sized, survived
 from tests.test_durability import kill9
@@ -228,7 +228,7 @@ def test_a_crash_with_puts_in_flight_restarts_before_the_hole() -> None:
         _m, rec3 = await take_over(third, objects)
         assert rec3.unfinished == [] and third.lsn == hole + 1
         log = SegmentLog(objects)
-        lsns = [r.lsn async for seg in log.walk(await log.segments(), 0) for r in seg.records()]
+        lsns = [r[R_LSN] async for seg in log.walk(await log.segments(), 0) for r in seg.records()]
         assert lsns == list(range(1, hole + 2))
 
     run(body())

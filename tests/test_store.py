@@ -19,10 +19,19 @@ from commands.session import Session
 from flusher.checkpoint import image, load_image
 from flusher.codec import decode_records, encode_record
 from store import (
+    R_CMDS,
+    R_LSN,
+    R_META,
+    R_OPS,
+    R_TIME,
+    V_CMD,
+    V_LSN,
+    V_META,
+    V_TIME,
+    V_UNDO,
     PrunedError,
     Snapshot,
     Store,
-    VersionEntry,
     bulkreplay,
     database,
     keyspace,
@@ -56,10 +65,10 @@ def test_each_write_gets_the_next_lsn_and_one_record() -> None:
     run(s, "HSET", "h", "f", "v", "g", "w")
     run(s, "GET", "a")
     assert store.lsn == 3
-    assert [r.lsn for r in sink.records] == [1, 2, 3]
-    assert len(sink.records[1].ops) == 2
-    assert sink.records[1].cmds == ("mset", "mset")
-    assert all(r.time_ms > 0 for r in sink.records)
+    assert [r[R_LSN] for r in sink.records] == [1, 2, 3]
+    assert len(sink.records[1][R_OPS]) == 2
+    assert sink.records[1][R_CMDS] == ("mset", "mset")
+    assert all(r[R_TIME] > 0 for r in sink.records)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +111,7 @@ def test_transaction_commits_once() -> None:
     store.apply(s.db, b"a", ("set", b"3", None))
     lsn = store.commit()
     assert lsn == 1 and len(sink.records) == 1
-    assert [op[1] for op in sink.records[0].ops] == [b"a", b"b", b"a"]
+    assert [op[1] for op in sink.records[0][R_OPS]] == [b"a", b"b", b"a"]
     assert store.value_as_of(0, b"a", 1)[0] == b"3"
     assert store.value_as_of(0, b"a", 0)[0] is None
 
@@ -124,7 +133,7 @@ def test_expiry_is_a_version() -> None:
 
     time.sleep(0.01)
     assert run(s, "GET", "k") is None
-    assert sink.records[-1].cmds == ("expired",)
+    assert sink.records[-1][R_CMDS] == ("expired",)
     assert store.value_as_of(0, b"k", 1)[0] == b"v"
     assert store.value_as_of(0, b"k", 2)[0] is None
 
@@ -167,7 +176,7 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
         run(s, *args)
         assert store.lsn in (before, before + 1)
         seen[store.lsn] = snapshot(store)
-    assert [r.lsn for r in sink.records] == list(range(1, store.lsn + 1))
+    assert [r[R_LSN] for r in sink.records] == list(range(1, store.lsn + 1))
     keys = {k for snap in seen.values() for (_dbi, k) in snap}
     for lsn, snap in seen.items():
         for k in keys:
@@ -175,7 +184,7 @@ def test_history_and_replay_match_what_happened(cmds: list[tuple[str, ...]]) -> 
             assert store.value_as_of(0, k, lsn) == expected, (lsn, k)
     fresh = Store(databases=4)
     for record in sink.records:
-        for dbi, key, op in record.ops:
+        for dbi, key, op in record[R_OPS]:
             assert key is not None
             apply_op(fresh.dbs[dbi], key, op)
     assert snapshot(fresh) == snapshot(store)
@@ -207,7 +216,7 @@ def _versions(store: Store) -> dict[bytes, list[tuple[Any, ...]]]:
     may take them at other versions); undos as their ops (`store.chains.undo_ops`: a
     replaced bytearray's undo is read back from an image as bytes, kept compact)."""
     return {
-        k: [(e.lsn, e.time_ms, e.cmd, undo_ops(e.undo), e.meta) for e in chain]
+        k: [(e[V_LSN], e[V_TIME], e[V_CMD], undo_ops(e[V_UNDO]), e[V_META]) for e in chain]
         for k, chain in store.dbs[0].chains.items()
     }
 
@@ -218,11 +227,11 @@ def test_a_key_written_once_keeps_its_version_packed() -> None:
     lsn, t = store.lsn, store.last_time_ms
     chains = store.dbs[0].chains
     assert chains.born(b"once") == (lsn, "set")
-    assert chains.get(b"once") == [VersionEntry(lsn, t, "set", CREATED, None)]
+    assert chains.get(b"once") == [(lsn, t, "set", CREATED, None, None)]
     run(s, "APPEND", "once", "w")
     # The second version unpacks the first, which keeps its LSN, time and command.
     assert chains.born(b"once") is None
-    assert [(e.lsn, e.time_ms, e.cmd) for e in chains[b"once"]] == [
+    assert [(e[V_LSN], e[V_TIME], e[V_CMD]) for e in chains[b"once"]] == [
         (lsn, t, "set"),
         (store.lsn, store.last_time_ms, "append"),
     ]
@@ -274,7 +283,7 @@ def test_replay_in_bulk_matches_replay_one_by_one() -> None:
             run(s, "SET", "authored", "v")
             run(s, "TS.META", "RESET")
             run(s, "HSET", "h", "f", "v")
-    assert sum(r.meta is not None for r in sink.records) == 1
+    assert sum(r[R_META] is not None for r in sink.records) == 1
     body = b"".join(encode_record(r) for r in sink.records)
     bulk = Store(databases=4)
     bulk.snapshot_every = 3
@@ -362,11 +371,11 @@ def test_begin_apply_commit_gives_one_lsn_one_record_and_tells_the_writer() -> N
     assert len(sink.records) == 1  # nothing reaches the sink before the commit
     assert store.commit() == 2
     assert store.commit() == 0  # nothing left open
-    assert [r.lsn for r in sink.records] == [1, 2]
+    assert [r[R_LSN] for r in sink.records] == [1, 2]
     rec = sink.records[1]
-    assert rec.ops == ((0, b"a", ("set", b"1", None)), (0, b"h", ("hset", ((b"f", b"v"),))))
-    assert rec.cmds == ("set", "hset")
-    assert store.time_of(2) == rec.time_ms
+    assert rec[R_OPS] == ((0, b"a", ("set", b"1", None)), (0, b"h", ("hset", ((b"f", b"v"),))))
+    assert rec[R_CMDS] == ("set", "hset")
+    assert store.time_of(2) == rec[R_TIME]
     assert s.last_write_lsn == 2 and s.last_sync_lsn == 0
     store.default_sync = True
     run(s, "SET", "a", "2")
@@ -384,7 +393,7 @@ def test_metadata_is_the_writers_at_commit() -> None:
     run(s, "SET", "a", "1")
     run(s, "TS.META", "AUTHOR", "bob")
     run(s, "EXEC")
-    assert sink.records[0].meta is not None and sink.records[0].meta.author == b"bob"
+    assert sink.records[0][R_META] is not None and sink.records[0][R_META].author == b"bob"
 
 
 def test_rollback_leaves_keyspace_and_chains_as_before() -> None:
@@ -422,7 +431,7 @@ def test_savepoint_undoes_only_what_follows_it() -> None:
     store.apply(s.db, b"a", ("set", b"3", None))
     store.rollback_to(savepoint)
     assert store.commit() == 1
-    assert sink.records[0].ops == ((0, b"a", ("set", b"1", None)),)
+    assert sink.records[0][R_OPS] == ((0, b"a", ("set", b"1", None)),)
     assert snapshot(store) == {(0, b"a"): (b"1", None)}
 
 
@@ -440,8 +449,8 @@ def test_db_ops_get_the_commits_lsn_and_time(monkeypatch: pytest.MonkeyPatch) ->
     store.swap_dbs(0, 1)
     assert store.commit() == 3
     rec = sink.records[-1]
-    assert rec.lsn == 3 and rec.time_ms == 4_000_000_000_000
-    assert [op for _d, _k, op in rec.ops] == [
+    assert rec[R_LSN] == 3 and rec[R_TIME] == 4_000_000_000_000
+    assert [op for _d, _k, op in rec[R_OPS]] == [
         ("seal", b"snap", b"manual"),
         ("set", b"x", None),
         ("table", b"ns:t", "sync", "versions:4", 8),
@@ -452,7 +461,7 @@ def test_db_ops_get_the_commits_lsn_and_time(monkeypatch: pytest.MonkeyPatch) ->
     assert store.dbs[1].get(b"a") == b"x" and store.dbs[0].get(b"a") is None
     # The next commit reads the clock again.
     run(s, "SET", "c", "3")
-    assert sink.records[-1].time_ms == 4_000_000_009_000
+    assert sink.records[-1][R_TIME] == 4_000_000_009_000
     # Replayed, the same record gives the same snapshot.
     fresh = Store(databases=4)
     for r in sink.records:
@@ -487,7 +496,7 @@ def test_failing_handler_rolls_back_all_it_applied(monkeypatch: pytest.MonkeyPat
     replies = run(s, "EXEC")
     assert replies[0] == replies[2] == OK and isinstance(replies[1], ErrorReply)
     assert len(sink.records) == 2
-    assert [(k, op) for _d, k, op in sink.records[1].ops] == [
+    assert [(k, op) for _d, k, op in sink.records[1][R_OPS]] == [
         (b"a", ("set", b"1", None)),
         (b"b", ("set", b"2", None)),
     ]

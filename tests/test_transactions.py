@@ -9,6 +9,7 @@ from typing import Any
 
 from commands.replies import NULL_ARRAY, OK, QUEUED, ErrorReply
 from commands.session import Session
+from store import R_CMDS, R_LSN, R_OPS, V_LSN
 from tests.conftest import Differ
 from tests.helpers import make_session, run
 from tests.test_pubsub import Pair, pairs
@@ -323,8 +324,8 @@ def test_exec_commits_one_record() -> None:
     assert replies[7:] == [OK, OK, None]  # GET k1 ran in database 3
     assert len(sink.records) == 2
     rec = sink.records[1]
-    assert rec.lsn == sink.records[0].lsn + 1
-    assert [(dbi, key) for dbi, key, _op in rec.ops] == [
+    assert rec[R_LSN] == sink.records[0][R_LSN] + 1
+    assert [(dbi, key) for dbi, key, _op in rec[R_OPS]] == [
         (0, b"k0"),
         (0, b"k1"),
         (0, b"k2"),
@@ -333,10 +334,14 @@ def test_exec_commits_one_record() -> None:
         (0, b"k0"),
         (3, b"k0"),
     ]
-    assert rec.cmds == ("set",) * 5 + ("incr", "set")
+    assert rec[R_CMDS] == ("set",) * 5 + ("incr", "set")
     assert s.store.dbs[0].get(b"k0") is not None and s.store.dbs[3].get(b"k0") == b"db3"
     # Every key of the block carries the same version.
-    assert s.store.dbs[0].chains[b"k0"][-1].lsn == s.store.dbs[3].chains[b"k0"][-1].lsn == rec.lsn
+    assert (
+        s.store.dbs[0].chains[b"k0"][-1][V_LSN]
+        == s.store.dbs[3].chains[b"k0"][-1][V_LSN]
+        == rec[R_LSN]
+    )
 
 
 def test_exec_without_writes_commits_nothing() -> None:

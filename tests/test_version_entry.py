@@ -11,7 +11,7 @@ import pytest
 
 from commands.replies import OK
 from flusher.checkpoint import image, load_image
-from store import Store, keyspace
+from store import R_TIME, V_UNDO, Store, entry_created, keyspace
 from store.accounting import COMPACT_STRING_BYTES, REPLACED_STRING_BYTES, entry_bytes
 from store.chains import compact_undo, undo_ops
 from store.ops import CREATED, RESTORE
@@ -28,9 +28,9 @@ def test_a_replaced_string_keeps_its_old_bytes_alone() -> None:
     run(s, "SET", "k", "b")
     run(s, "SET", "k", "c")
     chain = _chain(s.store, b"k")
-    assert [e.undo for e in chain] == [CREATED, b"a", b"b"]
-    assert undo_ops(chain[1].undo) == ((RESTORE, b"a", None),)
-    assert not chain[1].created and chain[0].created
+    assert [e[V_UNDO] for e in chain] == [CREATED, b"a", b"b"]
+    assert undo_ops(chain[1][V_UNDO]) == ((RESTORE, b"a", None),)
+    assert not entry_created(chain[1]) and entry_created(chain[0])
     assert entry_bytes(chain[1]) == COMPACT_STRING_BYTES + 1
     # Each version reads back as it was.
     for lsn, want in ((1, b"a"), (2, b"b"), (3, b"c")):
@@ -46,7 +46,7 @@ def test_undos_that_are_not_a_plain_replaced_string_stay_ops() -> None:
     run(s, "SET", "r", "y")
     run(s, "HSET", "h", "f", "1")
     run(s, "HSET", "h", "f", "2")
-    e, r, h = (_chain(s.store, k)[-1].undo for k in (b"e", b"r", b"h"))
+    e, r, h = (_chain(s.store, k)[-1][V_UNDO] for k in (b"e", b"r", b"h"))
     assert type(e) is tuple and e[0][0] == RESTORE and type(e[0][2]) is int
     assert entry_bytes(_chain(s.store, b"e")[-1]) == REPLACED_STRING_BYTES + 1
     assert type(r) is tuple and type(r[0][1]) is bytearray
@@ -64,8 +64,8 @@ def test_the_general_path_stores_the_same_compact_entries() -> None:
     for v in ("a", "b", "c"):
         run(s, "SET", "app:t:k", v)
         run(s, "SET", "plain", v)
-    table = [e.undo for e in _chain(s.store, b"app:t:k")]
-    plain = [e.undo for e in _chain(s.store, b"plain")]
+    table = [e[V_UNDO] for e in _chain(s.store, b"app:t:k")]
+    plain = [e[V_UNDO] for e in _chain(s.store, b"plain")]
     assert table == plain == [CREATED, b"a", b"b"]
     assert s.store.mem.main_bytes == s.store.history_recount().main_bytes
 
@@ -86,8 +86,8 @@ def test_images_write_the_ops_and_read_them_back_compact() -> None:
     raw, _count = image(s.store)
     loaded = Store(4)
     load_image(loaded, raw, "test")
-    assert [e.undo for e in _chain(loaded, b"k")] == [CREATED, b"a", b"bb"]
-    assert _chain(loaded, b"x")[-1].undo == _chain(s.store, b"x")[-1].undo
+    assert [e[V_UNDO] for e in _chain(loaded, b"k")] == [CREATED, b"a", b"bb"]
+    assert _chain(loaded, b"x")[-1][V_UNDO] == _chain(s.store, b"x")[-1][V_UNDO]
     assert (loaded.mem.main_bytes, loaded.mem.main_versions) == (
         s.store.mem.main_bytes,
         s.store.mem.main_versions,
@@ -106,7 +106,7 @@ def test_branches_save_the_ops_and_load_them_compact() -> None:
     assert [u for _l, _t, _c, u, _m in chains[b"k"]][-1] == ((RESTORE, b"x", None),)
     other = Store(4)
     other.branches.load(saved)
-    assert [e.undo for e in other.branches[b"b1"].dbs[0].chains[b"k"]][-1] == b"x"
+    assert [e[V_UNDO] for e in other.branches[b"b1"].dbs[0].chains[b"k"]][-1] == b"x"
 
 
 class _Batch:
@@ -151,7 +151,7 @@ def test_one_clock_read_per_pass_and_per_32_commits(monkeypatch: pytest.MonkeyPa
     assert times[32:] == [1_008_000] * 8
     assert sink.started == 1
     # The records carry the same time objects as the index.
-    assert {id(r.time_ms) for r in sink.batch[:32]} == {id(sink.batch[0].time_ms)}
+    assert {id(r[R_TIME]) for r in sink.batch[:32]} == {id(sink.batch[0][R_TIME])}
     # A new pass (the flusher took the batch) reads the clock again.
     sink.batch.clear()
     assert write(40) == 1_010_000
@@ -168,12 +168,12 @@ def test_without_the_flushers_batch_every_commit_reads_the_clock(
     s, sink = make_session(4, "all")
     for i in range(4):
         run(s, "SET", f"k{i}", "v")
-    assert [r.time_ms for r in sink.records] == [5000, 5001, 5002, 5003]
+    assert [r[R_TIME] for r in sink.records] == [5000, 5001, 5002, 5003]
     # The same millisecond twice shares one int object.
     monkeypatch.setattr(keyspace, "_time", lambda: 9.0)
     run(s, "SET", "a", "1")
     run(s, "SET", "b", "1")
-    assert sink.records[-1].time_ms is sink.records[-2].time_ms
+    assert sink.records[-1][R_TIME] is sink.records[-2][R_TIME]
 
 
 def test_the_time_index_tails_are_taken_in_before_every_read() -> None:
