@@ -117,7 +117,8 @@ def restored(db: Database, key: bytes, idle: int, freq: int) -> None:
 
 def idle_seconds(db: Database, key: bytes) -> int:
     """OBJECT IDLETIME: seconds since the key's last access."""
-    return max(database.LRU_CLOCK - last_access(db, key), 0)
+    clock: int = database.LRU_CLOCK
+    return max(clock - last_access(db, key), 0)
 
 
 def frequency(db: Database, key: bytes) -> int:

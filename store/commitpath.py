@@ -166,23 +166,24 @@ def version_key(
             store._trim(db, key, chain, old)
 
 
-def set_string(store: Store, db: Database, key: bytes, value: bytes) -> None:
-    """`store.apply(db, key, (SET, value, None))` for a bytes `value`: the same op,
-    undo, expiry change and dataset size, without the op table's call."""
+def set_string(store: Store, db: Database, key: bytes, value: bytes, ttl: Any = None) -> None:
+    """`store.apply(db, key, (SET, value, ttl))` for a bytes `value` and `ttl` None (the
+    key's expiry cleared) or KEEP_TTL: the same op, undo, expiry change and dataset
+    size, without the op table's call."""
     data = db.data
     expires = db.expires
     if db.overlay or type(data) is not dict or type(expires) is not dict:
-        store.apply(db, key, (SET, value, None))
+        store.apply(db, key, (SET, value, ttl))
         return
     d: dict[bytes, Any] = data
     old = d.get(key)
     if old is not None and type(old) is not bytes:  # a collection's size is sampled
-        store.apply(db, key, (SET, value, None))
+        store.apply(db, key, (SET, value, ttl))
         return
     e: dict[bytes, int] = expires
     oldexp = e.get(key) if e else None
     d[key] = value
-    if oldexp is not None:
+    if oldexp is not None and ttl is None:
         del e[key]
     if old is None:
         db.used += STRING_KEY_BYTES + len(key) + len(value)
@@ -191,4 +192,4 @@ def set_string(store: Store, db: Database, key: bytes, value: bytes) -> None:
         was: bytes = old
         db.used += len(value) - len(was)
         undo = ((RESTORE, was, oldexp),)
-    store.pending.append((db.ident, key, (SET, value, None), undo, store.cmd))
+    store.pending.append((db.ident, key, (SET, value, ttl), undo, store.cmd))

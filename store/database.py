@@ -18,14 +18,16 @@ _time = time.time
 # Redis' LRU clock: whole seconds, advanced by the server cron (`tick_lru_clock`, ten
 # times a second). A read of a key stores it as the key's last access time (one dict
 # store on the read path); OBJECT IDLETIME is the clock minus the newest of that and
-# the key's last write (the time of its newest version).
-LRU_CLOCK = int(_time())
+# the key's last write (the time of its newest version). Typed Any: the compiled build
+# keeps it boxed, so a read stores the one int object instead of boxing a new one.
+LRU_CLOCK: Any = int(_time())
 
 
 def tick_lru_clock() -> int:
     global LRU_CLOCK
-    LRU_CLOCK = int(_time())
-    return LRU_CLOCK
+    t = int(_time())
+    LRU_CLOCK = t
+    return t
 
 
 def now_ms() -> int:

@@ -22,7 +22,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import APPLY, Op, Undo, lookup
+from store.ops import Op, Undo, apply_op, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -67,12 +67,18 @@ def per_element(v: Any) -> int:
     return SLOT_BYTES
 
 
+def _stale(c: tuple[int, int, Any], v: Any, n: int) -> bool:
+    """The element cost `c` (a `Database.sizes` entry) is to be sampled again for
+    collection `v` of length `n`: its length doubled or halved since, or `v` is new."""
+    return c[2] is not v or n > 2 * c[1] + 8 or 2 * n + 8 < c[1]
+
+
 def _weigh_new(db: Database, key: bytes, v: Any) -> int:
     """The estimate of `key` now holding collection `v`, sampling its element cost
-    when it has none yet, its length doubled or halved since, or `v` is new."""
+    when it has none yet or it is `_stale`."""
     n = len(v)
     c = db.sizes.get(key)
-    if c is None or c[2] is not v or n > 2 * c[1] + 8 or 2 * n + 8 < c[1]:
+    if c is None or _stale(c, v, n):
         per = per_element(v)
         db.sizes[key] = (per, n, v)
     else:
@@ -98,8 +104,13 @@ def _weight(db: Database, key: bytes, v: Any) -> int:
         return STRING_KEY_BYTES + len(key) + len(v)
     if t is bytearray:
         return KEY_BYTES + BUFFER_BYTES + len(key) + len(v)
-    c = db.sizes.get(key)
-    return 0 if c is None else KEY_BYTES + COLLECTION_BYTES + len(key) + len(v) * c[0]
+    return _counted(key, len(v), db.sizes.get(key))
+
+
+def _counted(key: bytes, n: int, c: Any) -> int:
+    """A collection of length `n` at `key` at the element cost `c` (its
+    `Database.sizes` entry, None when it has none: not counted)."""
+    return 0 if c is None else KEY_BYTES + COLLECTION_BYTES + len(key) + n * c[0]
 
 
 def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
@@ -107,9 +118,25 @@ def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     data = db.data
     old = lookup(data, key)
     # A string value is immutable: it can be weighed after the op.
-    before = -1 if old is None or type(old) is bytes else _weight(db, key, old)
-    undo = APPLY[op[0]](db, key, op)
-    new = lookup(data, key)
+    before = -1
+    if old is not None and type(old) is not bytes and type(old) is not bytearray:
+        c = db.sizes.get(key)
+        n = len(old)
+        undo = apply_op(db, key, op)
+        new = lookup(data, key)
+        if new is old and c is not None:
+            # A collection changed in place: its length change at the cost it was
+            # counted at, unless that is to be sampled again.
+            m = len(new)
+            if not _stale(c, new, m):
+                db.used += (m - n) * c[0]
+                return undo
+        before = _counted(key, n, c)
+    else:
+        if old is not None and type(old) is bytearray:
+            before = _weight(db, key, old)
+        undo = apply_op(db, key, op)
+        new = lookup(data, key)
     if before < 0 and type(new) is bytes:  # a string written over a string or nothing
         if old is None:
             db.used += STRING_KEY_BYTES + len(key) + len(new)

@@ -82,7 +82,20 @@ def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
 
 
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:
-    return APPLY[op[0]](db, key, op)
+    """Apply `op` to `key`, returning its undo. The common writes are direct calls (C
+    calls in the compiled build), the rest go through the `APPLY` table."""
+    name = op[0]
+    if name == HSET:
+        return _apply_hset(db, key, op)
+    if name == SET:
+        return _apply_set(db, key, op)
+    if name == LPUSH:
+        return _push(db, key, op, True)
+    if name == RPUSH:
+        return _push(db, key, op, False)
+    if name == ZADD:
+        return _apply_zadd(db, key, op)
+    return APPLY[name](db, key, op)
 
 
 def _prior(db: Database, key: bytes) -> Op:

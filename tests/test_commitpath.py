@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from commands import strings
 from store import R_CMDS, R_LSN, R_META, R_OPS, V_LSN, Store, keyspace
 from store.commitpath import set_string
-from store.ops import SET
+from store.ops import KEEP_TTL, SET
 from tests.helpers import ListSink, make_session, run
 
 WORKLOAD = st.lists(
@@ -32,8 +32,8 @@ WORKLOAD = st.lists(
 )
 
 
-def _general_set(store: Store, db: Any, key: bytes, value: bytes) -> None:
-    store.apply(db, key, (SET, value, None))
+def _general_set(store: Store, db: Any, key: bytes, value: bytes, ttl: Any = None) -> None:
+    store.apply(db, key, (SET, value, ttl))
 
 
 def _state(store: Store, sink: ListSink) -> dict[str, Any]:
@@ -101,9 +101,11 @@ def test_fast_paths_store_what_the_general_path_stores(
     assert fast == general
 
 
-def test_set_string_over_each_kind_of_old_value() -> None:
-    """Over nothing, a string, a string with an expiry and a collection: the op,
-    undo and size `apply` would have given."""
+@pytest.mark.parametrize("ttl", [None, KEEP_TTL])
+def test_set_string_over_each_kind_of_old_value(ttl: Any) -> None:
+    """Over nothing, a string, a string with an expiry and a collection, clearing
+    the expiry (SET) or keeping it (INCR): the op, undo and size `apply` would have
+    given."""
     olds = (
         [],
         ["SET", "k", "old"],
@@ -119,9 +121,9 @@ def test_set_string_over_each_kind_of_old_value() -> None:
             store = s.store
             store.begin("set", s)
             if fast:
-                set_string(store, s.db, b"k", b"new")
+                set_string(store, s.db, b"k", b"new", ttl)
             else:
-                _general_set(store, s.db, b"k", b"new")
+                _general_set(store, s.db, b"k", b"new", ttl)
             results.append(
                 (
                     list(store.pending),
