@@ -84,7 +84,7 @@ def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:
     """Apply `op` to `key`, returning its undo. The common writes are direct calls (C
     calls in the compiled build), the rest go through the `APPLY` table."""
-    name = op[0]
+    name: str = op[0]
     if name == HSET:
         return _apply_hset(db, key, op)
     if name == SET:
@@ -116,7 +116,6 @@ def _drop(db: Database, key: bytes) -> None:
         db.expires.pop(key, None)
 
 
-@register(SET)
 def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
     data = db.data
     expires = db.expires
@@ -191,7 +190,6 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
     return undo
 
 
-@register(HSET)
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
     pairs = op[1]
     h: dict[bytes, bytes] | None = lookup(db.data, key)  # typed: C dict calls when compiled
@@ -324,7 +322,6 @@ def _apply_srem(db: Database, key: bytes, op: Op) -> Undo:
     return ((SADD, removed),) if removed else ()
 
 
-@register(ZADD)
 def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
     z = lookup(db.data, key)
     if z is None:
@@ -370,3 +367,10 @@ def _apply_zrem(db: Database, key: bytes, op: Op) -> Undo:
         _drop(db, key)
         return undo
     return ((ZADD, tuple(removed)),) if removed else ()
+
+
+# Registered here, not with the decorator: the compiled build calls an undecorated
+# function directly (`apply_op`), a decorated one through the module's dict.
+APPLY[SET] = _apply_set
+APPLY[HSET] = _apply_hset
+APPLY[ZADD] = _apply_zadd
