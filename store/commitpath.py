@@ -6,7 +6,8 @@ the way (no tables, a main-line database, `versions:N` or `all` retention, a cha
 that already holds a list, no full copy due); `version_key` does every other case
 (`Store.commit` and `Store._version` try `version_one` first). `set_string` is
 `Store.apply(db, key, (SET, value, None))` for a bytes value written over a string or
-nothing, on a database that is not a branch's.
+nothing, on a database that is not a branch's; `apply_on` is `Store.apply` for a
+value the handler has just read.
 Both store and count exactly what the general code does (tests/test_commitpath.py
 compares them, field by field, with it).
 
@@ -27,8 +28,8 @@ from store.accounting import (
     entry_bytes,
 )
 from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
-from store.dataset import STRING_KEY_BYTES
-from store.ops import CREATED, RESTORE, SET, Undo
+from store.dataset import STRING_KEY_BYTES, counted_apply_on
+from store.ops import CREATED, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -193,3 +194,16 @@ def set_string(store: Store, db: Database, key: bytes, value: bytes, ttl: Any = 
         db.used += len(value) - len(was)
         undo = ((RESTORE, was, oldexp),)
     store.pending.append((db.ident, key, (SET, value, ttl), undo, store.cmd))
+
+
+def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> None:
+    """`store.apply(db, key, op)` where `old` is what `db.get(key)` just returned (a
+    handler's read of the value it changes): the op and the dataset's count take it
+    instead of looking the key up again. Not on a branch's database, nor while time
+    is frozen (a script or EXEC), where an expired value stays in place and `get`
+    answers None for it."""
+    if db.overlay or db.frozen_ms is not None:
+        store.apply(db, key, op)
+        return
+    undo = counted_apply_on(db, key, op, old)
+    store.pending.append((db.ident, key, op, undo, store.cmd))

@@ -22,7 +22,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import Op, Undo, apply_op, lookup
+from store.ops import Op, Undo, apply_op_on, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -115,14 +115,18 @@ def _counted(key: bytes, n: int, c: Any) -> int:
 
 def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     """`store.ops.apply_op`, keeping `db.used` (see the module docstring)."""
+    return counted_apply_on(db, key, op, lookup(db.data, key))
+
+
+def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
+    """`counted_apply` where `old` is the key's value now (`lookup(db.data, key)`)."""
     data = db.data
-    old = lookup(data, key)
     # A string value is immutable: it can be weighed after the op.
     before = -1
     if old is not None and type(old) is not bytes and type(old) is not bytearray:
         c = db.sizes.get(key)
         n = len(old)
-        undo = apply_op(db, key, op)
+        undo = apply_op_on(db, key, op, old)
         new = lookup(data, key)
         if new is old and c is not None:
             # A collection changed in place: its length change at the cost it was
@@ -135,7 +139,7 @@ def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     else:
         if old is not None and type(old) is bytearray:
             before = _weight(db, key, old)
-        undo = apply_op(db, key, op)
+        undo = apply_op_on(db, key, op, old)
         new = lookup(data, key)
     if before < 0 and type(new) is bytes:  # a string written over a string or nothing
         if old is None:

@@ -82,17 +82,24 @@ def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
 
 
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:
-    """Apply `op` to `key`, returning its undo. The common writes are direct calls (C
-    calls in the compiled build), the rest go through the `APPLY` table."""
+    """Apply `op` to `key`, returning its undo."""
+    return apply_op_on(db, key, op, lookup(db.data, key))
+
+
+def apply_op_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
+    """`apply_op` where `old` is the key's value now (`lookup(db.data, key)`, which the
+    caller has read): the common writes are direct calls (C calls in the compiled
+    build) that take it instead of looking it up again, the rest go through the
+    `APPLY` table."""
     name: str = op[0]
     if name == HSET:
-        return _apply_hset(db, key, op)
+        return _hset_on(db, key, op, old)
     if name == SET:
         return _apply_set(db, key, op)
     if name == LPUSH:
-        return _push(db, key, op, True)
+        return _push(db, key, op, True, old)
     if name == RPUSH:
-        return _push(db, key, op, False)
+        return _push(db, key, op, False, old)
     if name == ZADD:
         return _apply_zadd(db, key, op)
     return APPLY[name](db, key, op)
@@ -191,8 +198,12 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
 
 
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
+    return _hset_on(db, key, op, lookup(db.data, key))
+
+
+def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     pairs = op[1]
-    h: dict[bytes, bytes] | None = lookup(db.data, key)  # typed: C dict calls when compiled
+    h: dict[bytes, bytes] | None = old  # typed: C dict calls when compiled
     if h is None:
         h = {}
         db.data[key] = h
@@ -234,8 +245,8 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
     return tuple(undo)
 
 
-def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
-    lst = lookup(db.data, key)
+def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
+    lst = old
     items = op[1]
     if lst is None:
         lst = deque()
@@ -252,12 +263,12 @@ def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
 
 @register(LPUSH)
 def _apply_lpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, True)
+    return _push(db, key, op, True, lookup(db.data, key))
 
 
 @register(RPUSH)
 def _apply_rpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, False)
+    return _push(db, key, op, False, lookup(db.data, key))
 
 
 def _pop(db: Database, key: bytes, op: Op, left: bool) -> Undo:

@@ -3,7 +3,8 @@ general code does: the same records, version chains, history counts and dataset
 sizes, whether or not the fast path takes a write.
 
 The reference run turns the fast paths off by replacing the names the callers look
-up (`store.keyspace.version_one`, `commands.strings.set_string`): that compares the
+up (`store.keyspace.version_one`, `commands.strings.set_string`, `apply_on` in
+`commands.hashes` and `commands.lists`): that compares the
 two paths where the code runs as Python (the fast subset CI runs pure); in the
 compiled build the callers are bound in C, both runs take the same path, and the
 test still holds each run to a recount of its history from scratch."""
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commands import strings
+from commands import hashes, lists, strings
 from store import R_CMDS, R_LSN, R_META, R_OPS, V_LSN, Store, keyspace
 from store.commitpath import set_string
 from store.ops import KEEP_TTL, SET
@@ -34,6 +35,10 @@ WORKLOAD = st.lists(
 
 def _general_set(store: Store, db: Any, key: bytes, value: bytes, ttl: Any = None) -> None:
     store.apply(db, key, (SET, value, ttl))
+
+
+def _general_apply(store: Store, db: Any, key: bytes, op: Any, _old: Any) -> None:
+    store.apply(db, key, op)
 
 
 def _state(store: Store, sink: ListSink) -> dict[str, Any]:
@@ -97,6 +102,8 @@ def test_fast_paths_store_what_the_general_path_stores(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(keyspace, "version_one", lambda *_a: False)
         mp.setattr(strings, "set_string", _general_set)
+        mp.setattr(hashes, "apply_on", _general_apply)
+        mp.setattr(lists, "apply_on", _general_apply)
         general = _play(workload, history)
     assert fast == general
 
