@@ -70,10 +70,9 @@ def _hset(s: Session, argv: list[bytes], name: str) -> int:
     key = argv[1]
     h = get_hash(s, key)
     if n == 4:
-        f = argv[2]
-        created = 0 if h is not None and f in h else 1
-        apply_on(s.store, s.db, key, (HSET, ((f, argv[3]),)), h)
-        return created
+        undo = apply_on(s.store, s.db, key, (HSET, ((argv[2], argv[3]),)), h)
+        # The field was new if its undo deletes it (or the key: CREATED), no lookup.
+        return 1 if h is None or undo[0][0] == HDEL else 0
     fields = argv[2::2]
     distinct = set(fields)
     created = len(distinct) if h is None else sum(1 for f in distinct if f not in h)

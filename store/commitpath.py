@@ -196,14 +196,16 @@ def set_string(store: Store, db: Database, key: bytes, value: bytes, ttl: Any = 
     store.pending.append((db.ident, key, (SET, value, ttl), undo, store.cmd))
 
 
-def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> None:
+def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> Undo:
     """`store.apply(db, key, op)` where `old` is what `db.get(key)` just returned (a
     handler's read of the value it changes): the op and the dataset's count take it
     instead of looking the key up again. Not on a branch's database, nor while time
     is frozen (a script or EXEC), where an expired value stays in place and `get`
-    answers None for it."""
+    answers None for it. Returns the op's undo."""
     if db.overlay or db.frozen_ms is not None:
         store.apply(db, key, op)
-        return
+        undone: Undo = store.pending[-1][3]
+        return undone
     undo = counted_apply_on(db, key, op, old)
     store.pending.append((db.ident, key, op, undo, store.cmd))
+    return undo

@@ -208,10 +208,15 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         h = {}
         db.data[key] = h
         undo: Undo = CREATED
-    elif len(pairs) == 1:  # HSET key field value: the undo of the loop below, directly
-        f = pairs[0][0]
+    elif len(pairs) == 1:  # HSET key field value: the undo and the loop below, directly
+        pair = pairs[0]
+        f: bytes = pair[0]
+        v: bytes = pair[1]
         was = h.get(f)
-        undo = ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
+        h[f] = v
+        most = LIMITS.hash_value
+        _fit_hash(db, key, h, len(f) > most or len(v) > most)
+        return ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -221,16 +226,21 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         if olds:
             u.append((HSET, olds))
         undo = tuple(u)
-    limits = LIMITS
-    most = limits.hash_value
+    most = LIMITS.hash_value
     longer = False  # a field or value past hash-max-listpack-value
     for f, v in pairs:
         h[f] = v
         if len(f) > most or len(v) > most:
             longer = True
-    if type(h) is dict and (longer or len(h) > limits.hash_entries):
-        db.data[key] = HashTable(h)
+    _fit_hash(db, key, h, longer)
     return undo
+
+
+def _fit_hash(db: Database, key: bytes, h: dict[bytes, bytes], longer: bool) -> None:
+    """A compact hash (a dict) with a field or value past hash-max-listpack-value
+    (`longer`) or more fields than hash-max-listpack-entries becomes a HashTable."""
+    if type(h) is dict and (longer or len(h) > LIMITS.hash_entries):
+        db.data[key] = HashTable(h)
 
 
 @register(HDEL)

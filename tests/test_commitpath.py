@@ -37,8 +37,9 @@ def _general_set(store: Store, db: Any, key: bytes, value: bytes, ttl: Any = Non
     store.apply(db, key, (SET, value, ttl))
 
 
-def _general_apply(store: Store, db: Any, key: bytes, op: Any, _old: Any) -> None:
+def _general_apply(store: Store, db: Any, key: bytes, op: Any, _old: Any) -> Any:
     store.apply(db, key, op)
+    return store.pending[-1][3]  # the op's undo, as apply_on returns it
 
 
 def _state(store: Store, sink: ListSink) -> dict[str, Any]:
