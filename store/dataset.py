@@ -7,9 +7,11 @@ the object (its length and the bytes object's header); a collection's is a base 
 its length times a per-element cost sampled from `SAMPLES` of its elements
 (`Database.sizes` keeps that cost and the length it was sampled at, and samples again
 when the length has doubled or halved, or the value is a new object). Every change to
-a key goes through `counted_apply`, which weighs the key before and after its op: a
-string write costs two lengths more, a collection write a lookup of its cost. Replay
-and loading count through the same function or `recount` the database afterwards.
+a key goes through `counted_apply` (or `counted_apply_on`, given the value the caller
+has read), which weighs the key before and after its op: a string write costs two
+lengths more; a collection changed in place adds its length change times the cost it
+was counted at (one lookup of that cost) unless that cost is `_stale`. Replay and
+loading count through the same function or `recount` the database afterwards.
 
 Retained history (the versions the history policy keeps) is not part of this figure:
 it is reported apart (INFO temporalstore history_*) and bounded by retention.
