@@ -179,7 +179,7 @@ class HistoryMemory:
             self.pinned_tables[table] = self.pinned_tables.get(table, 0) + total
 
     def cut(
-        self, ident: Any, key: bytes, chain: Sequence[VersionEntry], stop: int, table: bytes | None
+        self, ident: Any, key: bytes, chain: list[VersionEntry], stop: int, table: bytes | None
     ) -> None:
         """chain[:stop] is being dropped: uncount it (and its pinned share)."""
         mk = (ident, key)
