@@ -246,7 +246,7 @@ def _incr(s: Session, key: bytes, incr: int) -> Reply:
     new = b"%d" % value
     if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
         _in_place(s, key, v, new)
-    set_string(s.store, s.db, key, new, KEEP_TTL)  # apply(db, key, (SET, new, KEEP_TTL))
+    set_string(s.store, s.db, key, new, KEEP_TTL, v)  # apply(db, key, (SET, new, KEEP_TTL))
     return value
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from store.keyspace import Store
 
 _dict_get: Final = dict.get
+UNREAD: Final = object()  # set_string's `read` when the caller has not read the key
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP: Final = 64
@@ -167,17 +168,21 @@ def version_key(
             store._trim(db, key, chain, old)
 
 
-def set_string(store: Store, db: Database, key: bytes, value: bytes, ttl: Any = None) -> None:
+def set_string(
+    store: Store, db: Database, key: bytes, value: bytes, ttl: Any = None, read: Any = UNREAD
+) -> None:
     """`store.apply(db, key, (SET, value, ttl))` for a bytes `value` and `ttl` None (the
     key's expiry cleared) or KEEP_TTL: the same op, undo, expiry change and dataset
-    size, without the op table's call."""
+    size, without the op table's call. `read`: what `db.get(key)` just returned, if
+    the caller read it (not looked up again unless the clock is stopped, see
+    `apply_on`)."""
     data = db.data
     expires = db.expires
     if db.overlay or type(data) is not dict or type(expires) is not dict:
         store.apply(db, key, (SET, value, ttl))
         return
     d: dict[bytes, Any] = data
-    old = d.get(key)
+    old = d.get(key) if read is UNREAD or db.frozen_ms is not None else read
     if old is not None and type(old) is not bytes:  # a collection's size is sampled
         store.apply(db, key, (SET, value, ttl))
         return
@@ -199,9 +204,10 @@ def set_string(store: Store, db: Database, key: bytes, value: bytes, ttl: Any = 
 def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> Undo:
     """`store.apply(db, key, op)` where `old` is what `db.get(key)` just returned (a
     handler's read of the value it changes): the op and the dataset's count take it
-    instead of looking the key up again. Not on a branch's database, nor while time
-    is frozen (a script or EXEC), where an expired value stays in place and `get`
-    answers None for it. Returns the op's undo."""
+    instead of looking the key up again (`get` removed an expired key, so it is what
+    the lookup would find). Not on a branch's database, nor on one with a stopped
+    clock (`frozen_ms`: a read-only view), where `get` answers None for an expired
+    value it leaves in place. Returns the op's undo."""
     if db.overlay or db.frozen_ms is not None:
         store.apply(db, key, op)
         undone: Undo = store.pending[-1][3]

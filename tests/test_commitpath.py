@@ -33,7 +33,9 @@ WORKLOAD = st.lists(
 )
 
 
-def _general_set(store: Store, db: Any, key: bytes, value: bytes, ttl: Any = None) -> None:
+def _general_set(
+    store: Store, db: Any, key: bytes, value: bytes, ttl: Any = None, _read: Any = None
+) -> None:
     store.apply(db, key, (SET, value, ttl))
 
 
@@ -109,11 +111,12 @@ def test_fast_paths_store_what_the_general_path_stores(
     assert fast == general
 
 
+@pytest.mark.parametrize("read", [False, True])
 @pytest.mark.parametrize("ttl", [None, KEEP_TTL])
-def test_set_string_over_each_kind_of_old_value(ttl: Any) -> None:
+def test_set_string_over_each_kind_of_old_value(ttl: Any, read: bool) -> None:
     """Over nothing, a string, a string with an expiry and a collection, clearing
-    the expiry (SET) or keeping it (INCR): the op, undo and size `apply` would have
-    given."""
+    the expiry (SET) or keeping it (INCR), given the value the caller read (INCR) or
+    not: the op, undo and size `apply` would have given."""
     olds = (
         [],
         ["SET", "k", "old"],
@@ -129,7 +132,10 @@ def test_set_string_over_each_kind_of_old_value(ttl: Any) -> None:
             store = s.store
             store.begin("set", s)
             if fast:
-                set_string(store, s.db, b"k", b"new", ttl)
+                if read:
+                    set_string(store, s.db, b"k", b"new", ttl, s.db.get(b"k"))
+                else:
+                    set_string(store, s.db, b"k", b"new", ttl)
             else:
                 _general_set(store, s.db, b"k", b"new", ttl)
             results.append(
