@@ -112,12 +112,13 @@ def restored(db: Database, key: bytes, idle: int, freq: int) -> None:
         atime.pop(key, None)
         # Marked with the wall-clock second (the cron's LRU clock may lag it by up to a
         # tick), the second of the RESTORE's own version.
-        db.idle_set[key] = (int(time.time()), max(database.LRU_CLOCK - idle, 0))
+        db.idle_set[key] = (int(time.time()), max(database.LRU_CLOCK.now - idle, 0))
 
 
 def idle_seconds(db: Database, key: bytes) -> int:
     """OBJECT IDLETIME: seconds since the key's last access."""
-    return max(database.LRU_CLOCK - last_access(db, key), 0)
+    clock: int = database.LRU_CLOCK.now
+    return max(clock - last_access(db, key), 0)
 
 
 def frequency(db: Database, key: bytes) -> int:

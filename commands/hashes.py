@@ -45,6 +45,7 @@ from commands.resp import encode_reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from commands.strings import incr_float_text
+from store.commitpath import apply_on
 from store.ops import HDEL, HSET
 
 VALUE_NAN_OR_INF = "ERR value is NaN or Infinity"
@@ -69,14 +70,13 @@ def _hset(s: Session, argv: list[bytes], name: str) -> int:
     key = argv[1]
     h = get_hash(s, key)
     if n == 4:
-        f = argv[2]
-        created = 0 if h is not None and f in h else 1
-        s.store.apply(s.db, key, (HSET, ((f, argv[3]),)))
-        return created
+        undo = apply_on(s.store, s.db, key, (HSET, ((argv[2], argv[3]),)), h)
+        # The field was new if its undo deletes it (or the key: CREATED), no lookup.
+        return 1 if h is None or undo[0][0] == HDEL else 0
     fields = argv[2::2]
     distinct = set(fields)
     created = len(distinct) if h is None else sum(1 for f in distinct if f not in h)
-    s.store.apply(s.db, key, (HSET, tuple(zip(fields, argv[3::2], strict=True))))
+    apply_on(s.store, s.db, key, (HSET, tuple(zip(fields, argv[3::2], strict=True))), h)
     return created
 
 

@@ -49,6 +49,7 @@ from commands.parsing import (
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
+from store.commitpath import apply_on
 from store.ops import DEL, KEEP_TTL, LPOP, LPUSH, LSET, RPOP, RPUSH, SET
 
 RANK_ZERO = (
@@ -190,7 +191,7 @@ def _push(s: Session, argv: list[bytes], left: bool, xx: bool) -> int:
         n = len(lst)
     # One value (the common push) as a tuple display: no list slice and copy.
     items = (argv[2],) if len(argv) == 3 else tuple(argv[2:])
-    s.store.apply(s.db, key, (LPUSH if left else RPUSH, items))
+    apply_on(s.store, s.db, key, (LPUSH if left else RPUSH, items), lst)
     return n + len(items)
 
 

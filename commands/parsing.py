@@ -115,6 +115,11 @@ def strtod(b: bytes) -> tuple[float, int, bool]:
 def string2d(b: bytes) -> float | None:
     """Redis' string2d: the whole argument, no leading space, no NaN, no ERANGE
     overflow or underflow to zero ('inf' itself is accepted)."""
+    n = string2ll(b)
+    if n is not None:
+        # A canonical integer (the common score): strtod and float() of it both round
+        # correctly, and no regex match (~2,200 instructions compiled).
+        return float(n)
     if _SIMPLE_FLOAT.fullmatch(b):
         return float(b)
     if not b or b[0] in SPACE:

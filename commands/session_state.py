@@ -20,7 +20,7 @@ from mypy_extensions import mypyc_attr
 
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
-from store import Database, WriteMeta
+from store import Database, Writer
 
 if TYPE_CHECKING:
     from commands.limits import Limits
@@ -105,9 +105,9 @@ class ServerCore:
         self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
 
 
-class Session:
+class Session(Writer):
     """One client connection's view: selected database, protocol, name, MULTI
-    queue, subscriptions, and the metadata attached to its writes."""
+    queue, subscriptions, and the metadata attached to its writes (`Writer`'s fields)."""
 
     def __init__(
         self,
@@ -117,6 +117,7 @@ class Session:
         push: Callable[[Reply], None] | None = None,
         close: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__()
         self.server = server
         self.store = server.store
         self.id = next(server.next_client_id)
@@ -151,10 +152,6 @@ class Session:
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
         self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
-        self.meta: WriteMeta | None = None
-        self.last_write_lsn = 0  # the LSN of this connection's latest write
-        self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
-        self.last_raft_lsn = 0  # ... and to raft-durability data
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()

@@ -221,6 +221,9 @@ def cmd_msetnx(s: Session, argv: list[bytes]) -> Reply:
     return _mset(s, argv, True)
 
 
+_SHORT: Final = (1 << 62) - 1  # the largest int mypyc holds unboxed (tagged)
+
+
 def _incr(s: Session, key: bytes, incr: int) -> Reply:
     v = s.db.get(key)
     if v is None:
@@ -232,15 +235,18 @@ def _incr(s: Session, key: bytes, incr: int) -> Reply:
         value = n
     else:
         raise wrongtype()
-    if (incr < 0 and value < 0 and incr < LLONG_MIN - value) or (
-        incr > 0 and value > 0 and incr > LLONG_MAX - value
+    # Two operands within a tagged int (|x| <= 2**62 - 1) cannot overflow an int64:
+    # the bounds (boxed ints in the compiled build) are reached for the others only.
+    if (incr > _SHORT or incr < -_SHORT or value > _SHORT or value < -_SHORT) and (
+        (incr < 0 and value < 0 and incr < LLONG_MIN - value)
+        or (incr > 0 and value > 0 and incr > LLONG_MAX - value)
     ):
         raise CommandError(OVERFLOW)
     value += incr
     new = b"%d" % value
     if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
         _in_place(s, key, v, new)
-    s.store.apply(s.db, key, (SET, new, KEEP_TTL))
+    set_string(s.store, s.db, key, new, KEEP_TTL, v)  # apply(db, key, (SET, new, KEEP_TTL))
     return value
 
 

@@ -36,7 +36,7 @@ import random
 import re
 import struct
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from commands.common import (
     SET_TYPES,
@@ -108,8 +108,13 @@ def _zset_or_set(s: Session, key: bytes) -> Any:
 
 # -- ZADD / ZINCRBY / ZREM ----------------------------------------------------------------
 
-_NX, _XX, _GT, _LT, _INCR = 1, 2, 4, 8, 16
-_ZADD_OPTS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"incr": _INCR}
+# Final: compiled, constants (and a C static), not reads of the module's dict.
+_NX: Final = 1
+_XX: Final = 2
+_GT: Final = 4
+_LT: Final = 8
+_INCR: Final = 16
+_ZADD_OPTS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"incr": _INCR}
 
 
 def _zadd(s: Session, argv: list[bytes], flags: int) -> Reply:

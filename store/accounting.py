@@ -31,6 +31,7 @@ REPLACED_STRING_BYTES: Final = ENTRY_BYTES + 33
 COMPACT_STRING_BYTES: Final = REPLACED_STRING_BYTES - 112
 PACKED_BYTES: Final = 40  # a key's packed creating version: one int in the chains dict
 ITEM_BYTES: Final = 64  # one field, member or item of a collection in an undo or a copy
+SEQUENCE_BYTES: Final = 56  # the tuple (or collection) holding them
 BUCKET_BITS: Final = 6
 BUCKET: Final = 1 << BUCKET_BITS
 
@@ -45,7 +46,7 @@ def payload_bytes(x: Any) -> int:
     if x is None or t is int or t is float:
         return 0
     try:
-        return ITEM_BYTES * len(x) + 56
+        return ITEM_BYTES * len(x) + SEQUENCE_BYTES
     except TypeError:
         return ITEM_BYTES
 
@@ -58,7 +59,13 @@ def entry_bytes(e: VersionEntry) -> int:
     else:
         if len(undo) == 1 and e[V_SNAP] is None:
             u = undo[0]
-            if len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
+            if len(u) == 2:  # one argument: the loop below without its slice and calls
+                x = u[1]
+                if type(x) is tuple:  # fields, items or members (HSET, HDEL, ZREM, ...)
+                    return ENTRY_BYTES + ITEM_BYTES * len(x) + SEQUENCE_BYTES
+                if type(x) is int:  # a count (LPOP, RPOP)
+                    return ENTRY_BYTES
+            elif len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
                 return REPLACED_STRING_BYTES + len(u[1])  # a replaced string with an expiry
         n = ENTRY_BYTES
         for u in undo:
@@ -172,7 +179,7 @@ class HistoryMemory:
             self.pinned_tables[table] = self.pinned_tables.get(table, 0) + total
 
     def cut(
-        self, ident: Any, key: bytes, chain: Sequence[VersionEntry], stop: int, table: bytes | None
+        self, ident: Any, key: bytes, chain: list[VersionEntry], stop: int, table: bytes | None
     ) -> None:
         """chain[:stop] is being dropped: uncount it (and its pinned share)."""
         mk = (ident, key)

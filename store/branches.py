@@ -180,7 +180,7 @@ class BranchDatabase(Database):
         v: Any = self.odata.get(key)
         if v is None:
             return v
-        self.atime[key] = _database.LRU_CLOCK
+        self.atime[key] = _database.LRU_CLOCK.now
         return self.unexpired(key, v, self.oexpires.get(key))
 
     def peek(self, key: bytes) -> Any:

@@ -6,7 +6,8 @@ the way (no tables, a main-line database, `versions:N` or `all` retention, a cha
 that already holds a list, no full copy due); `version_key` does every other case
 (`Store.commit` and `Store._version` try `version_one` first). `set_string` is
 `Store.apply(db, key, (SET, value, None))` for a bytes value written over a string or
-nothing, on a database that is not a branch's.
+nothing, on a database that is not a branch's; `apply_on` is `Store.apply` for a
+value the handler has just read.
 Both store and count exactly what the general code does (tests/test_commitpath.py
 compares them, field by field, with it).
 
@@ -27,8 +28,8 @@ from store.accounting import (
     entry_bytes,
 )
 from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
-from store.dataset import STRING_KEY_BYTES
-from store.ops import CREATED, RESTORE, SET, Undo
+from store.dataset import STRING_KEY_BYTES, counted_apply_on
+from store.ops import CREATED, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from store.keyspace import Store
 
 _dict_get: Final = dict.get
+UNREAD: Final = object()  # set_string's `read` when the caller has not read the key
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP: Final = 64
@@ -166,23 +168,28 @@ def version_key(
             store._trim(db, key, chain, old)
 
 
-def set_string(store: Store, db: Database, key: bytes, value: bytes) -> None:
-    """`store.apply(db, key, (SET, value, None))` for a bytes `value`: the same op,
-    undo, expiry change and dataset size, without the op table's call."""
+def set_string(
+    store: Store, db: Database, key: bytes, value: bytes, ttl: Any = None, read: Any = UNREAD
+) -> None:
+    """`store.apply(db, key, (SET, value, ttl))` for a bytes `value` and `ttl` None (the
+    key's expiry cleared) or KEEP_TTL: the same op, undo, expiry change and dataset
+    size, without the op table's call. `read`: what `db.get(key)` just returned, if
+    the caller read it (not looked up again unless the clock is stopped, see
+    `apply_on`)."""
     data = db.data
     expires = db.expires
     if db.overlay or type(data) is not dict or type(expires) is not dict:
-        store.apply(db, key, (SET, value, None))
+        store.apply(db, key, (SET, value, ttl))
         return
     d: dict[bytes, Any] = data
-    old = d.get(key)
+    old = d.get(key) if read is UNREAD or db.frozen_ms is not None else read
     if old is not None and type(old) is not bytes:  # a collection's size is sampled
-        store.apply(db, key, (SET, value, None))
+        store.apply(db, key, (SET, value, ttl))
         return
     e: dict[bytes, int] = expires
     oldexp = e.get(key) if e else None
     d[key] = value
-    if oldexp is not None:
+    if oldexp is not None and ttl is None:
         del e[key]
     if old is None:
         db.used += STRING_KEY_BYTES + len(key) + len(value)
@@ -191,4 +198,20 @@ def set_string(store: Store, db: Database, key: bytes, value: bytes) -> None:
         was: bytes = old
         db.used += len(value) - len(was)
         undo = ((RESTORE, was, oldexp),)
-    store.pending.append((db.ident, key, (SET, value, None), undo, store.cmd))
+    store.pending.append((db.ident, key, (SET, value, ttl), undo, store.cmd))
+
+
+def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> Undo:
+    """`store.apply(db, key, op)` where `old` is what `db.get(key)` just returned (a
+    handler's read of the value it changes): the op and the dataset's count take it
+    instead of looking the key up again (`get` removed an expired key, so it is what
+    the lookup would find). Not on a branch's database, nor on one with a stopped
+    clock (`frozen_ms`: a read-only view), where `get` answers None for an expired
+    value it leaves in place. Returns the op's undo."""
+    if db.overlay or db.frozen_ms is not None:
+        store.apply(db, key, op)
+        undone: Undo = store.pending[-1][3]
+        return undone
+    undo = counted_apply_on(db, key, op, old)
+    store.pending.append((db.ident, key, op, undo, store.cmd))
+    return undo

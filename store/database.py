@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -15,17 +15,26 @@ from store.ops import lookup
 
 _time = time.time
 
-# Redis' LRU clock: whole seconds, advanced by the server cron (`tick_lru_clock`, ten
-# times a second). A read of a key stores it as the key's last access time (one dict
-# store on the read path); OBJECT IDLETIME is the clock minus the newest of that and
-# the key's last write (the time of its newest version).
-LRU_CLOCK = int(_time())
+
+class LruClock:
+    """Redis' LRU clock: whole seconds (`now`), advanced by the server cron
+    (`tick_lru_clock`, ten times a second). A read of a key stores it as the key's last
+    access time (one dict store on the read path); OBJECT IDLETIME is the clock minus
+    the newest of that and the key's last write (the time of its newest version).
+    One object, `Final`: the compiled read path takes `now` from a field of a C static
+    (not the module's dict) and stores that one int object (typed Any: kept boxed)."""
+
+    def __init__(self) -> None:
+        self.now: Any = int(_time())
+
+
+LRU_CLOCK: Final = LruClock()
 
 
 def tick_lru_clock() -> int:
-    global LRU_CLOCK
-    LRU_CLOCK = int(_time())
-    return LRU_CLOCK
+    t = int(_time())
+    LRU_CLOCK.now = t
+    return t
 
 
 def now_ms() -> int:
@@ -117,7 +126,7 @@ class Database:
         A read: the key's last access time becomes now."""
         v = lookup(self.data, key)
         if v is not None:
-            self.atime[key] = LRU_CLOCK
+            self.atime[key] = LRU_CLOCK.now
             if self.expires:
                 return self.unexpired(key, v, self.expires.get(key))
         return v

@@ -7,9 +7,11 @@ the object (its length and the bytes object's header); a collection's is a base 
 its length times a per-element cost sampled from `SAMPLES` of its elements
 (`Database.sizes` keeps that cost and the length it was sampled at, and samples again
 when the length has doubled or halved, or the value is a new object). Every change to
-a key goes through `counted_apply`, which weighs the key before and after its op: a
-string write costs two lengths more, a collection write a lookup of its cost. Replay
-and loading count through the same function or `recount` the database afterwards.
+a key goes through `counted_apply` (or `counted_apply_on`, given the value the caller
+has read), which weighs the key before and after its op: a string write costs two
+lengths more; a collection changed in place adds its length change times the cost it
+was counted at (one lookup of that cost) unless that cost is `_stale`. Replay and
+loading count through the same function or `recount` the database afterwards.
 
 Retained history (the versions the history policy keeps) is not part of this figure:
 it is reported apart (INFO temporalstore history_*) and bounded by retention.
@@ -22,7 +24,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import APPLY, Op, Undo, lookup
+from store.ops import Op, Undo, apply_op_on, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -67,12 +69,18 @@ def per_element(v: Any) -> int:
     return SLOT_BYTES
 
 
+def _stale(c: tuple[int, int, Any], v: Any, n: int) -> bool:
+    """The element cost `c` (a `Database.sizes` entry) is to be sampled again for
+    collection `v` of length `n`: its length doubled or halved since, or `v` is new."""
+    return c[2] is not v or n > 2 * c[1] + 8 or 2 * n + 8 < c[1]
+
+
 def _weigh_new(db: Database, key: bytes, v: Any) -> int:
     """The estimate of `key` now holding collection `v`, sampling its element cost
-    when it has none yet, its length doubled or halved since, or `v` is new."""
+    when it has none yet or it is `_stale`."""
     n = len(v)
     c = db.sizes.get(key)
-    if c is None or c[2] is not v or n > 2 * c[1] + 8 or 2 * n + 8 < c[1]:
+    if c is None or _stale(c, v, n):
         per = per_element(v)
         db.sizes[key] = (per, n, v)
     else:
@@ -98,18 +106,43 @@ def _weight(db: Database, key: bytes, v: Any) -> int:
         return STRING_KEY_BYTES + len(key) + len(v)
     if t is bytearray:
         return KEY_BYTES + BUFFER_BYTES + len(key) + len(v)
-    c = db.sizes.get(key)
-    return 0 if c is None else KEY_BYTES + COLLECTION_BYTES + len(key) + len(v) * c[0]
+    return _counted(key, len(v), db.sizes.get(key))
+
+
+def _counted(key: bytes, n: int, c: Any) -> int:
+    """A collection of length `n` at `key` at the element cost `c` (its
+    `Database.sizes` entry, None when it has none: not counted)."""
+    return 0 if c is None else KEY_BYTES + COLLECTION_BYTES + len(key) + n * c[0]
 
 
 def counted_apply(db: Database, key: bytes, op: Op) -> Undo:
     """`store.ops.apply_op`, keeping `db.used` (see the module docstring)."""
+    return counted_apply_on(db, key, op, lookup(db.data, key))
+
+
+def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
+    """`counted_apply` where `old` is the key's value now (`lookup(db.data, key)`)."""
     data = db.data
-    old = lookup(data, key)
     # A string value is immutable: it can be weighed after the op.
-    before = -1 if old is None or type(old) is bytes else _weight(db, key, old)
-    undo = APPLY[op[0]](db, key, op)
-    new = lookup(data, key)
+    before = -1
+    if old is not None and type(old) is not bytes and type(old) is not bytearray:
+        c = db.sizes.get(key)
+        n = len(old)
+        undo = apply_op_on(db, key, op, old)
+        new = lookup(data, key)
+        if new is old and c is not None:
+            # A collection changed in place: its length change at the cost it was
+            # counted at, unless that is to be sampled again.
+            m = len(new)
+            if not _stale(c, new, m):
+                db.used += (m - n) * c[0]
+                return undo
+        before = _counted(key, n, c)
+    else:
+        if old is not None and type(old) is bytearray:
+            before = _weight(db, key, old)
+        undo = apply_op_on(db, key, op, old)
+        new = lookup(data, key)
     if before < 0 and type(new) is bytes:  # a string written over a string or nothing
         if old is None:
             db.used += STRING_KEY_BYTES + len(key) + len(new)

@@ -82,7 +82,27 @@ def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
 
 
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:
-    return APPLY[op[0]](db, key, op)
+    """Apply `op` to `key`, returning its undo."""
+    return apply_op_on(db, key, op, lookup(db.data, key))
+
+
+def apply_op_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
+    """`apply_op` where `old` is the key's value now (`lookup(db.data, key)`, which the
+    caller has read): the common writes are direct calls (C calls in the compiled
+    build) that take it instead of looking it up again, the rest go through the
+    `APPLY` table."""
+    name: str = op[0]
+    if name == HSET:
+        return _hset_on(db, key, op, old)
+    if name == SET:
+        return _apply_set(db, key, op)
+    if name == LPUSH:
+        return _push(db, key, op, True, old)
+    if name == RPUSH:
+        return _push(db, key, op, False, old)
+    if name == ZADD:
+        return _apply_zadd(db, key, op)
+    return APPLY[name](db, key, op)
 
 
 def _prior(db: Database, key: bytes) -> Op:
@@ -103,7 +123,6 @@ def _drop(db: Database, key: bytes) -> None:
         db.expires.pop(key, None)
 
 
-@register(SET)
 def _apply_set(db: Database, key: bytes, op: Op) -> Undo:
     data = db.data
     expires = db.expires
@@ -178,18 +197,26 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
     return undo
 
 
-@register(HSET)
 def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
+    return _hset_on(db, key, op, lookup(db.data, key))
+
+
+def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     pairs = op[1]
-    h: dict[bytes, bytes] | None = lookup(db.data, key)  # typed: C dict calls when compiled
+    h: dict[bytes, bytes] | None = old  # typed: C dict calls when compiled
     if h is None:
         h = {}
         db.data[key] = h
         undo: Undo = CREATED
-    elif len(pairs) == 1:  # HSET key field value: the undo of the loop below, directly
-        f = pairs[0][0]
+    elif len(pairs) == 1:  # HSET key field value: the undo and the loop below, directly
+        pair = pairs[0]
+        f: bytes = pair[0]
+        v: bytes = pair[1]
         was = h.get(f)
-        undo = ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
+        h[f] = v
+        most = LIMITS.hash_value
+        _fit_hash(db, key, h, len(f) > most or len(v) > most)
+        return ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -199,16 +226,21 @@ def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
         if olds:
             u.append((HSET, olds))
         undo = tuple(u)
-    limits = LIMITS
-    most = limits.hash_value
+    most = LIMITS.hash_value
     longer = False  # a field or value past hash-max-listpack-value
     for f, v in pairs:
         h[f] = v
         if len(f) > most or len(v) > most:
             longer = True
-    if type(h) is dict and (longer or len(h) > limits.hash_entries):
-        db.data[key] = HashTable(h)
+    _fit_hash(db, key, h, longer)
     return undo
+
+
+def _fit_hash(db: Database, key: bytes, h: dict[bytes, bytes], longer: bool) -> None:
+    """A compact hash (a dict) with a field or value past hash-max-listpack-value
+    (`longer`) or more fields than hash-max-listpack-entries becomes a HashTable."""
+    if type(h) is dict and (longer or len(h) > LIMITS.hash_entries):
+        db.data[key] = HashTable(h)
 
 
 @register(HDEL)
@@ -223,8 +255,8 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
     return tuple(undo)
 
 
-def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
-    lst = lookup(db.data, key)
+def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
+    lst = old
     items = op[1]
     if lst is None:
         lst = deque()
@@ -241,12 +273,12 @@ def _push(db: Database, key: bytes, op: Op, left: bool) -> Undo:
 
 @register(LPUSH)
 def _apply_lpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, True)
+    return _push(db, key, op, True, lookup(db.data, key))
 
 
 @register(RPUSH)
 def _apply_rpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, False)
+    return _push(db, key, op, False, lookup(db.data, key))
 
 
 def _pop(db: Database, key: bytes, op: Op, left: bool) -> Undo:
@@ -311,7 +343,6 @@ def _apply_srem(db: Database, key: bytes, op: Op) -> Undo:
     return ((SADD, removed),) if removed else ()
 
 
-@register(ZADD)
 def _apply_zadd(db: Database, key: bytes, op: Op) -> Undo:
     z = lookup(db.data, key)
     if z is None:
@@ -357,3 +388,10 @@ def _apply_zrem(db: Database, key: bytes, op: Op) -> Undo:
         _drop(db, key)
         return undo
     return ((ZADD, tuple(removed)),) if removed else ()
+
+
+# Registered here, not with the decorator: the compiled build calls an undecorated
+# function directly (`apply_op`), a decorated one through the module's dict.
+APPLY[SET] = _apply_set
+APPLY[HSET] = _apply_hset
+APPLY[ZADD] = _apply_zadd

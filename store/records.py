@@ -54,15 +54,18 @@ class CountingSink:
         self.last_lsn = record[R_LSN]
 
 
-class Writer(Protocol):
-    """Who a transaction writes for (a client connection): the commit records its
-    metadata and tells it the LSN, and the LSN of its latest write to data with
-    sync durability (the acknowledgement a held-back reply waits for)."""
+class Writer:
+    """Who a transaction writes for (a client connection, `commands.session_state.Session`
+    derives from it): the commit records its metadata and tells it the LSN, and the LSN
+    of its latest write to data with sync durability (the acknowledgement a held-back
+    reply waits for). A class, not a protocol: the compiled commit reads and writes
+    these as fields, not attributes looked up by name."""
 
-    meta: WriteMeta | None
-    last_write_lsn: int
-    last_sync_lsn: int
-    last_raft_lsn: int  # ... and to data with raft durability (committed in etcd)
+    def __init__(self) -> None:
+        self.meta: WriteMeta | None = None
+        self.last_write_lsn = 0  # the LSN of this connection's latest write
+        self.last_sync_lsn = 0  # ... and of its latest write to sync-durability data
+        self.last_raft_lsn = 0  # ... and to data with raft durability (committed in etcd)
 
 
 class LsnMismatch(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 from sortedcontainers import SortedList
 
@@ -56,7 +56,7 @@ class EncodingLimits:
         self.stream_node_bytes = STREAM_NODE_MAX_BYTES
 
 
-LIMITS = EncodingLimits()
+LIMITS: Final = EncodingLimits()  # Final: a C static in the compiled build
 
 
 class ZSet:

@@ -3,7 +3,8 @@ general code does: the same records, version chains, history counts and dataset
 sizes, whether or not the fast path takes a write.
 
 The reference run turns the fast paths off by replacing the names the callers look
-up (`store.keyspace.version_one`, `commands.strings.set_string`): that compares the
+up (`store.keyspace.version_one`, `commands.strings.set_string`, `apply_on` in
+`commands.hashes` and `commands.lists`): that compares the
 two paths where the code runs as Python (the fast subset CI runs pure); in the
 compiled build the callers are bound in C, both runs take the same path, and the
 test still holds each run to a recount of its history from scratch."""
@@ -16,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commands import strings
+from commands import hashes, lists, strings
 from store import R_CMDS, R_LSN, R_META, R_OPS, V_LSN, Store, keyspace
 from store.commitpath import set_string
-from store.ops import SET
+from store.ops import KEEP_TTL, SET
 from tests.helpers import ListSink, make_session, run
 
 WORKLOAD = st.lists(
@@ -32,8 +33,15 @@ WORKLOAD = st.lists(
 )
 
 
-def _general_set(store: Store, db: Any, key: bytes, value: bytes) -> None:
-    store.apply(db, key, (SET, value, None))
+def _general_set(
+    store: Store, db: Any, key: bytes, value: bytes, ttl: Any = None, _read: Any = None
+) -> None:
+    store.apply(db, key, (SET, value, ttl))
+
+
+def _general_apply(store: Store, db: Any, key: bytes, op: Any, _old: Any) -> Any:
+    store.apply(db, key, op)
+    return store.pending[-1][3]  # the op's undo, as apply_on returns it
 
 
 def _state(store: Store, sink: ListSink) -> dict[str, Any]:
@@ -97,13 +105,18 @@ def test_fast_paths_store_what_the_general_path_stores(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(keyspace, "version_one", lambda *_a: False)
         mp.setattr(strings, "set_string", _general_set)
+        mp.setattr(hashes, "apply_on", _general_apply)
+        mp.setattr(lists, "apply_on", _general_apply)
         general = _play(workload, history)
     assert fast == general
 
 
-def test_set_string_over_each_kind_of_old_value() -> None:
-    """Over nothing, a string, a string with an expiry and a collection: the op,
-    undo and size `apply` would have given."""
+@pytest.mark.parametrize("read", [False, True])
+@pytest.mark.parametrize("ttl", [None, KEEP_TTL])
+def test_set_string_over_each_kind_of_old_value(ttl: Any, read: bool) -> None:
+    """Over nothing, a string, a string with an expiry and a collection, clearing
+    the expiry (SET) or keeping it (INCR), given the value the caller read (INCR) or
+    not: the op, undo and size `apply` would have given."""
     olds = (
         [],
         ["SET", "k", "old"],
@@ -119,9 +132,12 @@ def test_set_string_over_each_kind_of_old_value() -> None:
             store = s.store
             store.begin("set", s)
             if fast:
-                set_string(store, s.db, b"k", b"new")
+                if read:
+                    set_string(store, s.db, b"k", b"new", ttl, s.db.get(b"k"))
+                else:
+                    set_string(store, s.db, b"k", b"new", ttl)
             else:
-                _general_set(store, s.db, b"k", b"new")
+                _general_set(store, s.db, b"k", b"new", ttl)
             results.append(
                 (
                     list(store.pending),

@@ -42,6 +42,34 @@ def test_set_get_and_options(diff: Differ) -> None:
     """)
 
 
+def test_counter_overflow_around_the_tagged_int_bound(diff: Differ) -> None:
+    """The overflow test is skipped while both operands are below 2**62: sums on
+    either side of the int64 bounds from operands at and past it."""
+    diff.run("""
+        SET c 4611686018427387903
+        INCRBY c 4611686018427387903
+        INCRBY c 1
+        INCR c
+        GET c
+        SET c 4611686018427387904
+        INCRBY c 4611686018427387904
+        INCRBY c 4611686018427387903
+        GET c
+        SET c -4611686018427387904
+        INCRBY c -4611686018427387904
+        DECR c
+        GET c
+        SET c -4611686018427387903
+        DECRBY c 4611686018427387906
+        INCRBY d 9223372036854775807
+        INCR d
+        INCRBY e -9223372036854775808
+        INCRBY e -1
+        DECRBY e 1
+        GET e
+    """)
+
+
 def test_counters(diff: Differ) -> None:
     diff.run("""
         INCR c

@@ -12,7 +12,13 @@ import pytest
 from commands.replies import OK
 from flusher.checkpoint import image, load_image
 from store import R_TIME, V_UNDO, Store, entry_created, keyspace
-from store.accounting import COMPACT_STRING_BYTES, REPLACED_STRING_BYTES, entry_bytes
+from store.accounting import (
+    COMPACT_STRING_BYTES,
+    ENTRY_BYTES,
+    REPLACED_STRING_BYTES,
+    entry_bytes,
+    payload_bytes,
+)
 from store.chains import compact_undo, undo_ops
 from store.ops import CREATED, RESTORE
 from tests.helpers import make_session, run
@@ -54,6 +60,28 @@ def test_undos_that_are_not_a_plain_replaced_string_stay_ops() -> None:
     assert compact_undo(((RESTORE, b"v", None),)) == b"v"
     assert compact_undo(((RESTORE, b"v", 5),)) == ((RESTORE, b"v", 5),)
     assert compact_undo(CREATED) is CREATED
+
+
+@pytest.mark.parametrize(
+    "undo",
+    [
+        (("hset", ((b"f", b"old"),)),),
+        (("hdel", (b"f", b"g")),),
+        (("zrem", ()),),
+        (("lpop", 3),),
+        (("rpop", True),),
+        (("expire", None),),
+        (("expire", 12345),),
+        (("lset", 0, b"v"),),
+        (("hdel", (b"f",)), ("hset", ((b"g", b"x"),))),
+    ],
+)
+def test_entry_bytes_of_one_argument_undos_is_the_general_sum(undo: Any) -> None:
+    """`entry_bytes`' shortcut for an undo of one op with one argument (HSET, LPUSH,
+    ZADD...) counts what the sum over every op's arguments counts."""
+    entry = (1, 0, "x", undo, None, None)
+    general = ENTRY_BYTES + sum(payload_bytes(x) for u in undo for x in u[1:])
+    assert entry_bytes(entry) == general
 
 
 def test_the_general_path_stores_the_same_compact_entries() -> None:
