@@ -40,7 +40,6 @@ _BIN8: Final = [bytes((0xC4, i)) for i in range(0x100)]
 _BYTE: Final = [bytes((i,)) for i in range(0x100)]
 _FIXARRAY: Final = [bytes((0x90 | i,)) for i in range(16)]
 _NIL: Final = b"\xc0"
-
 _FALSE: Final = b"\xc2"
 _TRUE: Final = b"\xc3"
 

@@ -68,8 +68,8 @@ _ONE_CMD: Final[dict[str, tuple[str]]] = {}
 # fmt: off
 STORE_STATE = (
     "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
-    "_pin", "_run_starts", "_tail_first", "_tail_n", "_tail_time", "_time_ms", "_time_o",
-    "_time_tail", "branches", "cmd",
+    "_pin", "_run_starts", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_tail",
+    "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
@@ -133,19 +133,19 @@ class Store:
         self.observers: dict[tuple[int, bytes], list[TouchCallback]] = {}
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
         # The time index: commit time of every LSN, for TIME points and views. The
-        # commit adds to the tails (a count and a list append); the arrays take them
-        # in before any read of `index_lsns` or `index_times`, and every 1,024 commits.
+        # commit adds to the tails (a count, and a run where its time is new); the arrays
+        # take them in before any read of `index_lsns` or `index_times`, and every 1,024
+        # commits.
         self._index_lsns = array("q")
         self._index_times = array("q")
         # The tails: `_tail_n` commits with consecutive LSNs from `_tail_first`, and
         # their times as runs (the commits of one millisecond share a time object):
         # run i has time `_time_tail[i]` and starts at commit `_run_starts[i]` of the
-        # tail; `_tail_time` is the last run's.
+        # tail.
         self._tail_first = 0
         self._tail_n = 0
         self._time_tail: list[int] = []
         self._run_starts: list[int] = []
-        self._tail_time: Any = None
         # The last commit time boxed, for the versions of one millisecond to share.
         self._time_ms = 0
         self._time_o: Any = 0
@@ -310,10 +310,10 @@ class Store:
         if not n:
             self._tail_first = lsn
         self._tail_n = n + 1
-        if not n or t_o is not self._tail_time:  # a new run of one commit time
-            self._time_tail.append(t_o)
+        tail = self._time_tail
+        if not n or t_o is not tail[-1]:  # a new run of one commit time
+            tail.append(t_o)
             self._run_starts.append(n)
-            self._tail_time = t_o
         if not len(self.index_keys) & 1023 or self._index_many > 1024:
             # Weighed every 1,024 commits, or 1,024 keys of commits writing several
             # (the time index's tails taken in first: `bound_index` reads it).
