@@ -144,7 +144,9 @@ class Store:
         # tail.
         self._tail_first = 0
         self._tail_n = 0
-        self._time_tail: list[int] = []
+        # Boxed items (`Any`): compiled, an item of a `list[int]` is unboxed when read
+        # and boxed anew for `is`, which then never holds (a run per commit).
+        self._time_tail: list[Any] = []
         self._run_starts: list[int] = []
         # The last commit time boxed, for the versions of one millisecond to share.
         self._time_ms = 0
