@@ -10,7 +10,6 @@ hiredis refuses (or accepts but Redis would not).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final
 
 import hiredis
@@ -22,12 +21,12 @@ if TYPE_CHECKING:
 
 CHECK_SMALL = 65536
 # A multibulk header with a count of a million or more: read by the exact parser,
-# never by hiredis (see `feed`). Searched for as a "*" and seven digits anywhere after
-# the first byte (a pattern that starts with one literal byte is found by a fast scan
-# for it, where "\n*" took a third more: newlines are common in RESP, "*" is not; a
-# match inside a payload only sends that input to the exact parser); `_big_count`
-# checks the start of the input itself.
-_BIG_COUNT = re.compile(rb"\*[0-9]{7}")
+# never by hiredis (see `feed`). Found as a "*" and seven digits anywhere in the input:
+# with every digit read as "0" (`bytes.translate`), as b"*0000000" (`in`: both loops in
+# C, about half what the regex `\*[0-9]{7}` cost, ~500 instructions a command at
+# -P 16). A match inside a payload only sends that input to the exact parser.
+_DIGITS_AS_ZERO: Final = bytes(48 if 48 <= b <= 57 else b for b in range(256))
+_BIG_HEADER: Final = b"*0000000"
 # `since` keeps the input of the request in progress (up to the query buffer limit,
 # as hiredis does), so the exact parser can always take over from its start; past
 # this size the check for non-canonical encodings no longer re-reads it per chunk.
@@ -61,12 +60,12 @@ def _big_count(data: bytes) -> bool:
             i += 1
         if i == 8:
             return True
-    # The regex only where a "*" follows the first byte (one request without one, the
+    # The search only where a "*" follows the first byte (one request without one, the
     # common read at pipeline 1, skips it). Both tests of one byte are a memchr; for a
     # short read `in` on a copy costs less than `find`'s method call (~1,000
     # instructions per read), for a long one the copy would not.
     star = 42 in data[1:] if len(data) <= 4096 else data.find(42, 1) >= 0
-    return star and _BIG_COUNT.search(data, 1) is not None
+    return star and _BIG_HEADER in data.translate(_DIGITS_AS_ZERO)
 
 
 class RequestReader:

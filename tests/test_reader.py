@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from commands.session import ServerState, Session
+from proxy import reader as reader_module
 from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 from store import Store
 from tests.resp_client import encode_command
@@ -245,3 +246,19 @@ def test_clear_drops_the_buffered_input() -> None:
     reader.feed(b"*2\r\n$3\r\nGET\r\n")
     reader.clear()
     assert reader.since == [] and reader.exact is None and reader.partial_head is None
+
+
+@pytest.mark.parametrize(
+    ("data", "big"),
+    [
+        (b"*1234567\r\n", True),
+        (b"*1\r\n$4\r\nPING\r\n*1234567\r\n", True),  # after a request, in a pipeline
+        (b"*2\r\n$1\r\na\r\n*2000000000\r\n", True),  # nested
+        (b"*1\r\n$4\r\nPING\r\n*123456\r\n", False),  # six digits
+        (b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$1\r\nx\r\n", False),
+        (b"*1\r\n$4\r\nPING\r\n*12345x7\r\n", False),
+        (b"*1\r\n$9\r\nab*1234567\r\n", True),  # in a payload: the exact parser reads it
+    ],
+)
+def test_the_check_for_huge_counts(data: bytes, big: bool) -> None:
+    assert reader_module._big_count(data) is big
