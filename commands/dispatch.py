@@ -50,6 +50,7 @@ log = logging.getLogger("temporalstore")
 _COMMANDS: Final = COMMANDS
 _monotonic: Final = time.monotonic
 _perf_ns: Final = time.perf_counter_ns
+_OK: Final = OK  # commands.replies is not compiled: its names are module dict lookups
 
 
 def _clean(text: bytes) -> bytes:
@@ -244,7 +245,7 @@ class Dispatcher:
                 reply = get_string(s, argv[1])
             elif direct == DIRECT_SET and len(argv) == 3:
                 set_string(store, s.db, argv[1], argv[2])
-                reply = OK
+                reply = _OK
             else:
                 assert cmd.handler is not None
                 reply = cmd.handler(s, argv)
