@@ -3,7 +3,8 @@
 `feed(data)` returns the requests complete so far and the protocol error that ends
 the connection, if any; the connection never knows which parser answered. Two
 parsers behind it: hiredis' C reader reads every buffered multibulk request at once
-(the fast path); the exact `commands.resp.RequestParser` reads inline requests,
+(the fast path; a read of nothing but whole canonical requests, as one array, in one
+call: `_whole_requests`); the exact `commands.resp.RequestParser` reads inline requests,
 counts of a million or more, and finds Redis' words for what is wrong with input
 hiredis refuses (or accepts but Redis would not).
 """
