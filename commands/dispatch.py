@@ -10,6 +10,7 @@ from typing import Final
 
 from commands.acl import denied as acl_denied
 from commands.cleanup import unwatch_all
+from commands.common import get_string
 from commands.errors import (
     FENCED,
     LOADING,
@@ -29,10 +30,19 @@ from commands.limits import OOM, memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.propagate import after_call as propagate_after
-from commands.registry import COMMANDS, PROTECTED_REFUSAL, Command, CommandStats, Flag
-from commands.replies import PAUSED, QUEUED, ErrorReply, Reply
+from commands.registry import (
+    COMMANDS,
+    DIRECT_GET,
+    DIRECT_SET,
+    PROTECTED_REFUSAL,
+    Command,
+    CommandStats,
+    Flag,
+)
+from commands.replies import OK, PAUSED, QUEUED, ErrorReply, Reply
 from commands.session import ServerCore, Session
 from store import PrunedError
+from store.commitpath import set_string
 
 log = logging.getLogger("temporalstore")
 # Bound once: compiled, a Final is a C static (no module dict lookup per command), and
@@ -40,6 +50,7 @@ log = logging.getLogger("temporalstore")
 _COMMANDS: Final = COMMANDS
 _monotonic: Final = time.monotonic
 _perf_ns: Final = time.perf_counter_ns
+_OK: Final = OK  # commands.replies is not compiled: its names are module dict lookups
 
 
 def _clean(text: bytes) -> bytes:
@@ -210,8 +221,15 @@ class Dispatcher:
         savepoint = len(store.pending)
         server: ServerCore = s.server
         server.stats.commands_processed += 1
-        # The counters exist after a command's first call: a dict lookup, no call.
-        st = server.command_stats.get(cmd.name) or command_stats(s, cmd)
+        # The counters exist after a command's first call: those of the command before
+        # (`ServerCore.stats_cmd`), else a dict lookup, no call.
+        st: CommandStats
+        if cmd is server.stats_cmd:
+            st = server.stats_of_cmd
+        else:
+            st = server.command_stats.get(cmd.name) or command_stats(s, cmd)
+            server.stats_cmd = cmd
+            server.stats_of_cmd = st
         # One clock read per command (commands.ops_state): it starts where the one
         # before it in the batch ended; nested ones (EXEC's, a script's) read their own.
         mark = _perf_ns() if s.in_exec else server.clock_mark
@@ -220,9 +238,17 @@ class Dispatcher:
         stream = server.repl_stream  # Redis replicas attached (commands.redis_repl)
         if stream is not None:
             stream.depth += 1
+        reply: Reply  # typed before the first assignment (a bytes or None from get_string)
         try:
-            assert cmd.handler is not None
-            reply = cmd.handler(s, argv)
+            direct = cmd.direct
+            if direct == DIRECT_GET:
+                reply = get_string(s, argv[1])
+            elif direct == DIRECT_SET and len(argv) == 3:
+                set_string(store, s.db, argv[1], argv[2])
+                reply = _OK
+            else:
+                assert cmd.handler is not None
+                reply = cmd.handler(s, argv)
         except (CommandError, PrunedError) as e:
             # Handlers validate before they write; this is a safety net. A read under
             # a view of history retention has since dropped answers PRUNED.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from commands.replies import Reply
@@ -70,6 +70,9 @@ class Command:
     # The immutable config (no|yes|local) that allows it, for Redis' protected
     # commands (DEBUG, MODULE); "" for every other command.
     protected: str = ""
+    # One of the DIRECT_* numbers: the compiled dispatcher runs this command's common
+    # form by a direct call (0: through `handler`).
+    direct: int = 0
 
     def keys(self, argv: list[bytes]) -> list[bytes]:
         """The key arguments of a call, by the declared positions."""
@@ -80,6 +83,13 @@ class Command:
 
 
 COMMANDS: dict[bytes, Command] = {}
+
+# The commands `Dispatcher.call` runs without calling their handler: a handler is
+# called as a Python object (in the compiled build through its wrapper, which parses
+# the arguments), the functions these name are C calls there (commands.dispatch).
+# Final: compiled, constants (not read from the module's dict per command).
+DIRECT_GET: Final = 1  # GET key: commands.common.get_string
+DIRECT_SET: Final = 2  # SET key value (no options): store.commitpath.set_string, then OK
 
 # Redis' protected commands and the config that allows each (processCommand refuses
 # them, with PROTECTED_REFUSAL, unless it is "yes", or "local" for a local client).
@@ -115,6 +125,7 @@ def command(
     first_key: int = 0,
     last_key: int = 0,
     step: int = 0,
+    direct: int = 0,
 ) -> Callable[[Handler], Handler]:
     """Declare a command (or `container|sub` subcommand) and its handler."""
 
@@ -131,6 +142,7 @@ def command(
             is_write=bool(flags & Flag.WRITE),
             is_tx_control=bool(flags & Flag.TX_CONTROL),
             protected=PROTECTED_BY.get(name, ""),
+            direct=direct,
         )
         table[short] = cmd
         if table is COMMANDS:

@@ -87,6 +87,11 @@ class ServerCore:
         # (error replies by their first word), kept by the dispatcher.
         self.command_stats: dict[str, CommandStats] = {}
         self.error_stats: dict[str, int] = {}
+        # The last command the dispatcher counted and its counters (an entry of
+        # `command_stats`, which never drops one: CONFIG RESETSTAT zeroes them in place):
+        # a pipeline of one command finds them without a dict lookup.
+        self.stats_cmd: Any = None
+        self.stats_of_cmd: Any = None
         # Keyspace notification classes in force (commands.notify); 0: none, and the
         # dispatcher's one test per command skips the rest.
         self.notify_flags = 0

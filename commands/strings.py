@@ -25,7 +25,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
-from commands.registry import Flag, command
+from commands.registry import DIRECT_GET, DIRECT_SET, Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
 from store import V_CMD, now_ms
@@ -121,9 +121,9 @@ def set_generic(
     return old if flags & GET else ok
 
 
-@command("set", -3, W, 1, 1, 1)
+@command("set", -3, W, 1, 1, 1, direct=DIRECT_SET)
 def cmd_set(s: Session, argv: list[bytes]) -> Reply:
-    if len(argv) == 3:
+    if len(argv) == 3:  # the dispatcher's direct call does the same (DIRECT_SET)
         set_string(s.store, s.db, argv[1], argv[2])  # apply(db, key, (SET, value, None))
         return OK
     flags, expire = parse_set_options(argv, 3, True)
@@ -145,14 +145,9 @@ def cmd_psetex(s: Session, argv: list[bytes]) -> Reply:
     return set_generic(s, "psetex", argv[1], argv[3], PX, argv[2])
 
 
-@command("get", 2, R, 1, 1, 1)
+@command("get", 2, R, 1, 1, 1, direct=DIRECT_GET)
 def cmd_get(s: Session, argv: list[bytes]) -> Reply:
-    v = s.db.get(argv[1])
-    if v is None or type(v) is bytes:
-        return v
-    if type(v) is bytearray:
-        return bytes(v)
-    raise wrongtype()
+    return get_string(s, argv[1])
 
 
 @command("getex", -2, Flag.WRITE | Flag.FAST, 1, 1, 1)

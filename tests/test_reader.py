@@ -258,7 +258,66 @@ def test_clear_drops_the_buffered_input() -> None:
         (b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$1\r\nx\r\n", False),
         (b"*1\r\n$4\r\nPING\r\n*12345x7\r\n", False),
         (b"*1\r\n$9\r\nab*1234567\r\n", True),  # in a payload: the exact parser reads it
+        (b"*1234567", True),  # at the end of the input, no line end yet
+        (b"*123456", False),  # fewer bytes than seven after the "*"
+        (b"**1234567", True),  # an empty piece between two "*"
+        (b"*123456*1234567", True),  # the seventh byte is the next "*"
+        (b"*12345678\r\n", True),  # more than seven
+        (b"*1234x67\r\n", False),  # a non-digit among the first six
+        (b"x1234567", False),  # digits without a "*"
     ],
 )
 def test_the_check_for_huge_counts(data: bytes, big: bool) -> None:
     assert reader_module._big_count(data) is big
+
+
+GET_16 = encode_command("GET", "key:000000000042") * 16
+
+
+@pytest.mark.parametrize(
+    ("data", "count"),
+    [
+        (b"*1\r\n$4\r\nPING\r\n", 1),
+        (b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 2),
+        (GET_16, 16),
+        (b"*1\r\n$0\r\n\r\n", 1),  # an empty argument
+        (b"*1\r\n$10\r\nab*1234567\r\n", 1),  # a payload is skipped, not searched
+        (b"*1\r\n$4\r\nPING\r\n*1\r\n", -1),  # the last request is incomplete
+        (b"*1\r\n$4\r\nPIN", -1),
+        (b"*1\r\n$4\r\nPING\r", -1),
+        (b"*1\r\n$4\r\nPINGxx", -1),  # no line end after the payload
+        (b"*01\r\n$4\r\nPING\r\n", -1),  # leading zeros: not canonical
+        (b"*1\r\n$04\r\nPING\r\n", -1),
+        (b"*0\r\n", -1),  # an empty request
+        (b"*-1\r\n", -1),
+        (b"*1\r\n$-1\r\n", -1),  # a null argument
+        (b"*1\r\n:4\r\n", -1),  # not a bulk string
+        (b"*2\r\n$1\r\na\r\n*1\r\n$1\r\nb\r\n", -1),  # nested
+        (b"*1234567\r\n$1\r\na\r\n", -1),  # a count of a million or more
+        (b"*999999\r\n", -1),  # six digits, incomplete
+        (b"*1\r\n$99999999999\r\nab\r\n", -1),  # eleven digits
+        (b"*1 \r\n$4\r\nPING\r\n", -1),
+        (b"*1\n$4\r\nPING\r\n", -1),
+        (b"PING\r\n", -1),  # inline
+        (b"*1\r\n$4\r\nPING\r\nPING\r\n", -1),  # then inline
+    ],
+)
+def test_whole_requests(data: bytes, count: int) -> None:
+    assert reader_module._whole_requests(data) == count
+
+
+def test_a_pipeline_of_whole_requests_is_read_at_once() -> None:
+    reader = new_reader()
+    assert reader.feed(GET_16) == ([[b"GET", b"key:000000000042"]] * 16, None)
+    assert not reader.partial and not reader.hiredis.has_data() and reader.exact is None
+    # The fast path leaves the reader as the general one would: a split request next.
+    data = encode_command("SET", "k", "v" * 100)
+    assert reader.feed(data[:20]) == ([], None)
+    assert reader.partial
+    assert reader.feed(data[20:] + GET_16) == (
+        [[b"SET", b"k", b"v" * 100]] + [[b"GET", b"key:000000000042"]] * 16,
+        None,
+    )
+    assert not reader.partial
+    assert reader.feed(b"*1\r\n$10\r\nab*1234567\r\n") == ([[b"ab*1234567"]], None)
+    assert reader.exact is None
