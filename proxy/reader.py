@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 import hiredis
 from mypy_extensions import i64
 
+from commands.errors import PROTOCOL_INVALID_BULK, PROTOCOL_UNAUTH_BULK, PROTOCOL_UNAUTH_MBULK
 from commands.resp import ProtocolError, RequestParser
 
 if TYPE_CHECKING:
@@ -124,6 +125,27 @@ def _big_count(data: bytes) -> bool:
     return star and _BIG_HEADER in data.translate(_DIGITS_AS_ZERO)
 
 
+def _unauthenticated_limits(
+    out: list[list[bytes]], err: ProtocolError | None, max_bulk: int
+) -> tuple[list[list[bytes]], ProtocolError | None]:
+    """Redis' limits on what a client that must authenticate may send (more than 10
+    arguments, an argument over 16 KiB) applied to the complete requests hiredis read,
+    as Redis applies them while parsing each: up to the first AUTH or HELLO, after
+    which Redis parses with whatever that command made of the client (the exact parser
+    checks the start of an incomplete request)."""
+    for j, req in enumerate(out):
+        if len(req) > 10:
+            return out[:j], ProtocolError(PROTOCOL_UNAUTH_MBULK)
+        for arg in req:
+            if len(arg) > max_bulk:
+                return out[:j], ProtocolError(PROTOCOL_INVALID_BULK)
+            if len(arg) > 16384:
+                return out[:j], ProtocolError(PROTOCOL_UNAUTH_BULK)
+        if req[0].lower() in (b"auth", b"hello"):
+            break
+    return out, err
+
+
 class RequestReader:
     """One client's request stream. The session gives the limits in force when each
     chunk is read: whether it is authenticated (Redis caps what an unauthenticated
@@ -158,6 +180,13 @@ class RequestReader:
         connection (`QUERY_BUFFER_OVERFLOW`: close without a reply; any other: reply
         with its text, then close) or None. Empty requests (*0, *-1, blank lines)
         are skipped, as Redis does."""
+        out, err = self._feed(data)
+        s = self.session
+        if s.authenticated or not out:
+            return out, err
+        return _unauthenticated_limits(out, err, s.server.limits.proto_max_bulk)
+
+    def _feed(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
         s = self.session
         if self.exact is None and not self.partial and data[:1] != b"*":
             self.exact = RequestParser()

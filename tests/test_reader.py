@@ -321,3 +321,30 @@ def test_a_pipeline_of_whole_requests_is_read_at_once() -> None:
     assert not reader.partial
     assert reader.feed(b"*1\r\n$10\r\nab*1234567\r\n") == ([[b"ab*1234567"]], None)
     assert reader.exact is None
+
+
+def test_unauthenticated_limits_apply_to_complete_requests() -> None:
+    """Redis refuses more than 10 arguments, or one over 16 KiB, from a client that
+    must authenticate, whole or not, while it parses each request: so up to the first
+    AUTH or HELLO of a read, whose effect decides for the requests after it."""
+    ping = encode_command("PING")
+    eleven = encode_command("ECHO", *["a"] * 10)
+    ten = encode_command("ECHO", *["a"] * 9)
+    big = encode_command("ECHO", "x" * 16385)
+    unauth_mbulk = b"ERR Protocol error: unauthenticated multibulk length"
+    assert read([ping + eleven], new_reader(authed=False)) == ([[b"PING"]], unauth_mbulk)
+    assert read([ten], new_reader(authed=False)) == ([[b"ECHO", *[b"a"] * 9]], None)
+    assert read([ping + big + ping], new_reader(authed=False)) == (
+        [[b"PING"]],
+        b"ERR Protocol error: unauthenticated bulk length",
+    )
+    auth = encode_command("AUTH", "pw")
+    assert read([auth + eleven], new_reader(authed=False)) == (
+        [[b"AUTH", b"pw"], [b"ECHO", *[b"a"] * 10]],
+        None,
+    )
+    # Authenticated, the same input is read whole.
+    assert read([ping + eleven + big]) == (
+        [[b"PING"], [b"ECHO", *[b"a"] * 10], [b"ECHO", b"x" * 16385]],
+        None,
+    )
