@@ -57,6 +57,14 @@ SETRANGE: Final = "setrange"
 
 # The undo of creating a key (shared: most keys' first version holds it).
 CREATED: Final[Undo] = ((RESTORE, None, None),)
+# The undos of pushing one item onto a list (shared: most pushes push one, and their
+# versions keep these: nothing to build per push, nor to free when history is cut).
+POP_ONE_LEFT: Final[Undo] = ((LPOP, 1),)
+POP_ONE_RIGHT: Final[Undo] = ((RPOP, 1),)
+# deque's methods as plain callables: the compiled build calls them directly, where a
+# method call on an untyped value looks its name up on the type each time.
+_appendleft: Final = deque.appendleft
+_append: Final = deque.append
 
 ApplyFn = Callable[["Database", bytes, Op], Undo]
 APPLY: Final[dict[str, ApplyFn]] = {}  # Final: a C static in the compiled build
@@ -209,7 +217,10 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         db.data[key] = h
         undo: Undo = CREATED
     elif len(pairs) == 1:  # HSET key field value: the undo and the loop below, directly
-        pair = pairs[0]
+        # Typed tuples (an op's pairs are tuples): the compiled build reads their
+        # items without a generic call.
+        one: tuple[Any, ...] = pairs
+        pair: tuple[Any, ...] = one[0]
         f: bytes = pair[0]
         v: bytes = pair[1]
         was = h.get(f)
@@ -258,13 +269,21 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
 def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
     lst = old
     items = op[1]
+    n = len(items)
     if lst is None:
         lst = deque()
         db.data[key] = lst
         undo: Undo = CREATED
+    elif n == 1:
+        undo = POP_ONE_LEFT if left else POP_ONE_RIGHT
     else:
-        undo = ((LPOP if left else RPOP, len(items)),)
-    if left:
+        undo = ((LPOP if left else RPOP, n),)
+    if n == 1:
+        if left:
+            _appendleft(lst, items[0])
+        else:
+            _append(lst, items[0])
+    elif left:
         lst.extendleft(items)
     else:
         lst.extend(items)
