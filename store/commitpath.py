@@ -81,12 +81,14 @@ def version_one(
         # compact_undo and entry_bytes' common case (a replaced string) inline: no
         # call per write.
         u = undo[0]
-        if len(u) == 3 and type(u[1]) is bytes and u[0] == RESTORE:
+        width = len(u)  # tested apart: see entry_bytes
+        if width == 3 and type(u[1]) is bytes and u[0] == RESTORE:
             old: bytes = u[1]
-            if u[2] is None:
+            exp = u[2]
+            if exp is None:
                 stored = old
                 size = COMPACT_STRING_BYTES + len(old)
-            elif type(u[2]) is int:
+            elif type(exp) is int:
                 size = REPLACED_STRING_BYTES + len(old)
     entry: VersionEntry = (lsn, t, cmd, stored, meta, None)
     versions.append(entry)

@@ -41,6 +41,10 @@ DEL: Final = "del"  # (DEL,)
 EXPIRE: Final = "expire"  # (EXPIRE, at_ms | None)
 HSET: Final = "hset"  # (HSET, ((field, value), ...))
 HDEL: Final = "hdel"  # (HDEL, (field, ...))
+# (HSETF, field, value): one field set. The undo of an HSET that replaced one field's
+# value: two tuples fewer than (HSET, ((field, value),)) to build, keep in history and
+# free when it is cut.
+HSETF: Final = "hsetf"
 LPUSH: Final = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
 RPUSH: Final = "rpush"  # (RPUSH, (item, ...))
 LPOP: Final = "lpop"  # (LPOP, count)
@@ -227,7 +231,7 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         h[f] = v
         most = LIMITS.hash_value
         _fit_hash(db, key, h, len(f) > most or len(v) > most)
-        return ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
+        return ((HDEL, (f,)),) if was is None else ((HSETF, f, was),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -245,6 +249,11 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
             longer = True
     _fit_hash(db, key, h, longer)
     return undo
+
+
+@register(HSETF)
+def _apply_hsetf(db: Database, key: bytes, op: Op) -> Undo:
+    return _hset_on(db, key, (HSET, ((op[1], op[2]),)), lookup(db.data, key))
 
 
 def _fit_hash(db: Database, key: bytes, h: dict[bytes, bytes], longer: bool) -> None:
