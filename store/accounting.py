@@ -57,10 +57,11 @@ def entry_bytes(e: VersionEntry) -> int:
     if isinstance(undo, bytes):  # the common one: a replaced string, kept compact
         n = COMPACT_STRING_BYTES + len(undo)
     else:
-        if len(undo) == 1 and e[V_SNAP] is None:
+        # Lengths tested apart from the condition: `len(u) == 3` there narrows `u` to a
+        # fixed-length tuple, which the compiled build unpacks at every read.
+        ops = len(undo)
+        if ops == 1 and e[V_SNAP] is None:
             u = undo[0]
-            # The op's length tested apart: `len(u) == 3` in a condition narrows `u` to
-            # a fixed-length tuple, which the compiled build unpacks at every read.
             width = len(u)
             if width == 2:  # one argument: the loop below without its slice and calls
                 x = u[1]

@@ -75,14 +75,16 @@ def version_one(
         return False
     size = 0
     stored: StoredUndo = undo
+    ops = len(undo)  # tested apart, as in entry_bytes
     if undo is POP_ONE_LEFT or undo is POP_ONE_RIGHT:  # a push of one item
         size = ENTRY_BYTES  # entry_bytes' figure for a count, without the call
-    elif len(undo) == 1:
+    elif ops == 1:
         # compact_undo and entry_bytes' common case (a replaced string) inline: no
         # call per write.
         u = undo[0]
-        width = len(u)  # tested apart: see entry_bytes
-        if width == 3 and type(u[1]) is bytes and u[0] == RESTORE:
+        width = len(u)
+        name: str = u[0]  # typed: a str comparison, not a generic one
+        if width == 3 and type(u[1]) is bytes and name == RESTORE:
             old: bytes = u[1]
             exp = u[2]
             if exp is None:
