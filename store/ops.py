@@ -221,10 +221,10 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         db.data[key] = h
         undo: Undo = CREATED
     elif len(pairs) == 1:  # HSET key field value: the undo and the loop below, directly
-        # Typed tuples (an op's pairs are tuples): the compiled build reads their
-        # items without a generic call.
-        one: tuple[Any, ...] = pairs
-        pair: tuple[Any, ...] = one[0]
+        # Typed tuples, as in _push: the compiled build reads their items without a
+        # generic call.
+        one: tuple[Any, ...] = pairs if isinstance(pairs, tuple) else tuple(pairs)
+        pair: tuple[Any, ...] = one[0] if isinstance(one[0], tuple) else tuple(one[0])
         f: bytes = pair[0]
         v: bytes = pair[1]
         was = h.get(f)
@@ -277,7 +277,9 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
 
 def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
     lst = old
-    items = op[1]
+    # A tuple (what every maker of the op builds; anything else is made one): typed,
+    # the compiled build reads its items without a generic call.
+    items: tuple[Any, ...] = op[1] if isinstance(op[1], tuple) else tuple(op[1])
     n = len(items)
     if lst is None:
         lst = deque()
