@@ -72,7 +72,8 @@ def _hset(s: Session, argv: list[bytes], name: str) -> int:
     if n == 4:
         undo = apply_on(s.store, s.db, key, (HSET, ((argv[2], argv[3]),)), h)
         # The field was new if its undo deletes it (or the key: CREATED), no lookup.
-        return 1 if h is None or undo[0][0] == HDEL else 0
+        first: str = undo[0][0]  # typed: a str comparison, not a generic one
+        return 1 if h is None or first == HDEL else 0
     fields = argv[2::2]
     distinct = set(fields)
     created = len(distinct) if h is None else sum(1 for f in distinct if f not in h)

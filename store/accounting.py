@@ -57,16 +57,25 @@ def entry_bytes(e: VersionEntry) -> int:
     if isinstance(undo, bytes):  # the common one: a replaced string, kept compact
         n = COMPACT_STRING_BYTES + len(undo)
     else:
-        if len(undo) == 1 and e[V_SNAP] is None:
+        # Lengths tested apart from the condition: `len(u) == 3` there narrows `u` to a
+        # fixed-length tuple, which the compiled build unpacks at every read.
+        ops = len(undo)
+        if ops == 1 and e[V_SNAP] is None:
             u = undo[0]
-            if len(u) == 2:  # one argument: the loop below without its slice and calls
+            width = len(u)
+            if width == 2:  # one argument: the loop below without its slice and calls
                 x = u[1]
                 if type(x) is tuple:  # fields, items or members (HSET, HDEL, ZREM, ...)
                     return ENTRY_BYTES + ITEM_BYTES * len(x) + SEQUENCE_BYTES
                 if type(x) is int:  # a count (LPOP, RPOP)
                     return ENTRY_BYTES
-            elif len(u) == 3 and type(u[1]) is bytes and (u[2] is None or type(u[2]) is int):
-                return REPLACED_STRING_BYTES + len(u[1])  # a replaced string with an expiry
+            elif width == 3:
+                x = u[1]
+                y = u[2]
+                if type(x) is bytes and (y is None or type(y) is int):
+                    return REPLACED_STRING_BYTES + len(x)  # a replaced string, an expiry
+                if type(x) is bytes and type(y) is bytes:  # a field, its old value (HSETF)
+                    return ENTRY_BYTES + len(x) + 33 + len(y) + 33
         n = ENTRY_BYTES
         for u in undo:
             for x in u[1:]:

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from store.accounting import (
     COMPACT_STRING_BYTES,
+    ENTRY_BYTES,
     PACKED_BYTES,
     REPLACED_STRING_BYTES,
     entry_bytes,
 )
 from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES, counted_apply_on
-from store.ops import CREATED, RESTORE, SET, Op, Undo
+from store.ops import CREATED, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -74,16 +75,22 @@ def version_one(
         return False
     size = 0
     stored: StoredUndo = undo
-    if len(undo) == 1:
+    ops = len(undo)  # tested apart, as in entry_bytes
+    if undo is POP_ONE_LEFT or undo is POP_ONE_RIGHT:  # a push of one item
+        size = ENTRY_BYTES  # entry_bytes' figure for a count, without the call
+    elif ops == 1:
         # compact_undo and entry_bytes' common case (a replaced string) inline: no
         # call per write.
         u = undo[0]
-        if len(u) == 3 and type(u[1]) is bytes and u[0] == RESTORE:
+        width = len(u)
+        name: str = u[0]  # typed: a str comparison, not a generic one
+        if width == 3 and type(u[1]) is bytes and name == RESTORE:
             old: bytes = u[1]
-            if u[2] is None:
+            exp = u[2]
+            if exp is None:
                 stored = old
                 size = COMPACT_STRING_BYTES + len(old)
-            elif type(u[2]) is int:
+            elif type(exp) is int:
                 size = REPLACED_STRING_BYTES + len(old)
     entry: VersionEntry = (lsn, t, cmd, stored, meta, None)
     versions.append(entry)

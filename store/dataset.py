@@ -24,7 +24,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import Op, Undo, apply_op_on, lookup
+from store.ops import LPUSH, RPUSH, Op, Undo, apply_op_on, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -69,17 +69,24 @@ def per_element(v: Any) -> int:
     return SLOT_BYTES
 
 
-def _stale(c: tuple[int, int, Any], v: Any, n: int) -> bool:
+# A `Database.sizes` entry (per-element cost, length, value) is read here as a
+# tuple[Any, ...]: typed tuple[int, int, Any], the compiled build would unpack it
+# (type checks, ints unboxed) at each use.
+Sizes = tuple[Any, ...]
+
+
+def _stale(c: Sizes, v: Any, n: int) -> bool:
     """The element cost `c` (a `Database.sizes` entry) is to be sampled again for
     collection `v` of length `n`: its length doubled or halved since, or `v` is new."""
-    return c[2] is not v or n > 2 * c[1] + 8 or 2 * n + 8 < c[1]
+    at: int = c[1]
+    return c[2] is not v or n > 2 * at + 8 or 2 * n + 8 < at
 
 
 def _weigh_new(db: Database, key: bytes, v: Any) -> int:
     """The estimate of `key` now holding collection `v`, sampling its element cost
     when it has none yet or it is `_stale`."""
     n = len(v)
-    c = db.sizes.get(key)
+    c: Sizes | None = db.sizes.get(key)
     if c is None or _stale(c, v, n):
         per = per_element(v)
         db.sizes[key] = (per, n, v)
@@ -126,16 +133,19 @@ def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     # A string value is immutable: it can be weighed after the op.
     before = -1
     if old is not None and type(old) is not bytes and type(old) is not bytearray:
-        c = db.sizes.get(key)
+        c: Sizes | None = db.sizes.get(key)
         n = len(old)
         undo = apply_op_on(db, key, op, old)
-        new = lookup(data, key)
+        name: str = op[0]
+        # A push leaves the list it extends at the key: no lookup to find out.
+        new = old if name in (LPUSH, RPUSH) else lookup(data, key)
         if new is old and c is not None:
             # A collection changed in place: its length change at the cost it was
             # counted at, unless that is to be sampled again.
             m = len(new)
             if not _stale(c, new, m):
-                db.used += (m - n) * c[0]
+                per: int = c[0]
+                db.used += (m - n) * per
                 return undo
         before = _counted(key, n, c)
     else:

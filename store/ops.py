@@ -41,6 +41,10 @@ DEL: Final = "del"  # (DEL,)
 EXPIRE: Final = "expire"  # (EXPIRE, at_ms | None)
 HSET: Final = "hset"  # (HSET, ((field, value), ...))
 HDEL: Final = "hdel"  # (HDEL, (field, ...))
+# (HSETF, field, value): one field set. The undo of an HSET that replaced one field's
+# value: two tuples fewer than (HSET, ((field, value),)) to build, keep in history and
+# free when it is cut.
+HSETF: Final = "hsetf"
 LPUSH: Final = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
 RPUSH: Final = "rpush"  # (RPUSH, (item, ...))
 LPOP: Final = "lpop"  # (LPOP, count)
@@ -57,6 +61,14 @@ SETRANGE: Final = "setrange"
 
 # The undo of creating a key (shared: most keys' first version holds it).
 CREATED: Final[Undo] = ((RESTORE, None, None),)
+# The undos of pushing one item onto a list (shared: most pushes push one, and their
+# versions keep these: nothing to build per push, nor to free when history is cut).
+POP_ONE_LEFT: Final[Undo] = ((LPOP, 1),)
+POP_ONE_RIGHT: Final[Undo] = ((RPOP, 1),)
+# deque's methods as plain callables: the compiled build calls them directly, where a
+# method call on an untyped value looks its name up on the type each time.
+_appendleft: Final = deque.appendleft
+_append: Final = deque.append
 
 ApplyFn = Callable[["Database", bytes, Op], Undo]
 APPLY: Final[dict[str, ApplyFn]] = {}  # Final: a C static in the compiled build
@@ -209,14 +221,17 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
         db.data[key] = h
         undo: Undo = CREATED
     elif len(pairs) == 1:  # HSET key field value: the undo and the loop below, directly
-        pair = pairs[0]
+        # Typed tuples, as in _push: the compiled build reads their items without a
+        # generic call.
+        one: tuple[Any, ...] = pairs if isinstance(pairs, tuple) else tuple(pairs)
+        pair: tuple[Any, ...] = one[0] if isinstance(one[0], tuple) else tuple(one[0])
         f: bytes = pair[0]
         v: bytes = pair[1]
         was = h.get(f)
         h[f] = v
         most = LIMITS.hash_value
         _fit_hash(db, key, h, len(f) > most or len(v) > most)
-        return ((HDEL, (f,)),) if was is None else ((HSET, ((f, was),)),)
+        return ((HDEL, (f,)),) if was is None else ((HSETF, f, was),)
     else:
         olds = tuple((f, h[f]) for f, _ in pairs if f in h)
         news = tuple(f for f, _ in pairs if f not in h)
@@ -234,6 +249,11 @@ def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
             longer = True
     _fit_hash(db, key, h, longer)
     return undo
+
+
+@register(HSETF)
+def _apply_hsetf(db: Database, key: bytes, op: Op) -> Undo:
+    return _hset_on(db, key, (HSET, ((op[1], op[2]),)), lookup(db.data, key))
 
 
 def _fit_hash(db: Database, key: bytes, h: dict[bytes, bytes], longer: bool) -> None:
@@ -257,14 +277,24 @@ def _apply_hdel(db: Database, key: bytes, op: Op) -> Undo:
 
 def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
     lst = old
-    items = op[1]
+    # A tuple (what every maker of the op builds; anything else is made one): typed,
+    # the compiled build reads its items without a generic call.
+    items: tuple[Any, ...] = op[1] if isinstance(op[1], tuple) else tuple(op[1])
+    n = len(items)
     if lst is None:
         lst = deque()
         db.data[key] = lst
         undo: Undo = CREATED
+    elif n == 1:
+        undo = POP_ONE_LEFT if left else POP_ONE_RIGHT
     else:
-        undo = ((LPOP if left else RPOP, len(items)),)
-    if left:
+        undo = ((LPOP if left else RPOP, n),)
+    if n == 1:
+        if left:
+            _appendleft(lst, items[0])
+        else:
+            _append(lst, items[0])
+    elif left:
         lst.extendleft(items)
     else:
         lst.extend(items)

@@ -25,7 +25,9 @@ from tests.helpers import ListSink, make_session, run
 
 WORKLOAD = st.lists(
     st.tuples(
-        st.sampled_from(["set", "setex", "incr", "hset", "lpush", "del", "multi", "expire"]),
+        st.sampled_from(
+            ["set", "setex", "incr", "hset", "lpush", "rpush", "push2", "del", "multi", "expire"]
+        ),
         st.integers(0, 3),
         st.binary(max_size=12),
     ),
@@ -76,6 +78,10 @@ def _play(workload: list[tuple[str, int, bytes]], history: str) -> dict[str, Any
             run(s, "HSET", key, "f", value)
         elif verb == "lpush":
             run(s, "LPUSH", key, value)
+        elif verb == "rpush":
+            run(s, "RPUSH", key, value)
+        elif verb == "push2":
+            run(s, "LPUSH", key, value, value + b"y")
         elif verb == "del":
             run(s, "DEL", key)
         elif verb == "expire":
