@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import botocore.exceptions
+import botocore.handlers
 from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
+from botocore.utils import determine_content_length
 
 from flusher.objectstore import (
     InvalidObjectStore,
@@ -141,6 +143,40 @@ def _s3_error(exc: BaseException, url: str, op: str, key: str) -> ObjectStoreErr
     return Unavailable(f"{where} failed: {type(exc).__name__}")
 
 
+EXPECT_CONTINUE_BYTES = 1024 * 1024
+"""Bodies from this size on are sent after the store's ``100 Continue`` (botocore
+asks for it on every PUT of a file-like body: one more round trip to the store, and
+one more wake-up of the event loop, for each segment of a sync write)."""
+
+
+def _expect_large_bodies(model: Any, params: dict[str, Any], **kwargs: Any) -> None:
+    """Replaces botocore's `add_expect_header` on our client: ``Expect: 100-continue``
+    only for a body of `EXPECT_CONTINUE_BYTES` or more, where not sending it to a
+    store that refuses the request is worth a round trip."""
+    if model.http.get("method", "") not in ("PUT", "POST"):
+        return
+    body = params.get("body")
+    if body is None or not hasattr(body, "read"):
+        return
+    size = determine_content_length(body)
+    if size is None or size >= EXPECT_CONTINUE_BYTES:
+        params["headers"]["Expect"] = "100-continue"
+
+
+def _lighten(client: Any) -> None:
+    """Per-request work of a new client that changes nothing stored or checked:
+    ``Expect: 100-continue`` only for large bodies (`_expect_large_bodies`), and the
+    User-Agent built once per request (botocore builds it when it makes the request
+    and again after signing, for feature metadata our calls never change)."""
+    events = client.meta.events
+    events.unregister("before-call.s3", botocore.handlers.add_expect_header)
+    events.register("before-call.s3", _expect_large_bodies)
+    creator = getattr(client, "_user_agent_creator", None)
+    rebuild = getattr(creator, "rebuild_and_replace_user_agent_handler", None)
+    if rebuild is not None:
+        events.unregister("request-created.s3", rebuild)
+
+
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
@@ -190,6 +226,10 @@ class S3ObjectStore(ObjectStore):
             read_timeout=read_timeout,
             retries={"total_max_attempts": 1, "mode": "standard"},  # the caller retries
             max_pool_connections=max_pool_connections,
+            # No CRC32 header computed and sent with every PUT: a segment carries its
+            # own CRC-32 (checked on every read), over http the signature covers the
+            # body's SHA-256, over https TLS does (botocore's behaviour before 1.36).
+            request_checksum_calculation="when_required",
             s3={"addressing_style": "path"} if endpoint_url else None,
         )
         self._client: S3Client | None = None
@@ -232,6 +272,7 @@ class S3ObjectStore(ObjectStore):
                 except _S3_MAPPED_EXCEPTIONS as exc:
                     await stack.aclose()
                     raise _s3_error(exc, self.url, "connect", "") from exc
+                _lighten(client)
                 self._stack = stack
                 self._client = client
             return self._client

@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import botocore.exceptions
 import pytest
@@ -28,7 +28,7 @@ from flusher.objectstore import (
     _os_error,
     open_object_store,
 )
-from flusher.s3 import S3ObjectStore, _s3_error
+from flusher.s3 import EXPECT_CONTINUE_BYTES, S3ObjectStore, _s3_error
 from tests.conftest import free_port, make_bucket
 
 T = TypeVar("T")
@@ -559,6 +559,53 @@ class TestS3ObjectStore(ObjectStoreContract):
                 assert time.monotonic() - start < 5.0
             finally:
                 await store.close()
+
+        asyncio.run(main())
+
+    def test_put_headers(self) -> None:
+        """A segment-sized PUT goes without ``Expect: 100-continue`` and without a
+        CRC32 header, its User-Agent built once; a body of EXPECT_CONTINUE_BYTES still
+        waits for ``100 Continue``; both are stored as sent."""
+
+        async def main() -> None:
+            store = S3ObjectStore(self.bucket, "h", self.endpoint)
+            await store.open()
+            client = store._client
+            assert client is not None
+            sent: list[dict[str, str]] = []
+
+            def seen(request: Any, **kwargs: Any) -> None:
+                sent.append(
+                    {
+                        k.lower(): v.decode() if isinstance(v, bytes) else str(v)
+                        for k, v in request.headers.items()
+                    }
+                )
+
+            client.meta.events.register_last("before-send.s3.PutObject", seen)
+            creator: Any = client._user_agent_creator  # type: ignore[attr-defined]
+            built = 0
+            to_string = creator.to_string
+
+            def counted() -> str:
+                nonlocal built
+                built += 1
+                return str(to_string())
+
+            creator.to_string = counted
+            big = os.urandom(EXPECT_CONTINUE_BYTES)
+            try:
+                assert await store.put_if_absent("small", b"x" * 4000)
+                assert built == 1
+                assert await store.put_if_absent("big", big)
+                assert await store.get("small") == b"x" * 4000
+                assert await store.get("big") == big
+            finally:
+                await store.close()
+            small, large = sent
+            assert "expect" not in small and not any("checksum" in k for k in small)
+            assert small["if-none-match"] == "*"
+            assert large["expect"] == "100-continue"
 
         asyncio.run(main())
 
