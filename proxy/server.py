@@ -292,7 +292,7 @@ class Connection(asyncio.Protocol):
 
     def _send_held(self) -> None:
         held, self.held = self.held or [], None
-        self._send(held)
+        send(self, held)  # proxy.pipeline (compiled), without `_send`'s frame
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
