@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import heapq
 import logging
 import random
 import threading
@@ -168,10 +167,13 @@ class Flusher:
         self.on_fenced: Callable[[str], None] | None = None
         self.closed = False
         self._wake = asyncio.Event()
-        # (LSN, arrival, callback) of every writer waiting for durability: a heap.
-        self._waiters: list[tuple[int, int, Callable[[Exception | None], None]]] = []
+        # Every writer waiting for durability: the LSN it waits for and its callback,
+        # side by side, in LSN order (arrival order among equal LSNs). Writers begin to
+        # wait in commit order, so a new one almost always goes at the end; a PUT that
+        # lands releases a prefix (`_release_durable`).
+        self._wait_lsns: list[int] = []
+        self._wait_calls: list[Callable[[Exception | None], None]] = []
         self._capacity: list[asyncio.Future[None]] = []
-        self._seq = 0
         self._task: asyncio.Task[None] | None = None
         # The loop `start` ran in, and its thread: `batch_started` schedules on it
         # without asyncio.get_running_loop(), which calls getpid() (a system call)
@@ -282,8 +284,14 @@ class Flusher:
         if lsn <= self.durable_lsn:
             callback(None)
             return
-        self._seq += 1
-        heapq.heappush(self._waiters, (lsn, self._seq, callback))
+        lsns = self._wait_lsns
+        if not lsns or lsn >= lsns[-1]:
+            lsns.append(lsn)
+            self._wait_calls.append(callback)
+        else:  # behind a later writer (one re-registered while its replies were held)
+            at = bisect.bisect_right(lsns, lsn)
+            lsns.insert(at, lsn)
+            self._wait_calls.insert(at, callback)
         if lsn > self._wanted:
             self._wanted = lsn
         if lsn > self._cut_lsn and not self._kicked:
@@ -362,24 +370,37 @@ class Flusher:
             self._capacity.clear()
 
     def _release_durable(self) -> None:
-        """Call back, in LSN order, every writer waiting for an LSN now durable."""
-        waiters, durable = self._waiters, self.durable_lsn
-        while waiters and waiters[0][0] <= durable:
-            self._call(heapq.heappop(waiters)[2], None)
+        """Call back, in LSN order, every writer waiting for an LSN now durable (taken
+        off the lists first: a callback may begin to wait again)."""
+        lsns = self._wait_lsns
+        if not lsns or lsns[0] > self.durable_lsn:
+            return
+        calls = self._wait_calls
+        if lsns[-1] <= self.durable_lsn:  # all of them (group commit in lockstep)
+            done = calls
+            self._wait_lsns, self._wait_calls = [], []
+        else:
+            n = bisect.bisect_right(lsns, self.durable_lsn)
+            done = calls[:n]
+            del lsns[:n], calls[:n]
+        self._call_all(done, None)
 
     @staticmethod
-    def _call(callback: Callable[[Exception | None], None], exc: Exception | None) -> None:
-        """One waiter's callback: its failure is logged, the others are still called."""
-        try:
-            callback(exc)
-        except Exception:
-            log.exception("releasing a writer waiting for durability")
+    def _call_all(
+        callbacks: list[Callable[[Exception | None], None]], exc: Exception | None
+    ) -> None:
+        """Waiters' callbacks, in order: a failure is logged, the others are still called."""
+        for callback in callbacks:
+            try:
+                callback(exc)
+            except Exception:
+                log.exception("releasing a writer waiting for durability")
 
     def _fail_waiters(self, exc: Exception) -> None:
         self._release_durable()  # durable ones whose callback was still to come
-        waiters, self._waiters = self._waiters, []
-        for _lsn, _seq, callback in waiters:
-            self._call(callback, exc)
+        calls = self._wait_calls
+        self._wait_lsns, self._wait_calls = [], []
+        self._call_all(calls, exc)
         for fut in self._capacity:
             if not fut.done():
                 fut.set_exception(exc)

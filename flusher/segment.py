@@ -66,8 +66,26 @@ class Header:
     body_len: int
 
 
+REUSE_BELOW = 64 * 1024
+"""Bodies smaller than this are compressed by one compressor per thread, kept: a new
+one costs ten times the compression of a sync write's segment of a few KB (setting up
+its context). Larger bodies get a new one, so that no thread keeps the large context
+they grow (the compression is the same either way)."""
+
+_kept = threading.local()
+
+
+def _compress(raw: bytes) -> bytes:
+    if len(raw) >= REUSE_BELOW:
+        return zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
+    c: zstandard.ZstdCompressor | None = getattr(_kept, "zstd", None)
+    if c is None:
+        c = _kept.zstd = zstandard.ZstdCompressor(level=_LEVEL)
+    return c.compress(raw)
+
+
 def encode(magic: bytes, first: int, last: int, count: int, raw: bytes, flags: int = 0) -> bytes:
-    body = zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
+    body = _compress(raw)
     head = _HEADER.pack(magic, VERSION, FLAG_ZSTD | flags, first, last, count, len(raw), len(body))
     crc = zlib.crc32(body, zlib.crc32(head))
     return head + struct.pack(">I", crc) + body

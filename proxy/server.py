@@ -115,6 +115,7 @@ class Connection(asyncio.Protocol):
         self.session: Session | None = None
         self.block_state: BlockState | None = None
         self.held: list[bytes] | None = None  # replies waiting for durability (sync mode)
+        self.held_lsn = 0  # the LSN they wait for (in object storage)
         self.close_when_released = False
         self.output_blocked = False  # stopped mid-pipeline until the client reads
         self.soft_since = 0.0  # when its output went past the soft limit (0: it is not)
@@ -240,26 +241,31 @@ class Connection(asyncio.Protocol):
         from the flusher (no task per write), or a task when etcd's log is waited for."""
         s = self.session
         assert s is not None
-        if s.last_raft_lsn > dur.raft_lsn:
+        # A session that never wrote to raft tables (0) does not ask for raft_lsn.
+        if s.last_raft_lsn and s.last_raft_lsn > dur.raft_lsn:
             task = asyncio.get_running_loop().create_task(self._release(dur))
             self.server.releases.add(task)
             task.add_done_callback(self.server.releases.discard)
         else:
+            self.held_lsn = s.last_sync_lsn
             dur.on_durable(s.last_sync_lsn, self._durable)
 
     def _durable(self, exc: Exception | None) -> None:
-        """`Durability.on_durable`'s callback: writes up to the LSN waited for are
-        durable (or cannot be: `exc`)."""
+        """`Durability.on_durable`'s callback: writes up to `held_lsn` are durable
+        (or cannot be: `exc`)."""
         s = self.session
         assert s is not None
-        dur = s.server.durability
-        assert dur is not None
         if exc is not None:
             self._not_durable(exc)
-        elif s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn:
-            self._await_durable(dur)  # written to while held: those writes too
-        else:
-            self._send_held()
+            return
+        if s.last_sync_lsn > self.held_lsn or s.last_raft_lsn:
+            # Written to while held (those writes too), or to raft tables (asked).
+            dur = s.server.durability
+            assert dur is not None
+            if s.last_sync_lsn > dur.durable_lsn or s.last_raft_lsn > dur.raft_lsn:
+                self._await_durable(dur)
+                return
+        self._send_held()
 
     def _not_durable(self, e: Exception) -> None:
         """Fenced or shutting down: these writes are not durable."""
@@ -286,7 +292,7 @@ class Connection(asyncio.Protocol):
 
     def _send_held(self) -> None:
         held, self.held = self.held or [], None
-        self._send(held)
+        send(self, held)  # proxy.pipeline (compiled), without `_send`'s frame
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,6 +77,24 @@ def test_an_object_decodes_to_what_was_encoded(magic: bytes, first: int, raw: by
     assert body == raw
     assert (header.magic, header.first, header.last, header.count) == (magic, first, first + 3, 4)
     assert (header.raw_len, header.body_len) == (len(raw), len(data) - segment.HEADER_SIZE)
+
+
+def test_a_kept_compressor_stores_the_bytes_a_new_one_would() -> None:
+    """Small bodies go through one compressor per thread, kept: every object is the
+    bytes a new compressor gives, whatever came before it, in any thread."""
+    sizes = [0, 1, 3000, segment.REUSE_BELOW - 1, segment.REUSE_BELOW, 500, 40_000, 2]
+    bodies = [bytes(i % 251 for i in range(n)) + b"k%d" % n for n in sizes]
+
+    def check() -> None:
+        for raw in bodies + bodies[::-1]:
+            fresh = zstandard.ZstdCompressor(level=segment._LEVEL).compress(raw)
+            assert segment._compress(raw) == fresh
+
+    check()
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(check) for _ in range(3)]:
+            done.result()
+    assert getattr(segment._kept, "zstd", None) is not None
 
 
 @given(

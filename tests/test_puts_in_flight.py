@@ -201,6 +201,42 @@ def test_writers_are_called_back_in_one_pass_in_lsn_order_once_durable() -> None
     run(body())
 
 
+def test_equal_lsns_in_arrival_order_and_a_writer_that_waits_again() -> None:
+    """Writers waiting for one LSN are called in the order they began to wait; one
+    that begins to wait again from its callback (written to while held) is called
+    when its new LSN is durable, not in the pass that released it."""
+
+    async def body() -> None:
+        objects = HeldStore()
+        _store, durable, write = await sync_server(objects)
+        called: list[str] = []
+        first = durable.durable_lsn + 1
+        objects.hold(paths.segment(first))
+        lsns = [write(i) for i in range(2)]
+        later: list[int] = []
+
+        def again(exc: Exception | None) -> None:
+            called.append("again")
+            if not later:
+                later.append(write(9))
+                durable.on_durable(later[0], again)
+
+        for name in "abc":
+            durable.on_durable(lsns[1], lambda exc, name=name: called.append(name))
+        durable.on_durable(lsns[0], again)
+        durable.on_durable(lsns[1], lambda exc: called.append("d"))
+        durable.on_durable(lsns[0], lambda exc: called.append("x"))  # behind "again"
+        await settle(lambda: durable.flusher.in_flight == 1)
+        objects.release(paths.segment(first))
+        await settle(lambda: len(called) == 7)
+        # "again" began to wait again for a write of its own: called once more, last.
+        assert called == ["again", "x", "a", "b", "c", "d", "again"]
+        assert durable.durable_lsn >= later[0] > lsns[1]
+        await crash()
+
+    run(body())
+
+
 def test_a_crash_with_puts_in_flight_restarts_before_the_hole() -> None:
     async def body() -> None:
         objects = HeldStore()
