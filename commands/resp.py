@@ -38,6 +38,10 @@ from commands.replies import (
 INLINE_MAX = 64 * 1024
 PROTO_MAX_BULK_LEN = PROTO_MAX_BULK_DEFAULT  # until CONFIG SET proto-max-bulk-len
 INT_MAX = 2**31 - 1
+# What a client that must still authenticate may declare (Redis' processMultibulkBuffer):
+# arguments per request, and bytes per argument.
+UNAUTH_MAX_ARGS = 10
+UNAUTH_MAX_BULK = 16384
 
 
 class ProtocolError(Exception):
@@ -191,7 +195,7 @@ class RequestParser:
             if declared is None or declared > INT_MAX:
                 raise ProtocolError(PROTOCOL_INVALID_MULTIBULK)
             count = declared
-            if count > 10 and not self.authed:
+            if count > UNAUTH_MAX_ARGS and not self.authed:
                 raise ProtocolError(PROTOCOL_UNAUTH_MBULK)
             p = nl + 2
             if count <= 0:
@@ -218,7 +222,7 @@ class RequestParser:
             ln = string2ll(bytes(buf[p + 1 : nl]))
             if ln is None or ln < 0 or ln > self.max_bulk:
                 raise ProtocolError(PROTOCOL_INVALID_BULK)
-            if ln > 16384 and not self.authed:
+            if ln > UNAUTH_MAX_BULK and not self.authed:
                 raise ProtocolError(PROTOCOL_UNAUTH_BULK)
             start = nl + 2
             if start + ln + 2 > n:

@@ -71,7 +71,9 @@ _appendleft: Final = deque.appendleft
 _append: Final = deque.append
 
 ApplyFn = Callable[["Database", bytes, Op], Undo]
-APPLY: Final[dict[str, ApplyFn]] = {}  # Final: a C static in the compiled build
+# Every op but the common writes `apply_op_on` calls directly (SET, HSET, LPUSH, RPUSH,
+# ZADD), by name. Final: a C static in the compiled build.
+APPLY: Final[dict[str, ApplyFn]] = {}
 
 
 def register(name: str) -> Callable[[ApplyFn], ApplyFn]:
@@ -209,10 +211,6 @@ def _apply_setrange(db: Database, key: bytes, op: Op) -> Undo:
     return undo
 
 
-def _apply_hset(db: Database, key: bytes, op: Op) -> Undo:
-    return _hset_on(db, key, op, lookup(db.data, key))
-
-
 def _hset_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     pairs = op[1]
     h: dict[bytes, bytes] | None = old  # typed: C dict calls when compiled
@@ -299,16 +297,6 @@ def _push(db: Database, key: bytes, op: Op, left: bool, old: Any) -> Undo:
     else:
         lst.extend(items)
     return undo
-
-
-@register(LPUSH)
-def _apply_lpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, True, lookup(db.data, key))
-
-
-@register(RPUSH)
-def _apply_rpush(db: Database, key: bytes, op: Op) -> Undo:
-    return _push(db, key, op, False, lookup(db.data, key))
 
 
 def _pop(db: Database, key: bytes, op: Op, left: bool) -> Undo:
@@ -418,10 +406,3 @@ def _apply_zrem(db: Database, key: bytes, op: Op) -> Undo:
         _drop(db, key)
         return undo
     return ((ZADD, tuple(removed)),) if removed else ()
-
-
-# Registered here, not with the decorator: the compiled build calls an undecorated
-# function directly (`apply_op`), a decorated one through the module's dict.
-APPLY[SET] = _apply_set
-APPLY[HSET] = _apply_hset
-APPLY[ZADD] = _apply_zadd
