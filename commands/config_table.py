@@ -48,6 +48,11 @@ TS_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
         {"type": "ulonglong", "flags": [], "min": 0, "max": 2**64 - 1, "memory": True},
         "0",
     ),
+    # History in memory past it moves to the spill file (store.coldhistory); 0: never.
+    "history-memory": (
+        {"type": "ulonglong", "flags": [], "min": 0, "max": 2**64 - 1, "memory": True},
+        "0",
+    ),
 }
 
 

@@ -500,11 +500,16 @@ def _info_history(s: Session) -> str:
         ("history_views_bytes", views_bytes),
         ("history_total_bytes", mem.main_bytes + branch_bytes + views_bytes),
         ("max_pinned_history", cap),
+        # Out of memory, in the spill file (store.coldhistory): included above.
+        ("history_memory", int(config_get_value(s.server, "history-memory"))),
+        ("history_cold_versions", mem.cold_versions),
+        ("history_cold_bytes", mem.cold_bytes),
+        ("history_spill_file_bytes", 0 if store.spill is None else store.spill.size),
     ]
     out = []
     for name, value in fields:
         out.append(f"{name}:{value}\r\n")
-        if name.endswith("_bytes") or name == "max_pinned_history":
+        if name.endswith("_bytes") or name in ("max_pinned_history", "history_memory"):
             out.append(f"{name}_human:{bytes_to_human(value)}\r\n")
     return "".join(out)
 

@@ -61,6 +61,7 @@ class Config:
     aclfile: str | None = None  # ACL users loaded at start (ACL LOAD / ACL SAVE)
     http_port: int | None = None  # --http-port: /metrics and the explorer (None: off)
     http_bind: str = "127.0.0.1"  # --http-bind
+    history_spill_dir: str | None = None  # --history-spill-dir (None: the temporary directory)
     s3_put_cost: float = 0.0  # --s3-put-cost: dollars per 1,000 PUTs (INFO, /metrics)
     checkpoint_cpus: frozenset[int] = frozenset()  # --checkpoint-cpulist (empty: inherited)
     # Redis parameters clients commonly read; settable where meaningful.

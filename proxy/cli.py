@@ -37,6 +37,7 @@ from proxy.server import Server
 from proxy.tls import TLSConfigError, server_context
 from replay.replay import ReplayError
 from store import HistoryPolicy, Store, native
+from store.coldhistory import attach as attach_spill
 from store.secrets import redact
 from store.settings import DEFAULTS
 from temporalstore.flags import add_export_flags, add_import_flags
@@ -117,6 +118,12 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
         "TS.SEAL is refused while history pinned by seals and branches is past this; 0: no cap",
     ),
     (
+        "history-memory",
+        "0",
+        "older versions move to a local spill file while history in memory is past this (0: never)",
+    ),
+    ("history-spill-dir", "", "where that file is made (unlinked; default: the temp directory)"),
+    (
         "enable-debug-command",
         "no",
         "no|yes|local: allow DEBUG (local: from loopback and Unix socket clients only)",
@@ -153,6 +160,7 @@ SECRET_BEARING_LOGGERS = ("botocore", "aiobotocore", "urllib3", "aiohttp", "s3tr
 REDIS_PARAM_FLAGS = (
     "maxmemory",
     "max-pinned-history",
+    "history-memory",
     "maxmemory-policy",
     "client-output-buffer-limit",
     "client-query-buffer-limit",
@@ -274,6 +282,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     if config.http_port is not None and config.http_port > 65535:
         raise SystemExit("temporalstore: --http-port must be at most 65535")
     config.http_bind = ns.http_bind
+    config.history_spill_dir = getattr(ns, "history_spill_dir", "") or None
     try:
         config.checkpoint_cpus = cpulist(ns.checkpoint_cpulist)
     except ValueError as e:
@@ -372,6 +381,7 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     # young generation keeps the collector from running on every few thousand writes.
     gc.set_threshold(50_000, 50, 100)
     store = Store(databases=config.databases, history=HistoryPolicy.parse(config.history))
+    attach_spill(store, config.history_spill_dir)
     state = ServerState(store, config)
     state.write_wait_s = config.write_wait_ms / 1000
     state.loading = True

@@ -50,6 +50,7 @@ from flusher.paths import segment as segment_key
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
 from store import Store
+from store.coldhistory import attach
 from store.keyspace import LsnMismatch
 
 if TYPE_CHECKING:
@@ -466,6 +467,8 @@ class Node:
         # storage, as a Redis replica does a full resynchronisation.
         old = self.store
         store = Store(databases=len(old.dbs), history=old.history)
+        # A spill file of its own: the old one goes when nothing reads the old store.
+        attach(store, old.spill.directory if old.spill is not None else None)
         store.follower = True
         self.store = state.store = store
         self.recovery = None

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from commands.cleanup import session_closed
 from commands.client_control import quiet_reply
+from commands.config_table import config_values
 from commands.dispatch import DISPATCHER
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached
@@ -592,9 +593,10 @@ class Server:
             self.tls_port = srv.sockets[0].getsockname()[1]
             self.state.config.params["tls-port"] = str(self.tls_port)
         self.state.shutdown_requested = self.request_shutdown
-        task = loop.create_task(self._cron())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        for job in (self._cron(), self._tier_history()):
+            task = loop.create_task(job)
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
         return self.port
 
     def request_shutdown(self) -> None:
@@ -623,6 +625,25 @@ class Server:
             if ticks % 10 == 0:
                 self.close_idle_clients()
                 self.check_output_limits()
+
+    async def _tier_history(self) -> None:
+        """While the history in memory is past `history-memory`, older versions move to
+        the spill file (store.coldhistory): a step of at most 5 ms, then the clients'
+        turn, and so on; looked at ten times a second otherwise."""
+        state = self.state
+        while True:
+            budget = int(config_values(state).get("history-memory") or 0)
+            tierer = state.store.tierer
+            if (
+                budget <= 0
+                or state.loading
+                or state.debug.pause_cron
+                or state.store.spill is None
+                or not tierer.step(budget, 0.005)
+            ):
+                await asyncio.sleep(0.1)
+            else:
+                await asyncio.sleep(0)
 
     def check_output_limits(self) -> None:
         """A client past its soft output limit is closed once it has stayed there long

@@ -17,11 +17,13 @@ table (for the tables' MAXPINNED caps).
 
 from __future__ import annotations
 
+import itertools
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn
+from store.chains import COLD, V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn
 
 ENTRY_BYTES: Final = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
 # ... whose undo restores a string (its bytes are counted besides).
@@ -94,6 +96,8 @@ class HistoryMemory:
 
     __slots__ = (
         "branches",
+        "cold_bytes",
+        "cold_versions",
         "main_bytes",
         "main_versions",
         "marks",
@@ -106,6 +110,9 @@ class HistoryMemory:
     def __init__(self) -> None:
         self.main_bytes = 0
         self.main_versions = 0
+        # Of those, moved out of memory to the spill file (store.coldhistory).
+        self.cold_bytes = 0
+        self.cold_versions = 0
         # branch name -> [bytes, versions] of its own versions
         self.branches: dict[bytes, list[int]] = {}
         self.pinned_bytes = 0
@@ -237,3 +244,35 @@ class HistoryMemory:
                 nbytes += b
                 versions += n
         return nbytes, versions
+
+
+def recount(store: Any, dbs: Iterable[Any]) -> HistoryMemory:
+    """What the chains of `dbs` (a Store's, and its branches') hold, counted from
+    scratch; `store` gives retention and pins (`Store.history_recount`)."""
+    mem = HistoryMemory()
+    pin = store.pin_lsn()
+    for db in dbs:
+        chains = db.chains
+        # Most chains are packed ints: counted, and skipped, in C-level passes.
+        raws = dict.values(chains)
+        lists = list(map(operator.is_not, map(type, raws), itertools.repeat(int)))
+        packed = len(lists) - lists.count(True)
+        if packed:
+            mem.add(db.ident, packed * PACKED_BYTES, packed)
+        for key, chain in itertools.compress(dict.items(chains), lists):
+            if chains.cold:
+                ref = chains.cold.get(key)
+                if ref is not None:
+                    old = chains.spill.entries(ref)
+                    mem.cold_bytes += chain_bytes(old)
+                    mem.cold_versions += len(old)
+                    chain = old if chain is COLD else old + chain
+            mem.add(db.ident, chain_bytes(chain), len(chain))
+            cut = store._retention_cut(key, chain)
+            if not cut:
+                continue
+            pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
+            if pinned < cut:
+                table = store.table_of(key) if store.tables else None
+                mem.mark_pinned(db.ident, key, chain, pinned, cut, table)
+    return mem

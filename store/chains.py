@@ -111,16 +111,26 @@ def translate_codes(names: list[str]) -> list[int | None] | None:
     return None if all(c == i for i, c in enumerate(table)) else table
 
 
+# What a key's slot holds while all its entries are out of memory (store.coldhistory),
+# compared by identity. Not `Final`: the compiled build would make a new tuple at each
+# place a Final tuple is used.
+COLD: Any = ("cold",)
+
+
 class Chains(dict[bytes, Any]):
     """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
     always see lists of `VersionEntry`; a packed first version is unpacked on the
-    way (and stays packed). Only the commit point writes packed entries."""
+    way (and stays packed), and entries moved out of memory (`cold`: key -> cold
+    reference into `spill`, store.coldhistory) are read back in front of the ones
+    in memory. Only the commit point writes packed entries."""
 
-    __slots__ = ("time_of",)
+    __slots__ = ("cold", "spill", "time_of")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.time_of: Callable[[int], int] = _no_time
+        self.cold: dict[bytes, int] = {}
+        self.spill: Any = None
 
     def born(self, key: bytes) -> tuple[int, str] | None:
         """(LSN, command) of a key whose chain is one packed creation, else None."""
@@ -150,7 +160,7 @@ class Chains(dict[bytes, Any]):
         return v if type(v) is int else None
 
     def raw_many(self, keys: list[bytes]) -> list[Any]:
-        """What the chains of `keys` hold as stored: packed ints, lists or None."""
+        """What the chains of `keys` hold as stored: packed ints, lists, COLD or None."""
         return list(map(_dict_get.__get__(self), keys))
 
     def add_packed(
@@ -169,17 +179,36 @@ class Chains(dict[bytes, Any]):
             return v  # type: ignore[no-any-return]
         return [self._created(v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])]
 
+    def whole(self, key: bytes, v: Any) -> Any:
+        """The chain of `key` whose slot holds `v`, cold entries read back in front."""
+        ref = self.cold.get(key)
+        if ref is None:
+            return self.unpack(v)
+        old: list[VersionEntry] = self.spill.entries(ref)
+        if v is COLD:
+            return old
+        return old + self.unpack(v)
+
     def get(self, key: bytes, default: Any = None) -> Any:
         v = _dict_get(self, key, default)
+        if self.cold and v is not default:
+            return self.whole(key, v)
         return self.unpack(v) if type(v) is int else v
 
     def __getitem__(self, key: bytes) -> list[VersionEntry]:
-        return self.unpack(dict.__getitem__(self, key))
+        v = dict.__getitem__(self, key)
+        if self.cold:
+            return self.whole(key, v)  # type: ignore[no-any-return]
+        return self.unpack(v)
 
     def values(self) -> list[list[VersionEntry]]:  # type: ignore[override]
+        if self.cold:
+            return [self.whole(k, v) for k, v in dict.items(self)]
         return [self.unpack(v) for v in dict.values(self)]
 
     def items(self) -> list[tuple[bytes, list[VersionEntry]]]:  # type: ignore[override]
+        if self.cold:
+            return [(k, self.whole(k, v)) for k, v in dict.items(self)]
         return [(k, self.unpack(v)) for k, v in dict.items(self)]
 
 

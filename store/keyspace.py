@@ -16,8 +16,6 @@ still importable from it.
 from __future__ import annotations
 
 import contextlib
-import itertools
-import operator
 import time
 import weakref
 from array import array
@@ -26,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from store import bulkreplay, dataset, image, windex
-from store.accounting import PACKED_BYTES, HistoryMemory, chain_bytes
+from store.accounting import HistoryMemory, recount
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
 from store.asof import undo_versions as undo_versions
@@ -39,6 +37,7 @@ from store.chains import _entry_lsn as _entry_lsn
 from store.chains import cmd_code as cmd_code
 from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
+from store.coldhistory import Tierer, warm
 from store.commitpath import TRIM_STEP as TRIM_STEP
 from store.commitpath import version_key, version_one
 from store.database import DB_STATE, tick_lru_clock
@@ -73,7 +72,8 @@ STORE_STATE = (
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
-    "sink", "sink_batch", "snapshot_every", "snapshots", "tables", "views", "writer",
+    "sink", "sink_batch", "snapshot_every", "snapshots", "spill", "tables", "tierer", "views",
+    "writer",
 )
 # fmt: on
 TouchCallback = Callable[[int, bytes], None]
@@ -89,6 +89,7 @@ _WIRING = (
     "dirty_all",
     "expired_keys",
     "snapshot_every",
+    "spill",
 )
 
 
@@ -104,6 +105,10 @@ class Store:
         self.dbs = [Database(i, self._expired) for i in range(databases)]
         for db in self.dbs:
             db.chains.time_of = self.time_of
+        # History out of memory (store.coldhistory): the spill file, once the server
+        # gives one, and what moves entries there.
+        self.spill: Any = None
+        self.tierer = Tierer(self)
         self.expired_keys = 0
         # Told of each key expiry (lazy or active) while keyspace notifications want
         # `expired` events (commands.notify); None otherwise.
@@ -198,6 +203,7 @@ class Store:
         for db in self.dbs:
             Database.__init__(db, db.index, self._expired)
             db.chains.time_of = self.time_of
+            db.chains.spill = self.spill
 
         def undo() -> None:
             for name, value in old.items():
@@ -379,6 +385,8 @@ class Store:
         after TRIM_STEP more versions: O(1) amortized per write under any pin. Its
         pinned accounting catches up then, or at `settle_trims` (which everything
         that reports or caps pinned history calls first)."""
+        if db.chains.cold:  # entries out of memory come back first (store.coldhistory)
+            cut += warm(self, db, key, chain)
         pin = self.pin_lsn()
         # Under a seal the versions kept are all newer than it: no search needed.
         pinned = 0 if chain[0][V_LSN] > pin else bisect_right(chain, pin, 0, cut, key=_entry_lsn)
@@ -736,25 +744,7 @@ class Store:
         """What history holds, counted from scratch (after a checkpoint load, and by
         the tests that check the running counts), after the deferred trims."""
         self.settle_trims()
-        mem = HistoryMemory()
-        pin = self.pin_lsn()
-        for db in [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)]:
-            # Most chains are packed ints: counted, and skipped, in C-level passes.
-            raws = dict.values(db.chains)
-            lists = list(map(operator.is_not, map(type, raws), itertools.repeat(int)))
-            packed = len(lists) - lists.count(True)
-            if packed:
-                mem.add(db.ident, packed * PACKED_BYTES, packed)
-            for key, chain in itertools.compress(dict.items(db.chains), lists):
-                mem.add(db.ident, chain_bytes(chain), len(chain))
-                cut = self._retention_cut(key, chain)
-                if not cut:
-                    continue
-                pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
-                if pinned < cut:
-                    table = self.table_of(key) if self.tables else None
-                    mem.mark_pinned(db.ident, key, chain, pinned, cut, table)
-        return mem
+        return recount(self, [*self.dbs, *(d for b in self.branches.values() for d in b.dbs)])
 
     def branch_data_bytes(self) -> int:
         return self.branches.data_bytes()

@@ -1,0 +1,311 @@
+"""History out of memory: older versions moved to a local spill file (issue 13).
+
+With `history-memory` set (bytes; 0, the default, keeps all history in memory), the
+server moves version entries out of memory while the history it holds in memory is
+past that budget (`tier`, run by the server between batches of commands). A key whose
+entries went out keeps in memory one int, its *cold reference* in `Chains.cold`, and
+its slot in the chains dict holds `COLD` until it is written again; the entries sit in
+the spill file as pickled runs, newest run first, each naming the run before it. So
+moving a key out again after more writes costs only its new entries.
+
+Readers see nothing of it: `Chains.get` (and `[]`, `items`, `values`) gives the whole
+chain, the cold entries read back (`pread`) in front of the ones in memory. Writers
+append to the part in memory; retention that cuts a chain first takes its cold entries
+back in (`warm`), and `tier` flattens a key's runs into one, cut by retention, once
+they hold twice what retention keeps.
+
+The spill file is a cache of this process: object storage stays the durable copy
+(checkpoints read the cold entries through `Chains.get`, in the checkpoint child too:
+the file is only ever appended to, and a compaction writes a new one). It is created
+unlinked in `history-spill-dir` (the system's temporary directory by default) and goes
+with the process. Space that runs no longer use is taken back by `compact` once it is
+more than half of the file.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import time
+import weakref
+from typing import TYPE_CHECKING, Any, Final
+
+from store.accounting import chain_bytes
+from store.chains import COLD
+
+if TYPE_CHECKING:
+    from store.database import Database
+    from store.keyspace import Store
+
+# A cold reference packs, from the high bits down: the run's offset in the file, its
+# length (32 bits), the key's cold entries when its runs were last flattened (`base`,
+# 28 bits) and all its cold entries now (`total`, 28 bits).
+_COUNT_BITS: Final = 28
+_COUNT_MASK: Final = (1 << _COUNT_BITS) - 1
+_LEN_BITS: Final = 32
+_LEN_MASK: Final = (1 << _LEN_BITS) - 1
+_HEADER: Final = b"TSCOLD01"
+# A flattened run of a key under `ms:N` or `all` retention is cut (or merely rewritten)
+# once its runs hold twice what the last flattening left, and at least this many.
+_FLATTEN_MIN: Final = 32
+# The file is rewritten when dead runs are more than half of it and at least this big.
+_COMPACT_MIN: Final = 64 << 20
+
+
+def ref_total(ref: int) -> int:
+    """The cold entries a reference stands for."""
+    return ref & _COUNT_MASK
+
+
+def _ref_base(ref: int) -> int:
+    return (ref >> _COUNT_BITS) & _COUNT_MASK
+
+
+def _ref_span(ref: int) -> tuple[int, int]:
+    run = ref >> (2 * _COUNT_BITS)
+    return run >> _LEN_BITS, run & _LEN_MASK
+
+
+class Spill:
+    """The spill file: runs of pickled version entries, appended, read by offset."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = directory or None
+        self._file = -1  # its descriptor, once made
+        self._closer: weakref.finalize[Any, Any] | None = None
+        self.size = 0  # bytes written
+        self.dead = 0  # bytes of runs no reference names any more
+        self.runs = 0
+        self.reads = 0
+
+    def _fd(self) -> int:
+        if self._file < 0:
+            fd, path = tempfile.mkstemp(prefix="temporalstore-history-", dir=self.directory)
+            os.unlink(path)  # nobody else opens it; it goes when the descriptor closes
+            os.write(fd, _HEADER)
+            self._file = fd
+            self._closer = weakref.finalize(self, os.close, fd)
+            self.size = len(_HEADER)
+        return self._file
+
+    def write(self, runs: list[bytes]) -> list[int]:
+        """Append `runs` (one write); their offsets."""
+        fd = self._fd()
+        offsets = []
+        at = self.size
+        for run in runs:
+            offsets.append(at)
+            at += len(run)
+        data = b"".join(runs)
+        done = 0
+        while done < len(data):
+            done += os.pwrite(fd, data[done:], self.size + done)
+        self.size = at
+        self.runs += len(runs)
+        return offsets
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.reads += 1
+        data = os.pread(self._fd(), length, offset)
+        if len(data) != length:
+            raise OSError(f"history spill file: short read at {offset} ({len(data)} of {length})")
+        return data
+
+    def entries(self, ref: int, free: bool = False) -> list[Any]:
+        """The cold entries `ref` stands for, oldest first; `free`: its runs are no
+        longer used once read."""
+        runs: list[list[Any]] = []
+        while ref:
+            offset, length = _ref_span(ref)
+            if free:
+                self.dead += length
+            ref, entries = pickle.loads(self.read(offset, length))
+            runs.append(entries)
+        if len(runs) == 1:
+            return runs[0]
+        out: list[Any] = []
+        for entries in reversed(runs):
+            out.extend(entries)
+        return out
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+            self._file = -1
+
+
+def attach(store: Store, directory: str | None) -> Spill:
+    """Give `store`'s databases a spill file in `directory` (made when first used)."""
+    spill = store.spill = Spill(directory)
+    for db in store.dbs:
+        db.chains.spill = spill
+    return spill
+
+
+def make_ref(offset: int, length: int, base: int, total: int) -> int:
+    if total > _COUNT_MASK or length > _LEN_MASK:
+        raise ValueError("history spill: run too large")
+    return ((offset << _LEN_BITS | length) << _COUNT_BITS | base) << _COUNT_BITS | total
+
+
+def hot_bytes(store: Store) -> int:
+    """Estimated bytes of the main line's history still in memory."""
+    return store.mem.main_bytes - store.mem.cold_bytes
+
+
+def warm(store: Store, db: Database, key: bytes, chain: list[Any]) -> int:
+    """Take `key`'s cold entries back into memory, in front of `chain` (the part in
+    memory, changed in place); how many came back."""
+    chains = db.chains
+    ref = chains.cold.pop(key, None)
+    if ref is None:
+        return 0
+    entries = chains.spill.entries(ref, free=True)
+    chain[:0] = entries
+    store.mem.cold_bytes -= chain_bytes(entries)
+    store.mem.cold_versions -= len(entries)
+    return len(entries)
+
+
+def _flatten_due(store: Store, key: bytes, ref: int, n: int) -> bool:
+    """Whether `key`'s runs (`ref`) and its `n` entries in memory are to be cut by
+    retention and written as one run now."""
+    keep = store.history
+    if store.tables:
+        policy = store.policy_of(key)
+        if policy is not None:
+            keep = policy.retain
+    total = ref_total(ref) + n
+    if keep.kind == "versions":
+        return total > 2 * keep.limit
+    return total >= 2 * max(_ref_base(ref), _FLATTEN_MIN)
+
+
+class Tierer:
+    """Moves the main line's history out of memory while it is past a budget: walks
+    the keys of every database in turn (a list of them taken per round), a step at a
+    time (`step`)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._db = 0
+        self._keys: list[bytes] = []
+        self._pos = 0
+        self.keys_moved = 0
+        self.versions_moved = 0
+
+    def reset(self) -> None:
+        self._db = 0
+        self._keys = []
+        self._pos = 0
+
+    def step(self, budget: int, seconds: float) -> bool:
+        """Move keys' entries out until history in memory is within `budget` bytes or
+        `seconds` have passed; True while there is more to move."""
+        store = self.store
+        if hot_bytes(store) <= budget:
+            return False
+        deadline = time.monotonic() + seconds
+        dbs = store.dbs
+        rounds = 0
+        while True:
+            if self._pos >= len(self._keys):
+                self._db += 1
+                if self._db >= len(dbs):
+                    self._db = 0
+                    rounds += 1
+                    if rounds > 1:  # nothing left to move anywhere
+                        return False
+                self._keys = list(dbs[self._db].chains)
+                self._pos = 0
+                continue
+            stop = min(self._pos + 256, len(self._keys))
+            batch = self._keys[self._pos : stop]
+            self._pos = stop
+            if self._move(dbs[self._db], batch):
+                rounds = 0
+            if hot_bytes(store) <= budget:
+                return False
+            if time.monotonic() >= deadline:
+                return True
+
+    def _move(self, db: Database, keys: list[bytes]) -> int:
+        """Move the entries in memory of those of `keys` that have a list of them and
+        no deferred trim; returns how many keys moved."""
+        store = self.store
+        chains = db.chains
+        cold = chains.cold
+        spill = chains.spill
+        if spill is None or db.overlay:
+            return 0
+        moved: list[tuple[bytes, list[Any], int, int, int]] = []
+        runs: list[bytes] = []
+        trim_next = db.trim_next
+        for key in keys:
+            chain = dict.get(chains, key)
+            if type(chain) is not list or not chain or key in trim_next:
+                continue
+            ref = cold.get(key, 0)
+            if ref and _flatten_due(store, key, ref, len(chain)):
+                warm(store, db, key, chain)
+                cut = store._retention_cut(key, chain)
+                if cut:
+                    store._trim(db, key, chain, cut)
+                    if key in trim_next:  # pinned: stays in memory
+                        continue
+                ref = 0
+                base = len(chain)
+            else:
+                base = _ref_base(ref) if ref else len(chain)
+            total = ref_total(ref) + len(chain)
+            runs.append(pickle.dumps((ref, chain), pickle.HIGHEST_PROTOCOL))
+            moved.append((key, chain, ref, base, total))
+        if not moved:
+            return 0
+        offsets = spill.write(runs)
+        mem = store.mem
+        for (key, chain, _ref, base, total), offset, run in zip(moved, offsets, runs, strict=True):
+            cold[key] = make_ref(offset, len(run), base, total)
+            dict.__setitem__(chains, key, COLD)
+            mem.cold_bytes += chain_bytes(chain)
+            mem.cold_versions += len(chain)
+            self.versions_moved += len(chain)
+        self.keys_moved += len(moved)
+        if spill.dead > _COMPACT_MIN and 2 * spill.dead > spill.size:
+            compact(store)
+        return len(moved)
+
+
+def compact(store: Store) -> None:
+    """Write every key's cold entries, one run per key, to a new spill file and drop
+    the old one (its dead runs with it)."""
+    old: Spill | None = None
+    for db in store.dbs:
+        if db.chains.spill is not None:
+            old = db.chains.spill
+            break
+    if old is None:
+        return
+    new = Spill(old.directory)
+    for db in store.dbs:
+        chains = db.chains
+        keys = list(chains.cold)
+        for i in range(0, len(keys), 1024):
+            batch = keys[i : i + 1024]
+            runs = []
+            for key in batch:
+                entries = old.entries(chains.cold[key])
+                runs.append(pickle.dumps((0, entries), pickle.HIGHEST_PROTOCOL))
+            offsets = new.write(runs)
+            for key, offset, run in zip(batch, offsets, runs, strict=True):
+                ref = chains.cold[key]
+                total = ref_total(ref)
+                chains.cold[key] = make_ref(offset, len(run), total, total)
+    new.reads += old.reads
+    for db in store.dbs:
+        if db.chains.spill is old:
+            db.chains.spill = new
+    store.spill = new
+    old.close()

@@ -1,0 +1,235 @@
+"""History moved out of memory (store.coldhistory) reads back exactly as it was.
+
+Each workload runs twice on in-process stores: once with every version in memory,
+once with the tierer moving every key's entries to the spill file at the points the
+workload says (budget 0). Under `all` retention both keep the same versions, so the
+chains, every key's state as of every LSN and the history counts must be equal;
+under `versions:N` the tiered store cuts at other moments (when the tierer flattens
+a key's runs), so both must keep at least the N newest versions and agree on every
+state both still hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commands.snapshot_codec import encode_value
+from store import V_LSN, V_SNAP, PrunedError, Store
+from store.coldhistory import COLD, attach, compact, hot_bytes
+from tests.helpers import make_session, run
+
+VERBS = [
+    "set",
+    "setex",
+    "incr",
+    "append",
+    "hset",
+    "hdel",
+    "lpush",
+    "rpop",
+    "sadd",
+    "zadd",
+    "xadd",
+    "del",
+    "multi",
+    "expire",
+    "seal",
+    "tier",
+    "tier",
+]
+WORKLOAD = st.lists(
+    st.tuples(st.sampled_from(VERBS), st.integers(0, 3), st.binary(min_size=1, max_size=8)),
+    max_size=70,
+)
+
+
+def _play(workload: list[tuple[str, int, bytes]], history: str, spill: Path | None) -> Store:
+    s, _sink = make_session(databases=2, history=history)
+    store = s.store
+    store.snapshot_every = 4  # full copies of collections in some entries
+    if spill is not None:
+        attach(store, str(spill))
+    seals = 0
+    for verb, n, value in workload:
+        key = f"k{n}"
+        if verb == "set":
+            run(s, "SET", key, value)
+        elif verb == "setex":
+            run(s, "SET", key, value, "PXAT", "99999999999999")
+        elif verb == "incr":
+            run(s, "INCR", f"c{n}")
+        elif verb == "append":
+            run(s, "APPEND", key, value)
+        elif verb == "hset":
+            run(s, "HSET", f"h{n}", value, value + b"v")
+        elif verb == "hdel":
+            run(s, "HDEL", f"h{n}", value)
+        elif verb == "lpush":
+            run(s, "LPUSH", f"l{n}", value)
+        elif verb == "rpop":
+            run(s, "RPOP", f"l{n}")
+        elif verb == "sadd":
+            run(s, "SADD", f"s{n}", value)
+        elif verb == "zadd":
+            run(s, "ZADD", f"z{n}", str(n), value)
+        elif verb == "xadd":
+            seals += 1  # stream IDs that do not depend on the clock
+            run(s, "XADD", f"x{n}", f"{seals}-1", "f", value)
+        elif verb == "del":
+            run(s, "DEL", key, f"h{n}", f"l{n}")
+        elif verb == "expire":
+            run(s, "PEXPIREAT", key, "99999999999999")
+        elif verb == "seal":
+            seals += 1
+            run(s, "TS.SEAL", f"seal{seals}")
+        elif verb == "multi":
+            run(s, "MULTI")
+            run(s, "SET", key, value)
+            run(s, "HSET", f"h{n}", "m", value)
+            run(s, "EXEC")
+        elif spill is not None:  # tier: everything the tierer may move goes out
+            store.tierer.step(0, 60.0)
+        run(s, "SET", "hot", value)  # a chain that reaches its trimming point
+    return store
+
+
+def _chains(store: Store) -> dict[tuple[int, bytes], list[Any]]:
+    return {
+        # Times differ between runs, and full copies (V_SNAP) are made every N versions
+        # in memory, so at other places in a chain that went out and came back.
+        (db.index, key): [(e[V_LSN], *e[2:V_SNAP]) for e in chain]
+        for db in store.dbs
+        for key, chain in db.chains.items()
+    }
+
+
+def _as_of(store: Store, key: bytes, lsn: int) -> Any:
+    try:
+        value, expire = store.value_as_of(0, key, lsn)
+    except PrunedError:
+        return PrunedError
+    if value is None:
+        return None, expire
+    kind, encoded = encode_value(value)
+    if kind in ("set", "hash"):
+        encoded = sorted(map(repr, encoded))
+    return kind, encoded, expire
+
+
+def _check_counts(store: Store) -> None:
+    fresh = store.history_recount()
+    mem = store.mem
+    assert (mem.main_bytes, mem.main_versions) == (fresh.main_bytes, fresh.main_versions)
+    assert (mem.cold_bytes, mem.cold_versions) == (fresh.cold_bytes, fresh.cold_versions)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=WORKLOAD)
+def test_all_history_reads_the_same_out_of_memory(
+    tmp_path_factory: pytest.TempPathFactory, workload: list[tuple[str, int, bytes]]
+) -> None:
+    spill = tmp_path_factory.mktemp("spill")
+    plain = _play(workload, "all", None)
+    tiered = _play(workload, "all", spill)
+    assert _chains(tiered) == _chains(plain)
+    keys = {key for db in plain.dbs for key in db.chains}
+    for key in keys:
+        for lsn in range(plain.lsn + 1):
+            assert _as_of(tiered, key, lsn) == _as_of(plain, key, lsn), (key, lsn)
+    _check_counts(tiered)
+    _check_counts(plain)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=WORKLOAD)
+def test_retention_holds_out_of_memory(
+    tmp_path_factory: pytest.TempPathFactory, workload: list[tuple[str, int, bytes]]
+) -> None:
+    spill = tmp_path_factory.mktemp("spill")
+    plain = _play(workload, "versions:3", None)
+    tiered = _play(workload, "versions:3", spill)
+    a, b = _chains(plain), _chains(tiered)
+    assert a.keys() == b.keys()
+    for k, chain in b.items():
+        newest = min(len(a[k]), 3)
+        assert chain[len(chain) - newest :] == a[k][len(a[k]) - newest :], k
+        assert chain == a[k] or len(chain) <= 2 * 3 + 3 or chain[0][0] > 0
+    keys = {key for db in plain.dbs for key in db.chains}
+    for key in keys:
+        for lsn in range(plain.lsn + 1):
+            x, y = _as_of(tiered, key, lsn), _as_of(plain, key, lsn)
+            if x is not PrunedError and y is not PrunedError:
+                assert x == y, (key, lsn)
+    _check_counts(tiered)
+
+
+def test_tiering_moves_entries_out_and_writes_append_in_memory(tmp_path: Path) -> None:
+    s, _sink = make_session(databases=1, history="all")
+    store = s.store
+    spill = attach(store, str(tmp_path))
+    for i in range(20):
+        run(s, "SET", "k", f"v{i}")
+        run(s, "HSET", "h", f"f{i}", "x")
+    before = _chains(store)
+    assert hot_bytes(store) > 0
+    assert store.tierer.step(0, 60.0) is False
+    db = store.dbs[0]
+    assert dict.get(db.chains, b"k") is COLD and dict.get(db.chains, b"h") is COLD
+    assert store.mem.cold_versions == 40
+    assert hot_bytes(store) == 0
+    assert spill.size > 0
+    assert _chains(store) == before
+    # A write after: the new entry is in memory, the cold ones stay out.
+    run(s, "SET", "k", "new")
+    assert len(dict.get(db.chains, b"k")) == 1
+    assert len(db.chains[b"k"]) == 21
+    assert store.value_as_of(0, b"k", 1) == (b"v0", None)
+    # Moved again: only the new entry is written (one more run).
+    runs = spill.runs
+    store.tierer.step(0, 60.0)
+    assert spill.runs == runs + 1
+    assert len(db.chains[b"k"]) == 21
+    _check_counts(store)
+
+
+def test_retention_cuts_cold_entries_and_compaction_keeps_them(tmp_path: Path) -> None:
+    s, _sink = make_session(databases=1, history="versions:4")
+    store = s.store
+    spill = attach(store, str(tmp_path))
+    for round_ in range(12):
+        for k in range(5):
+            run(s, "SET", f"k{k}", f"r{round_}")
+        store.tierer.step(0, 60.0)
+    db = store.dbs[0]
+    for k in range(5):
+        chain = db.chains[f"k{k}".encode()]
+        assert 4 <= len(chain) <= 2 * 4
+        assert store.value_as_of(0, f"k{k}".encode(), chain[0][V_LSN]) is not None
+    assert spill.dead > 0
+    values = {k: db.chains[k] for k in list(db.chains)}
+    compact(store)
+    assert store.spill is not spill and store.spill.dead == 0
+    assert {k: db.chains[k] for k in list(db.chains)} == values
+    _check_counts(store)
+
+
+def test_pinned_history_stays_in_memory_until_released(tmp_path: Path) -> None:
+    s, _sink = make_session(databases=1, history="versions:2")
+    store = s.store
+    attach(store, str(tmp_path))
+    run(s, "SET", "k", "a")
+    run(s, "TS.SEAL", "s1")
+    for i in range(10):
+        run(s, "SET", "k", f"v{i}")
+        store.tierer.step(0, 60.0)
+    sealed = store.snapshots[b"s1"].lsn
+    assert store.value_as_of(0, b"k", sealed) == (b"a", None)
+    run(s, "TS.UNSEAL", "s1")
+    store.tierer.step(0, 60.0)
+    with pytest.raises(PrunedError):
+        store.value_as_of(0, b"k", sealed)
+    _check_counts(store)
