@@ -233,6 +233,7 @@ class DurableStore:
             "last_checkpoint_age_s": int(self.clock() - self.checkpoint_time),
             "last_checkpoint_status": self.last_checkpoint_status,
             "checkpoints_written": self.checkpoints_written,
+            "checkpoint_in_progress": int(self._checkpoint_lock.locked()),
             "replay_records": rec.records,
             "replay_segments": rec.segments,
             "replay_seconds": f"{rec.seconds:.3f}",

@@ -628,22 +628,22 @@ class Server:
 
     async def _tier_history(self) -> None:
         """While the history in memory is past `history-memory`, older versions move to
-        the spill file (store.coldhistory): a step of at most 5 ms, then the clients'
-        turn, and so on; looked at ten times a second otherwise."""
+        the spill file (store.coldhistory), in steps that take as long as the clients
+        had since the last one (2-50 ms): half the core while writes outrun it, so the
+        resident set stays near the budget; looked at ten times a second otherwise."""
         state = self.state
+        last = time.monotonic()
         while True:
             budget = int(config_values(state).get("history-memory") or 0)
-            tierer = state.store.tierer
-            if (
-                budget <= 0
-                or state.loading
-                or state.debug.pause_cron
-                or state.store.spill is None
-                or not tierer.step(budget, 0.005)
-            ):
+            store = state.store
+            if budget <= 0 or state.loading or state.debug.pause_cron or store.spill is None:
                 await asyncio.sleep(0.1)
-            else:
-                await asyncio.sleep(0)
+                continue
+            began = time.monotonic()
+            share = min(max(began - last, 0.002), 0.05)
+            more = store.tierer.step(budget, share)
+            last = time.monotonic()
+            await asyncio.sleep(0 if more else 0.1)
 
     def check_output_limits(self) -> None:
         """A client past its soft output limit is closed once it has stayed there long

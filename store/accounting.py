@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from store.chains import COLD, V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn
+from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn
 
 ENTRY_BYTES: Final = 160  # a VersionEntry, its undo tuple and op tuple, the list slot
 # ... whose undo restores a string (its bytes are counted besides).
@@ -248,7 +248,8 @@ class HistoryMemory:
 
 def recount(store: Any, dbs: Iterable[Any]) -> HistoryMemory:
     """What the chains of `dbs` (a Store's, and its branches') hold, counted from
-    scratch; `store` gives retention and pins (`Store.history_recount`)."""
+    scratch; `store` gives retention and pins (`Store.history_recount`). Entries out
+    of memory (store.coldhistory) are read back and counted, also apart."""
     mem = HistoryMemory()
     pin = store.pin_lsn()
     for db in dbs:
@@ -257,22 +258,37 @@ def recount(store: Any, dbs: Iterable[Any]) -> HistoryMemory:
         raws = dict.values(chains)
         lists = list(map(operator.is_not, map(type, raws), itertools.repeat(int)))
         packed = len(lists) - lists.count(True)
+        cold = chains.cold
+        if chains.spill is not None:  # keys whose entries are all out: ints < 0
+            for key, v in dict.items(chains):
+                if type(v) is int and v < 0:
+                    packed -= 1
+                    _recount_chain(store, mem, db.ident, key, chains.spill.entries(-v), 0, pin)
         if packed:
             mem.add(db.ident, packed * PACKED_BYTES, packed)
         for key, chain in itertools.compress(dict.items(chains), lists):
-            if chains.cold:
-                ref = chains.cold.get(key)
-                if ref is not None:
-                    old = chains.spill.entries(ref)
-                    mem.cold_bytes += chain_bytes(old)
-                    mem.cold_versions += len(old)
-                    chain = old if chain is COLD else old + chain
-            mem.add(db.ident, chain_bytes(chain), len(chain))
-            cut = store._retention_cut(key, chain)
-            if not cut:
-                continue
-            pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
-            if pinned < cut:
-                table = store.table_of(key) if store.tables else None
-                mem.mark_pinned(db.ident, key, chain, pinned, cut, table)
+            ref = cold.get(key) if cold else None
+            if ref is None:
+                _recount_chain(store, mem, db.ident, key, chain, len(chain), pin)
+            else:
+                old = chains.spill.entries(ref)
+                _recount_chain(store, mem, db.ident, key, old + chain, len(chain), pin)
     return mem
+
+
+def _recount_chain(
+    store: Any, mem: HistoryMemory, ident: Any, key: bytes, chain: list[Any], hot: int, pin: int
+) -> None:
+    """Count one key's `chain`, of which the last `hot` entries are in memory."""
+    mem.add(ident, chain_bytes(chain), len(chain))
+    if hot < len(chain):
+        cold = chain[: len(chain) - hot]
+        mem.cold_bytes += chain_bytes(cold)
+        mem.cold_versions += len(cold)
+    cut = store._retention_cut(key, chain)
+    if not cut:
+        return
+    pinned = bisect_right(chain, pin, 0, cut, key=_entry_lsn)
+    if pinned < cut:
+        table = store.table_of(key) if store.tables else None
+        mem.mark_pinned(ident, key, chain, pinned, cut, table)

@@ -111,18 +111,15 @@ def translate_codes(names: list[str]) -> list[int | None] | None:
     return None if all(c == i for i, c in enumerate(table)) else table
 
 
-# What a key's slot holds while all its entries are out of memory (store.coldhistory),
-# compared by identity. Not `Final`: the compiled build would make a new tuple at each
-# place a Final tuple is used.
-COLD: Any = ("cold",)
-
-
 class Chains(dict[bytes, Any]):
     """key -> version chain (oldest first). Reads (`get`, `[]`, `items`, `values`)
     always see lists of `VersionEntry`; a packed first version is unpacked on the
-    way (and stays packed), and entries moved out of memory (`cold`: key -> cold
-    reference into `spill`, store.coldhistory) are read back in front of the ones
-    in memory. Only the commit point writes packed entries."""
+    way (and stays packed), and entries moved out of memory (store.coldhistory) are
+    read back from `spill` in front of the ones in memory. A slot holds a list, a
+    packed creation (an int >= 0), or, for a key whose entries are all out of memory,
+    its cold reference negated (an int < 0); a key with entries both in memory and
+    out keeps its cold reference in `cold`. Only the commit point writes packed
+    entries."""
 
     __slots__ = ("cold", "spill", "time_of")
 
@@ -157,10 +154,11 @@ class Chains(dict[bytes, Any]):
     def packed(self, key: bytes) -> int | None:
         """The packed creating version of `key`, if that is all its chain is."""
         v = _dict_get(self, key)
-        return v if type(v) is int else None
+        return v if type(v) is int and v >= 0 else None
 
     def raw_many(self, keys: list[bytes]) -> list[Any]:
-        """What the chains of `keys` hold as stored: packed ints, lists, COLD or None."""
+        """What the slots of `keys` hold: packed ints, lists, negated cold references
+        or None."""
         return list(map(_dict_get.__get__(self), keys))
 
     def add_packed(
@@ -175,8 +173,11 @@ class Chains(dict[bytes, Any]):
             self.add_born(key, v >> _CMD_BITS, names[v & _CMD_MASK])
 
     def unpack(self, v: Any) -> list[VersionEntry]:
+        """The entries a slot's `v` stands for, without those in `cold`."""
         if type(v) is not int:
             return v  # type: ignore[no-any-return]
+        if v < 0:
+            return self.spill.entries(-v)  # type: ignore[no-any-return]
         return [self._created(v >> _CMD_BITS, _cmd_names[v & _CMD_MASK])]
 
     def whole(self, key: bytes, v: Any) -> Any:
@@ -185,30 +186,35 @@ class Chains(dict[bytes, Any]):
         if ref is None:
             return self.unpack(v)
         old: list[VersionEntry] = self.spill.entries(ref)
-        if v is COLD:
-            return old
-        return old + self.unpack(v)
+        return old + v
 
     def get(self, key: bytes, default: Any = None) -> Any:
         v = _dict_get(self, key, default)
+        if type(v) is int:
+            return self.unpack(v)
         if self.cold and v is not default:
             return self.whole(key, v)
-        return self.unpack(v) if type(v) is int else v
+        return v
 
     def __getitem__(self, key: bytes) -> list[VersionEntry]:
         v = dict.__getitem__(self, key)
-        if self.cold:
+        if self.cold and type(v) is not int:
             return self.whole(key, v)  # type: ignore[no-any-return]
         return self.unpack(v)
 
     def values(self) -> list[list[VersionEntry]]:  # type: ignore[override]
         if self.cold:
-            return [self.whole(k, v) for k, v in dict.items(self)]
+            return [
+                self.unpack(v) if type(v) is int else self.whole(k, v) for k, v in dict.items(self)
+            ]
         return [self.unpack(v) for v in dict.values(self)]
 
     def items(self) -> list[tuple[bytes, list[VersionEntry]]]:  # type: ignore[override]
         if self.cold:
-            return [(k, self.whole(k, v)) for k, v in dict.items(self)]
+            return [
+                (k, self.unpack(v) if type(v) is int else self.whole(k, v))
+                for k, v in dict.items(self)
+            ]
         return [(k, self.unpack(v)) for k, v in dict.items(self)]
 
 

@@ -2,17 +2,18 @@
 
 With `history-memory` set (bytes; 0, the default, keeps all history in memory), the
 server moves version entries out of memory while the history it holds in memory is
-past that budget (`tier`, run by the server between batches of commands). A key whose
-entries went out keeps in memory one int, its *cold reference* in `Chains.cold`, and
-its slot in the chains dict holds `COLD` until it is written again; the entries sit in
-the spill file as pickled runs, newest run first, each naming the run before it. So
-moving a key out again after more writes costs only its new entries.
+past that budget (`Tierer.step`, run by the server between batches of commands). A key
+whose entries went out keeps in memory one int, its *cold reference*: negated in its
+slot of the chains dict while all its entries are out, in `Chains.cold` beside the
+list of newer ones once it is written again. The entries sit in the spill file as
+pickled runs, newest run first, each naming the run before it, so moving a key out
+again after more writes costs only its new entries.
 
 Readers see nothing of it: `Chains.get` (and `[]`, `items`, `values`) gives the whole
 chain, the cold entries read back (`pread`) in front of the ones in memory. Writers
 append to the part in memory; retention that cuts a chain first takes its cold entries
-back in (`warm`), and `tier` flattens a key's runs into one, cut by retention, once
-they hold twice what retention keeps.
+back in (`warm`), and the tierer flattens a key's runs into one, cut by retention,
+once they hold twice what retention keeps.
 
 The spill file is a cache of this process: object storage stays the durable copy
 (checkpoints read the cold entries through `Chains.get`, in the checkpoint child too:
@@ -32,7 +33,6 @@ import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from store.accounting import chain_bytes
-from store.chains import COLD
 
 if TYPE_CHECKING:
     from store.database import Database
@@ -267,8 +267,11 @@ class Tierer:
         offsets = spill.write(runs)
         mem = store.mem
         for (key, chain, _ref, base, total), offset, run in zip(moved, offsets, runs, strict=True):
-            cold[key] = make_ref(offset, len(run), base, total)
-            dict.__setitem__(chains, key, COLD)
+            # All of the key's entries are out now: its slot holds the reference,
+            # negated, and `cold` none (store.chains.Chains).
+            dict.__setitem__(chains, key, -make_ref(offset, len(run), base, total))
+            if cold:
+                cold.pop(key, None)
             mem.cold_bytes += chain_bytes(chain)
             mem.cold_versions += len(chain)
             self.versions_moved += len(chain)
@@ -281,28 +284,29 @@ class Tierer:
 def compact(store: Store) -> None:
     """Write every key's cold entries, one run per key, to a new spill file and drop
     the old one (its dead runs with it)."""
-    old: Spill | None = None
-    for db in store.dbs:
-        if db.chains.spill is not None:
-            old = db.chains.spill
-            break
+    old: Spill | None = store.spill
     if old is None:
         return
     new = Spill(old.directory)
     for db in store.dbs:
         chains = db.chains
-        keys = list(chains.cold)
-        for i in range(0, len(keys), 1024):
-            batch = keys[i : i + 1024]
-            runs = []
-            for key in batch:
-                entries = old.entries(chains.cold[key])
-                runs.append(pickle.dumps((0, entries), pickle.HIGHEST_PROTOCOL))
+        # (key, reference, in the slot?) of every key with entries out of memory
+        refs = [(k, -v, True) for k, v in dict.items(chains) if type(v) is int and v < 0]
+        refs += [(k, ref, False) for k, ref in chains.cold.items()]
+        for i in range(0, len(refs), 1024):
+            batch = refs[i : i + 1024]
+            runs = [
+                pickle.dumps((0, old.entries(ref)), pickle.HIGHEST_PROTOCOL)
+                for _k, ref, _s in batch
+            ]
             offsets = new.write(runs)
-            for key, offset, run in zip(batch, offsets, runs, strict=True):
-                ref = chains.cold[key]
+            for (key, ref, in_slot), offset, run in zip(batch, offsets, runs, strict=True):
                 total = ref_total(ref)
-                chains.cold[key] = make_ref(offset, len(run), total, total)
+                ref = make_ref(offset, len(run), total, total)
+                if in_slot:
+                    dict.__setitem__(chains, key, -ref)
+                else:
+                    chains.cold[key] = ref
     new.reads += old.reads
     for db in store.dbs:
         if db.chains.spill is old:

@@ -28,7 +28,7 @@ from store.accounting import (
     REPLACED_STRING_BYTES,
     entry_bytes,
 )
-from store.chains import COLD, V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
+from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES, counted_apply_on
 from store.ops import CREATED, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
@@ -141,11 +141,13 @@ def version_key(
         mem.add(dbi, entry_bytes(entry))
         return
     if type(chain) is int:
-        chain = chains[key] = chains.unpack(chain)
-        mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
-    elif chain is COLD:  # every entry out of memory (store.coldhistory): new ones go here
-        chain = []
-        dict.__setitem__(chains, key, chain)
+        if chain < 0:  # every entry out of memory (store.coldhistory): new ones go here
+            chains.cold[key] = -chain
+            fresh: list[VersionEntry] = []
+            chain = chains[key] = fresh
+        else:
+            chain = chains[key] = chains.unpack(chain)
+            mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
     snap = None
     if len(chain) % every == every - 1:
         v = db.data.get(key)

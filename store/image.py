@@ -72,6 +72,7 @@ def _db_items(db: Database) -> Iterator[Any]:
         ks, vs, ps = all_keys[i : i + BATCH], all_values[i : i + BATCH], all_raw[i : i + BATCH]
         if (
             set(map(type, ps)) == _INT
+            and min(ps) >= 0  # not a key whose history is out of memory (store.coldhistory)
             and set(map(type, vs)) == _BYTES
             and (not expires or expires.keys().isdisjoint(ks))
             and (not floors or floors.keys().isdisjoint(ks))
@@ -82,7 +83,13 @@ def _db_items(db: Database) -> Iterator[Any]:
         values: list[bytes] = []
         packed: list[int] = []
         for key, value, p in zip(ks, vs, ps, strict=True):
-            if type(p) is int and type(value) is bytes and key not in expires and key not in floors:
+            if (
+                type(p) is int
+                and p >= 0
+                and type(value) is bytes
+                and key not in expires
+                and key not in floors
+            ):
                 keys.append(key)
                 values.append(value)
                 packed.append(p)

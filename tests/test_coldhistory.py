@@ -10,17 +10,21 @@ state both still hold."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commands.snapshot_codec import encode_value
 from store import V_LSN, V_SNAP, PrunedError, Store
-from store.coldhistory import COLD, attach, compact, hot_bytes
+from store.coldhistory import attach, compact, hot_bytes
+from tests.conftest import start_temporalstore
 from tests.helpers import make_session, run
+from tests.test_durability import kill9
 
 VERBS = [
     "set",
@@ -178,14 +182,15 @@ def test_tiering_moves_entries_out_and_writes_append_in_memory(tmp_path: Path) -
     assert hot_bytes(store) > 0
     assert store.tierer.step(0, 60.0) is False
     db = store.dbs[0]
-    assert dict.get(db.chains, b"k") is COLD and dict.get(db.chains, b"h") is COLD
+    # All out: each slot holds its key's cold reference, negated.
+    assert dict.get(db.chains, b"k") < 0 and dict.get(db.chains, b"h") < 0 and not db.chains.cold
     assert store.mem.cold_versions == 40
     assert hot_bytes(store) == 0
     assert spill.size > 0
     assert _chains(store) == before
     # A write after: the new entry is in memory, the cold ones stay out.
     run(s, "SET", "k", "new")
-    assert len(dict.get(db.chains, b"k")) == 1
+    assert len(dict.get(db.chains, b"k")) == 1 and b"k" in db.chains.cold
     assert len(db.chains[b"k"]) == 21
     assert store.value_as_of(0, b"k", 1) == (b"v0", None)
     # Moved again: only the new entry is written (one more run).
@@ -233,3 +238,80 @@ def test_pinned_history_stays_in_memory_until_released(tmp_path: Path) -> None:
     with pytest.raises(PrunedError):
         store.value_as_of(0, b"k", sealed)
     _check_counts(store)
+
+
+def _history_replies(r: Any, keys: list[str], last: int) -> list[Any]:
+    out: list[Any] = []
+    for key in keys:
+        out.append(r.execute_command("TS.HISTORY", key, "WITHVALUES"))
+        for v in range(1, last + 1, 7):
+            out.append(r.execute_command("TS.ASOF", key, "VERSION", v))
+    out.append(r.execute_command("TS.ASOF", "doc", "SNAPSHOT", "first"))
+    out.append(r.execute_command("TS.DIFF", "VERSION", 10, "VERSION", last))
+    return out
+
+
+def _cold(r: Any) -> tuple[int, int, int]:
+    h = r.info("history")
+    return (
+        h["history_cold_versions"],
+        h["history_bytes"] - h["history_cold_bytes"],
+        h["history_memory"],
+    )
+
+
+def test_server_moves_history_out_and_keeps_it_across_kill9(tmp_path: Path) -> None:
+    """A real server: the same replies before and after its history went to the spill
+    file (CONFIG SET history-memory), and after kill -9 and a restart from storage."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    flags = ["--storage", f"file://{tmp_path}/store", "--history-spill-dir", str(spill)]
+    p = start_temporalstore(flags)
+    r = redis.Redis(port=p.port, socket_timeout=30)
+    keys = ["doc", "n", "h", "l", "z"]
+    try:
+        for i in range(40):
+            r.set("doc", f"v{i}" * 20)
+            r.incr("n")
+            r.hset("h", f"f{i % 7}", i)
+            r.lpush("l", i)
+            r.zadd("z", {f"m{i % 5}": i})
+            if i == 20:
+                r.execute_command("TS.SEAL", "first")
+        last = int(r.info("persistence")["last_lsn"])
+        before = _history_replies(r, keys, last)
+        assert _cold(r)[0] == 0
+        assert r.config_get("history-memory") == {"history-memory": "0"}
+        r.config_set("history-memory", "1")
+        deadline = time.monotonic() + 30
+        while _cold(r)[1] > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cold, hot, budget = _cold(r)
+        assert budget == 1 and hot <= 1 and cold >= 40 * len(keys)
+        assert r.info("history")["history_spill_file_bytes"] > 0
+        assert _history_replies(r, keys, last) == before
+        r.set("doc", "after")  # a write to a key whose history is out of memory
+        assert r.execute_command("TS.ASOF", "doc", "BACK", 1) == b"v39" * 20
+        r.execute_command("TS.WAITDURABLE", "0")
+        r.bgsave()  # a checkpoint holding the cold entries, written by the forked child
+        deadline = time.monotonic() + 30
+        while int(r.info("persistence")["checkpoints_written"]) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        r.close()
+        kill9(p)
+        q = start_temporalstore(flags)
+        r = redis.Redis(port=q.port, socket_timeout=30)
+        try:
+            assert r.get("doc") == b"after"
+            assert r.execute_command("TS.ASOF", "doc", "BACK", 1) == b"v39" * 20
+            again = _history_replies(r, keys, last)
+            # TS.HISTORY of doc (oldest first) ends with the write made after.
+            assert again[1:] == before[1:]
+            assert again[0][:-1] == before[0] and len(again[0]) == len(before[0]) + 1
+        finally:
+            r.close()
+            q.stop()
+    finally:
+        r.close()
+        p.stop()

@@ -599,6 +599,7 @@ _DURABILITY_FIELDS = {
     "last_checkpoint_age_s",
     "last_checkpoint_status",
     "checkpoints_written",
+    "checkpoint_in_progress",
     "replay_records",
     "replay_segments",
     "replay_seconds",
