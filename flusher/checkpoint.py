@@ -160,15 +160,10 @@ def _set_cpus(cpus: frozenset[int]) -> None:
 
 
 def _read_all(fd: int) -> bytes:
-    """Everything the child writes. Gathered in one growing buffer: a list of the
-    pipe's reads (up to 64 KiB each, so served from the C heap, below the server's
-    mmap threshold, commands/allocator.py) left the whole object's worth of freed
-    holes in the heap, resident after the checkpoint (+165 MiB for 200,000 keys x 10
-    versions); a buffer past the threshold is its own mapping, returned when freed."""
-    buf = bytearray()
+    parts = []
     while chunk := os.read(fd, 1 << 20):
-        buf += chunk
-    return bytes(buf)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 async def read_checkpoint(objects: ObjectStore, store: Store, lsn: int) -> None:

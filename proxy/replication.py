@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
+from commands import allocator
 from commands.errors import READONLY, CommandError
 from commands.replies import Encoded, Reply, Simple
 from commands.replstate import GroupView, ReplicaLink
@@ -365,6 +366,7 @@ class Node:
         durable = DurableStore(store, self.objects, self.durability, manifest, self.recovery)
         objects = self.objects
         durable.rebuild = lambda st: recover(st, objects)  # DEBUG RELOAD
+        durable.after_checkpoint = allocator.trim
         backlog = Backlog(store.lsn + 1, lambda: durable.durable_lsn)
         durable.flusher.tap = backlog.append_chunk
         backlog.fill = durable.flusher.encode_pending
