@@ -48,34 +48,81 @@ def _load_and_measure(srv: Proc, s: Settings) -> dict[str, Any]:
     return {"empty": empty, "loaded": full, "load_seconds": secs, "server": show_server(srv)}
 
 
-def _versions(s: Settings) -> dict[str, Any]:
-    """Ours keeps `version_rounds` versions of `version_keys` keys."""
-    ver: dict[str, Any] = {"keys": s.version_keys, "rounds": s.version_rounds}
-    srv = start_ours(f"file://{tmpdir('ver')}")
+# 4b's second run: history past this much in memory moves to the spill file
+# (store.coldhistory); the checkpoint child runs on the load CPU, as in 5b.
+HISTORY_MEMORY = "16mb"
+
+
+def _settle(srv: Proc, timeout: float = 600.0) -> tuple[float, int]:
+    """Until the server is idle: writes durable, no checkpoint running, history in
+    memory within `history-memory` (when set). (seconds waited, peak RSS seen)."""
+    wait_flushed(srv.port)
+    t0 = time.monotonic()
+    peak = srv.rss_bytes()
+    with Client(srv.port) as c:
+        while time.monotonic() - t0 < timeout:
+            h, p = c.info("history"), c.info("persistence")
+            peak = max(peak, srv.rss_bytes())
+            budget = int(h["history_memory"])
+            hot = int(h["history_bytes"]) - int(h["history_cold_bytes"])
+            if p["checkpoint_in_progress"] == "0" and (not budget or hot <= budget + (1 << 20)):
+                return time.monotonic() - t0, peak
+            time.sleep(0.5)
+    raise RuntimeError("the server did not settle")
+
+
+def _versions_run(s: Settings, flags: tuple[str, ...]) -> dict[str, Any]:
+    """Ours keeps `version_rounds` versions of `version_keys` keys: RSS after the
+    first round and, settled, after the last; the peak RSS seen after each round."""
+    ver: dict[str, Any] = {}
+    srv = start_ours(f"file://{tmpdir('ver')}", *flags)
     ver["server"] = show_server(srv)
     t0 = time.monotonic()
+    peak = 0
     for rnd in range(1, s.version_rounds + 1):
         load(srv.port, set_commands(s.version_keys, s.value_bytes, seed=rnd))
+        peak = max(peak, srv.rss_bytes())
         if rnd in (1, s.version_rounds):
-            wait_flushed(srv.port)
-            ver[f"round{rnd}"] = _memory(srv)
-    ver["load_seconds"] = time.monotonic() - t0
+            ver["load_seconds"] = time.monotonic() - t0
+            waited, seen = _settle(srv)
+            peak = max(peak, seen)
+            ver[f"round{rnd}"] = {**_memory(srv), "settle_seconds": waited}
+    with Client(srv.port) as c:
+        ver["history"] = c.info("history")
+    ver["peak_rss"] = peak
     srv.discard()
-    r = start_redis("--appendonly", "no")
-    load(r.port, set_commands(s.version_keys, s.value_bytes))
-    ver["redis_latest"] = _memory(r)
-    r.stop()
     extra_versions = s.version_keys * (s.version_rounds - 1)
     ver["bytes_per_extra_version"] = (
         ver[f"round{s.version_rounds}"]["rss"] - ver["round1"]["rss"]
     ) / extra_versions
-    ver["ratio_to_redis_latest"] = (
-        ver[f"round{s.version_rounds}"]["rss"] / ver["redis_latest"]["rss"]
+    return ver
+
+
+def _versions(s: Settings) -> dict[str, Any]:
+    """Ours keeps `version_rounds` versions of `version_keys` keys, all in memory (the
+    default) and with history past HISTORY_MEMORY moved out (store.coldhistory),
+    against redis holding the latest values."""
+    ver: dict[str, Any] = {"keys": s.version_keys, "rounds": s.version_rounds}
+    ver["memory"] = _versions_run(s, ())
+    ver["history_memory"] = HISTORY_MEMORY
+    ver["tiered"] = _versions_run(
+        s, ("--history-memory", HISTORY_MEMORY, *_child_cpus("--checkpoint-cpulist"))
     )
+    # The figures of the default run where the report read them before.
+    ver.update({k: v for k, v in ver["memory"].items() if k != "history"})
+    r = start_redis("--appendonly", "no")
+    load(r.port, set_commands(s.version_keys, s.value_bytes))
+    ver["redis_latest"] = _memory(r)
+    r.stop()
+    last = f"round{s.version_rounds}"
+    for run in (ver, ver["tiered"]):
+        run["ratio_to_redis_latest"] = run[last]["rss"] / ver["redis_latest"]["rss"]
     log(
         f"versions: {s.version_keys:,} keys x {s.version_rounds}: ours "
-        f"{ver[f'round{s.version_rounds}']['rss'] / 2**20:.0f} MiB RSS, redis (latest) "
-        f"{ver['redis_latest']['rss'] / 2**20:.0f} MiB: {ver['ratio_to_redis_latest']:.2f}x"
+        f"{ver[last]['rss'] / 2**20:.0f} MiB RSS in memory, "
+        f"{ver['tiered'][last]['rss'] / 2**20:.0f} MiB with --history-memory "
+        f"{HISTORY_MEMORY}, redis (latest) {ver['redis_latest']['rss'] / 2**20:.0f} MiB: "
+        f"{ver['ratio_to_redis_latest']:.2f}x, {ver['tiered']['ratio_to_redis_latest']:.2f}x"
     )
     return ver
 
