@@ -11,6 +11,15 @@ and moto's list of its modules is made once. In `python -m bench.run --items 6`
 (2026-11-27, alternating runs) moto spent 1.96-2.04 ms of CPU per segment PUT this
 way against 3.37-3.90 ms started as `python -m moto.server`.
 
+One thing it costs on a busy machine: a kept connection's thread in moto sleeps until
+the next request arrives and then waits for the load CPU, where a new connection's
+handshake had woken moto's accepting thread while the client was still building its
+request. With other processes busy on the load CPU (the shared machine, 40-75 % of it
+in use by others), a 1-client sync SET measured p50 7.3 ms against 3.8-4.0 ms with
+moto.server (raw PUTs: 4.6 ms against 7.7-8.1 ms); on a quieter run, 2.1 ms against a
+raw PUT's 1.8 ms. A blocking client (http.client) over a kept connection measured
+1.1-1.3 ms p50 against 2.5-3.9 ms with a new connection each time.
+
 Why moto's own start closes every connection: werkzeug's development server (2.1 and
 later) sends ``Connection: close`` with every response, since after the application has
 run, its handler discards whatever the client may still send (an unread request body)
