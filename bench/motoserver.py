@@ -11,14 +11,14 @@ and moto's list of its modules is made once. In `python -m bench.run --items 6`
 (2026-11-27, alternating runs) moto spent 1.96-2.04 ms of CPU per segment PUT this
 way against 3.37-3.90 ms started as `python -m moto.server`.
 
-One thing it costs on a busy machine: a kept connection's thread in moto sleeps until
-the next request arrives and then waits for the load CPU, where a new connection's
-handshake had woken moto's accepting thread while the client was still building its
-request. With other processes busy on the load CPU (the shared machine, 40-75 % of it
-in use by others), a 1-client sync SET measured p50 7.3 ms against 3.8-4.0 ms with
-moto.server (raw PUTs: 4.6 ms against 7.7-8.1 ms); on a quieter run, 2.1 ms against a
-raw PUT's 1.8 ms. A blocking client (http.client) over a kept connection measured
-1.1-1.3 ms p50 against 2.5-3.9 ms with a new connection each time.
+Not explained yet: while other processes kept the machine busy (40-75 % of it in use
+by others), a 1-client sync SET (the server's aiobotocore client on uvloop) measured
+p50 7.3 ms over kept connections against 3.8-4.0 ms with moto.server, and aiobotocore
+PUTs in a loop on uvloop had a longer tail (p90 7-16 ms against 3-8 ms), while raw PUTs
+through bench/putlat.py (4.6 ms against 7.7-8.1 ms) and a blocking http.client (p50
+1.1-1.3 ms against 2.5-3.9 ms) were faster kept; on a quieter run the 1-client sync SET
+measured 2.1 ms against a raw PUT's 1.8 ms. A moto that served each request of a kept
+connection on a new thread was slower still (p50 12 ms), so it is not the thread's age.
 
 Why moto's own start closes every connection: werkzeug's development server (2.1 and
 later) sends ``Connection: close`` with every response, since after the application has
