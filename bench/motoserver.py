@@ -17,8 +17,11 @@ p50 7.3 ms over kept connections against 3.8-4.0 ms with moto.server, and aiobot
 PUTs in a loop on uvloop had a longer tail (p90 7-16 ms against 3-8 ms), while raw PUTs
 through bench/putlat.py (4.6 ms against 7.7-8.1 ms) and a blocking http.client (p50
 1.1-1.3 ms against 2.5-3.9 ms) were faster kept; on a quieter run the 1-client sync SET
-measured 2.1 ms against a raw PUT's 1.8 ms. A moto that served each request of a kept
-connection on a new thread was slower still (p50 12 ms), so it is not the thread's age.
+measured 2.1 ms against a raw PUT's 1.8 ms. It takes the SET client on moto's CPU (as
+redis-benchmark is in the benchmark): with the client on the server's CPU instead, the
+same 1-client sync SET measured p50 2.9-3.4 ms kept against 3.4-4.1 ms with
+moto.server. A moto that served each request of a kept connection on a new thread was
+slower still (p50 12 ms).
 
 Why moto's own start closes every connection: werkzeug's development server (2.1 and
 later) sends ``Connection: close`` with every response, since after the application has
