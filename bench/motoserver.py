@@ -21,7 +21,13 @@ measured 2.1 ms against a raw PUT's 1.8 ms. It takes the SET client on moto's CP
 redis-benchmark is in the benchmark): with the client on the server's CPU instead, the
 same 1-client sync SET measured p50 2.9-3.4 ms kept against 3.4-4.1 ms with
 moto.server. A moto that served each request of a kept connection on a new thread was
-slower still (p50 12 ms).
+slower still (p50 12 ms). `perf sched timehist` over 150 such SETs, with other
+processes busy on both CPUs, put the time in scheduling: the wake-ups of the server and
+of the SET client waited 285 ms and 120 ms in all (p90 3.7 and 3.5 ms) over kept
+connections, 16 ms and 10 ms with moto.server; moto's own wake-ups waited little in
+both. So it is a matter of CPUs shared with other work (2 cores for several sessions);
+on a machine where only the benchmark runs it should not arise, which is still to be
+measured there.
 
 Why moto's own start closes every connection: werkzeug's development server (2.1 and
 later) sends ``Connection: close`` with every response, since after the application has
