@@ -221,11 +221,19 @@ def start_redis(*flags: str, workdir: Path | None = None) -> Proc:
     return p
 
 
-def start_moto() -> Proc:
+MOTO_STARTS = {
+    # moto's S3 served with HTTP/1.1 keep-alive, as S3 and MinIO serve (bench/motoserver.py).
+    "keepalive": "bench.motoserver",
+    # moto's own start: werkzeug's development server closes every connection.
+    "close": "moto.server",
+}
+
+
+def start_moto(start: str = "keepalive") -> Proc:
     """moto stands in for remote object storage: it runs on the load generator's CPU
-    so that it never takes the server's core."""
+    so that it never takes the server's core. `start` is a key of `MOTO_STARTS`."""
     port = free_port()
-    argv = pin(LOAD_CPU, [sys.executable, "-m", "moto.server", "-p", str(port)])
+    argv = pin(LOAD_CPU, [sys.executable, "-m", MOTO_STARTS[start], "-p", str(port)])
     p = _spawn("moto", argv, port, S3_ENV)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 60

@@ -586,6 +586,20 @@ def _throughput(tp: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
     return L
 
 
+def _moto_start(s: dict[str, Any]) -> str:
+    """How items 2 and 6 started moto (`bench.run --moto`; runs before the option
+    existed used moto's own start)."""
+    if s.get("moto", "close") == "keepalive":
+        return (
+            "`python -m bench.motoserver`: moto's own S3 application served over kept HTTP/1.1"
+            " connections, as S3 and MinIO serve; `python -m moto.server` answers every"
+            " request with `Connection: close`, so each PUT paid a new TCP connection on both"
+            " sides, and moto's dispatcher listed its package directory on every request,"
+            " which bench/motoserver.py does once"
+        )
+    return "`python -m moto.server`: a new TCP connection for every request"
+
+
 def _durability(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
     L = ["## 2. What durability costs (ours only)", ""]
     if not _ok(du):
@@ -597,7 +611,7 @@ def _durability(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         " server per configuration and run: -P 1, then -P 16; configurations rotate from run"
         f" to run). Async SET and all GET runs send {s['store_requests']:,} requests, sync SET"
         f" runs {s['sync_requests']:,};"
-        " S3 is a local moto server (`python -m moto.server`) on the load CPU, so a PUT costs"
+        f" S3 is a local moto server on the load CPU ({_moto_start(s)}), so a PUT costs"
         " a local HTTP round trip, not a real S3 one. The ratio is against file-async.",
         "",
     ]
@@ -853,9 +867,10 @@ def _sync(du: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         " When a PUT lands while writes wait, the next PUT starts before the writers it"
         " released get their replies. PUTs per"
         " acknowledged write = delta of INFO persistence `object_puts` / delta of"
-        " `last_lsn` over the run.",
+        f" `last_lsn` over the run. moto: {_moto_start(s)}.",
         "",
         *_code(
+            du["moto"],
             c["server_s3-sync"],
             c["server_s3-async"],
             *[c[f"set_c{k}_P1_sync"] for k, _ in s["sync_clients"]],  # async: the same

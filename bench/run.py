@@ -36,6 +36,7 @@ from bench.client import Client, Sampler, encode, wait_flushed
 from bench.proc import (
     CORES,
     LOAD_CPU,
+    MOTO_STARTS,
     PINNED,
     REPO,
     SERVER_CPU,
@@ -78,6 +79,8 @@ class Settings:
     # Item 2, S3: SET at -P 1 by (clients, requests) in both modes, beside the 50-client
     # runs. One client in sync mode is set against one raw PUT (bench/putlat.py).
     sync_clients: tuple[tuple[int, int], ...] = ((1, 300), (500, 25_000))
+    # How moto is started for items 2 and 6 (a key of bench.proc.MOTO_STARTS).
+    moto: str = "keepalive"
     mem_keys: int = 1_000_000
     value_bytes: int = 100
     version_keys: int = 1_000_000  # item L: measured at the target's size, 1M x 10
@@ -342,7 +345,7 @@ def item_durability(s: Settings, sync_only: bool = False) -> dict[str, Any]:
     """Item 2 (every storage and durability mode) with item 6 (sync mode against S3);
     `sync_only`: item 6 alone (S3, -P 1, the client counts of `sync_clients`)."""
     configs = ["s3-async", "s3-sync"] if sync_only else STORE_CONFIGS
-    moto = start_moto()
+    moto = start_moto(s.moto)
     create_bucket(moto, BUCKET)
     endpoint = f"http://127.0.0.1:{moto.port}"
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in configs}
@@ -751,6 +754,15 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")
+    ap.add_argument(
+        "--moto",
+        choices=sorted(MOTO_STARTS),
+        default="keepalive",
+        help=(
+            "how items 2 and 6 start moto: keepalive (bench/motoserver.py, the default) or"
+            " close (python -m moto.server, a new connection per request)"
+        ),
+    )
     ap.add_argument("--doc", default=str(REPO / "docs" / "benchmarks.md"))
     ap.add_argument("--json", default=str(REPO / "bench-results.json"))
     ap.add_argument(
@@ -769,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings.quick() if ns.quick else Settings()
     if ns.runs is not None:
         s.runs = s.other_runs = ns.runs
+    s.moto = ns.moto
     os.chdir(REPO)
     pin_self()
     results: dict[str, Any] = {

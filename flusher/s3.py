@@ -165,12 +165,37 @@ def _expect_large_bodies(model: Any, params: dict[str, Any], **kwargs: Any) -> N
         params["headers"]["Expect"] = "100-continue"
 
 
+SKIPPED_HANDLERS = frozenset(
+    {
+        # They do nothing for these requests:
+        botocore.handlers.generate_idempotent_uuid,  # no idempotency-token member
+        botocore.handlers.validate_ascii_metadata,  # no Metadata
+        botocore.handlers.sse_md5,  # no SSE-C key
+        botocore.handlers.inject_api_version_header_if_needed,  # no endpoint discovery in S3
+        botocore.handlers.add_recursion_detection_header,  # only inside AWS Lambda
+        # The SDK's telemetry headers (amz-sdk-invocation-id, amz-sdk-request): S3
+        # serves the same without them.
+        botocore.handlers.add_retry_headers,
+    }
+)
+"""botocore's built-in handlers this store's client does without, for the requests it
+makes (PutObject, GetObject, ListObjectsV2, DeleteObject with Bucket, Key, Body,
+IfNoneMatch, Prefix, ContinuationToken): each costs a call or more per request, and so
+does botocore's parameter validation (`parameter_validation=False`; the store checks
+its bucket, keys and prefixes itself). Without them a PUT of 4,000 bytes to moto costs
+the client 3.21M instructions instead of 3.41M (-6 %, callgrind, over a kept
+connection)."""
+
+
 def _lighten(client: Any) -> None:
     """``Expect: 100-continue`` only for large bodies on a new client
-    (`_expect_large_bodies`)."""
+    (`_expect_large_bodies`); none of `SKIPPED_HANDLERS`."""
     events = client.meta.events
     events.unregister("before-call.s3", botocore.handlers.add_expect_header)
     events.register("before-call.s3", _expect_large_bodies)
+    for spec in botocore.handlers.BUILTIN_HANDLERS:
+        if spec[1] in SKIPPED_HANDLERS:
+            events.unregister(spec[0], spec[1])
 
 
 USER_AGENT = (
@@ -229,6 +254,7 @@ class S3ObjectStore(ObjectStore):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             retries={"total_max_attempts": 1, "mode": "standard"},  # the caller retries
+            parameter_validation=False,  # see SKIPPED_HANDLERS
             max_pool_connections=max_pool_connections,
             # No CRC32 header computed and sent with every PUT: a segment carries its
             # own CRC-32 (checked on every read), over http the signature covers the

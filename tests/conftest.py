@@ -353,8 +353,10 @@ def _moto_log_tail(log_path: Path, lines: int = 40) -> str:
 
 @pytest.fixture(scope="session")
 def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A moto S3 server (`python -m moto.server`) on a free port for the session: yields
-    its endpoint URL. Sets dummy AWS credentials and region in this process's environment
+    """A moto S3 server on a free port for the session, started as the benchmark starts
+    it (`python -m bench.motoserver`: moto's application with HTTP/1.1 keep-alive, so
+    that the S3 client reuses its connections as it does with S3): yields its endpoint
+    URL. Sets dummy AWS credentials and region in this process's environment
     (inherited by servers the tests start) and hides any real AWS configuration."""
     with pytest.MonkeyPatch.context() as mp:
         aws_dir = tmp_path_factory.mktemp("aws")
@@ -377,7 +379,8 @@ def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 port = free_port()
                 endpoint = f"http://127.0.0.1:{port}"
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                    [sys.executable, "-m", "bench.motoserver", "-H", "127.0.0.1", "-p", str(port)],
+                    cwd=ROOT,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

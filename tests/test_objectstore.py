@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import botocore.exceptions
+import botocore.validate
 import pytest
 
 from flusher.memory import MemoryObjectStore
@@ -28,7 +29,13 @@ from flusher.objectstore import (
     _os_error,
     open_object_store,
 )
-from flusher.s3 import EXPECT_CONTINUE_BYTES, USER_AGENT, S3ObjectStore, _s3_error
+from flusher.s3 import (
+    EXPECT_CONTINUE_BYTES,
+    SKIPPED_HANDLERS,
+    USER_AGENT,
+    S3ObjectStore,
+    _s3_error,
+)
 from tests.conftest import free_port, make_bucket
 
 T = TypeVar("T")
@@ -622,8 +629,50 @@ class TestS3ObjectStore(ObjectStoreContract):
             small, large = sent
             assert "expect" not in small and not any("checksum" in k for k in small)
             assert small["if-none-match"] == "*"
+            assert not any(k.startswith("amz-sdk-") for k in small)  # SKIPPED_HANDLERS
             assert small["user-agent"] == f"{USER_AGENT} botocore/{botocore.__version__}"
             assert large["expect"] == "100-continue"
+
+        asyncio.run(main())
+
+    def test_skipped_handlers_are_gone(self) -> None:
+        """The client runs none of `SKIPPED_HANDLERS` and validates no parameters;
+        put-if-absent, get, list and delete still answer as before."""
+
+        async def main() -> None:
+            store = S3ObjectStore(self.bucket, "idle", self.endpoint)
+            await store.open()
+            client = store._client
+            assert client is not None
+            called: list[str] = []
+
+            def spy(event_name: str, **kwargs: Any) -> None:
+                called.append(event_name)
+
+            client.meta.events.register("before-parameter-build.s3", spy)
+            client.meta.events.register("before-call.s3", spy)
+            try:
+                for op in ("PutObject", "GetObject", "ListObjectsV2", "DeleteObject"):
+                    for event in (
+                        f"before-parameter-build.s3.{op}",
+                        f"before-call.s3.{op}",
+                        f"request-created.s3.{op}",
+                    ):
+                        handlers = client.meta.events._emitter._handlers.prefix_search(event)
+                        assert not SKIPPED_HANDLERS.intersection(handlers), event
+                # botocore wraps its serializer in a validating one unless told not to.
+                assert not isinstance(
+                    client._serializer, botocore.validate.ParamValidationDecorator
+                )
+                assert await store.put_if_absent("k", b"v")
+                assert not await store.put_if_absent("k", b"w")
+                assert await store.get("k") == b"v"
+                assert await store.list("") == ["k"]
+                await store.delete("k")
+                assert await store.get("k") is None
+            finally:
+                await store.close()
+            assert "before-call.s3.PutObject" in called  # the events still fire
 
         asyncio.run(main())
 
