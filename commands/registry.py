@@ -90,6 +90,13 @@ COMMANDS: dict[bytes, Command] = {}
 # Final: compiled, constants (not read from the module's dict per command).
 DIRECT_GET: Final = 1  # GET key: commands.common.get_string
 DIRECT_SET: Final = 2  # SET key value (no options): store.commitpath.set_string, then OK
+# The commonest writes (commands.hotwrites): INCR and DECR key; LPUSH and RPUSH key of
+# one element; HSET key of one field and value.
+DIRECT_INCR: Final = 3
+DIRECT_DECR: Final = 4
+DIRECT_LPUSH: Final = 5
+DIRECT_RPUSH: Final = 6
+DIRECT_HSET: Final = 7
 
 # Redis' protected commands and the config that allows each (processCommand refuses
 # them, with PROTECTED_REFUSAL, unless it is "yes", or "local" for a local client).
