@@ -36,8 +36,11 @@ def incr_by(s: Session, key: bytes, incr: int) -> Reply:
     """INCR, DECR, INCRBY and DECRBY: the new value, stored as its decimal digits."""
     db = s.db
     v = db.get_written(key)
+    last = LAST_INTEGER
     if v is None:
         value = 0
+    elif v is last.digits:  # the value the last INCR stored (a counter's next INCR)
+        value = last.value
     elif type(v) is bytes or type(v) is bytearray:
         n = string2ll(v if type(v) is bytes else bytes(v))
         if n is None:
@@ -56,28 +59,36 @@ def incr_by(s: Session, key: bytes, incr: int) -> Reply:
         db.touched(key)
         raise CommandError(OVERFLOW)
     value += incr
-    new = b"%d" % value
+    # The reply's encoding made here, the value's digits cut from it: one number
+    # formatted per INCR (the pipeline sends `encoded` when the reply is `number`).
+    encoded = b":%d\r\n" % value
+    new = encoded[1:-2]
     if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
         _in_place(s, key, v, new)
     set_string(s.store, db, key, new, KEEP_TTL, v)  # apply(db, key, (SET, new, KEEP_TTL))
-    reply: Any = value  # boxed once: the reply and DIGITS hold the same object
-    text = DIGITS
-    text.number = reply
-    text.digits = new
+    reply: Any = value  # boxed once: the reply and LAST_INTEGER hold the same object
+    last.number = reply
+    last.encoded = encoded
+    last.digits = new
+    last.value = value
     return reply
 
 
-class Digits:
-    """The last integer INCR returned and its digits (the value it stored): the
-    pipeline encodes that reply as `:<digits>\r\n` without formatting the number
-    again (proxy.pipeline, when the reply is this very object)."""
+class LastInteger:
+    """The last integer INCR returned and its RESP encoding (a colon, the digits and
+    CRLF: the same in RESP2 and RESP3), which the pipeline sends when the reply it
+    encodes is this very object (proxy.pipeline), without formatting the number
+    again; and the digits it stored, which the next INCR of that key finds there
+    (the very object, held here: its value is known without parsing it)."""
 
     def __init__(self) -> None:
         self.number: object = None
-        self.digits = b""
+        self.encoded = b""
+        self.digits: object = None
+        self.value = 0
 
 
-DIGITS: Final = Digits()
+LAST_INTEGER: Final = LastInteger()
 
 
 SHARED_INTEGERS: Final = 10000  # OBJ_SHARED_INTEGERS

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
-from commands.hotwrites import DIGITS
+from commands.hotwrites import LAST_INTEGER
 from commands.registry import COMMANDS, Command
 from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Paused
 from commands.resp import ProtocolError, encode
@@ -42,7 +42,7 @@ _BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(1024)]
 # Integer replies (HSET's 0 and 1, short lists' lengths), made once.
 _SMALL: Final = 1024
 _INTEGERS: Final = [b":%d\r\n" % n for n in range(_SMALL)]
-_DIGITS: Final = DIGITS
+_LAST_INTEGER: Final = LAST_INTEGER
 # Connections whose blocked command a commit may now serve, in the order their keys were
 # touched. Served right after the command that touched them (before the next command of
 # any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
@@ -219,8 +219,8 @@ def run(
             number: int = reply  # typed: compiled, formatted without bytes.__mod__
             if 0 <= number < _SMALL:
                 out.append(_INTEGERS[number])
-            elif reply is _DIGITS.number:  # INCR's value: its digits are made
-                out.append(b"".join((b":", _DIGITS.digits, b"\r\n")))
+            elif reply is _LAST_INTEGER.number:  # INCR's value: encoded as it was made
+                out.append(_LAST_INTEGER.encoded)
             else:
                 out.append(b":%d\r\n" % number)
         elif reply is None:  # GET of a missing key, ...
