@@ -297,9 +297,11 @@ class Dispatcher:
         if dur >= server.slow_ns:
             note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
         if server.latency_tracking:
-            hist = st.hist
             b = dur.bit_length()
-            hist[b] = hist[b] + 1  # an int add when compiled (`+=` on the item was generic)
+            if b == st.run_bucket:  # as the call before: a native int add when compiled
+                st.run_calls += 1
+            else:
+                st.new_run(b)
         if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
             feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.

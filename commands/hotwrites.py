@@ -29,6 +29,8 @@ from store.commitpath import apply_on, set_string
 from store.ops import HDEL, HSET, KEEP_TTL, LPUSH, RPUSH
 from store.values import HashTable
 
+_DEQUE: Final = deque  # compiled, a C static (a name from `collections`: a dict lookup)
+
 _SHORT: Final = (1 << 62) - 1  # the largest int mypyc holds unboxed (tagged)
 
 
@@ -206,7 +208,7 @@ def push(s: Session, key: bytes, items: tuple[bytes, ...], left: bool, xx: bool)
         if xx:
             return 0
         n = 0
-    elif type(lst) is not deque:
+    elif type(lst) is not _DEQUE:
         db.touched(key)
         raise wrongtype()
     else:
