@@ -231,7 +231,8 @@ class CommandStats:
         """The latency histogram's counts, by bucket (`bucket_high`)."""
         if self.run_calls:
             counts = self.counts
-            counts[self.run_bucket] += self.run_calls
+            b = self.run_bucket
+            counts[b] = counts[b] + self.run_calls  # an int add compiled (`+=`: generic)
             self.run_calls = 0
         return self.counts
 
@@ -239,7 +240,8 @@ class CommandStats:
         """A call in `bucket`, not the one of the calls before it."""
         if self.run_calls:
             counts = self.counts
-            counts[self.run_bucket] += self.run_calls
+            b = self.run_bucket
+            counts[b] = counts[b] + self.run_calls
         self.run_bucket = bucket
         self.run_calls = 1
 

@@ -62,7 +62,8 @@ def version_one(
         return False
     keep = store.history
     kind = keep.kind
-    if kind != "versions" and kind != "all":
+    counted = kind == "versions"  # `versions:N` (compared once: a str comparison)
+    if not counted and kind != "all":
         return False
     db: Database = store.dbs[dbi]
     # Typed as a dict: compiled, `get` is dict's own lookup, a C call (mypyc's
@@ -106,7 +107,7 @@ def version_one(
     mem = store.mem
     mem.main_bytes += size
     mem.main_versions += 1
-    if kind == "versions" and n >= 2 * keep.limit:  # trim_versions' first test, inline
+    if counted and n >= 2 * keep.limit:  # trim_versions' first test, inline
         store.trim_versions(db, key, versions, keep.limit)
     return True
 
