@@ -27,7 +27,7 @@ In our architecture:
   every write made durable, then the same rebuild without a new checkpoint. A server
   without storage round-trips a checkpoint image in memory.
 - OBJECT prints Redis' line with our figures: `at:` the value's address in our
-  process, with the identities of Redis' objects (`commands.strings.object_address`:
+  process, with the identities of Redis' objects (`commands.hotwrites.object_address`:
   one object per shared small integer, INCR's in-place change keeps it), the
   encoding OBJECT ENCODING reports, `serializedlength` the length of the value in
   Redis' RDB encoding without compression, the LRU clock of the key's last access and
@@ -66,6 +66,7 @@ from commands import digest
 from commands.access import LRU_CLOCK_MAX, idle_seconds, last_access
 from commands.errors import NO_SUCH_KEY, CommandError
 from commands.glob import glob_match
+from commands.hotwrites import object_address, writer_of
 from commands.keys import object_encoding, refcount
 from commands.limits import memtoull
 from commands.parsing import get_int, string2ll, strtod
@@ -84,7 +85,6 @@ from commands.replies import (
     Verbatim,
 )
 from commands.session import Session
-from commands.strings import object_address, writer_of
 from store.ops import SET
 
 log = logging.getLogger("temporalstore")

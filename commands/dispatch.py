@@ -26,13 +26,19 @@ from commands.errors import (
     CommandError,
 )
 from commands.evict import memory_check
+from commands.hotwrites import hset_one, incr_by, push
 from commands.limits import OOM, memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.propagate import after_call as propagate_after
 from commands.registry import (
     COMMANDS,
+    DIRECT_DECR,
     DIRECT_GET,
+    DIRECT_HSET,
+    DIRECT_INCR,
+    DIRECT_LPUSH,
+    DIRECT_RPUSH,
     DIRECT_SET,
     PROTECTED_REFUSAL,
     Command,
@@ -246,6 +252,16 @@ class Dispatcher:
             elif direct == DIRECT_SET and len(argv) == 3:
                 set_string(store, s.db, argv[1], argv[2])
                 reply = _OK
+            elif direct == DIRECT_INCR:
+                reply = incr_by(s, argv[1], 1)
+            elif direct == DIRECT_HSET and len(argv) == 4:
+                reply = hset_one(s, argv[1], argv[2], argv[3])
+            elif direct == DIRECT_LPUSH and len(argv) == 3:
+                reply = push(s, argv[1], (argv[2],), True, False)
+            elif direct == DIRECT_RPUSH and len(argv) == 3:
+                reply = push(s, argv[1], (argv[2],), False, False)
+            elif direct == DIRECT_DECR:
+                reply = incr_by(s, argv[1], -1)
             else:
                 assert cmd.handler is not None
                 reply = cmd.handler(s, argv)
@@ -281,9 +297,11 @@ class Dispatcher:
         if dur >= server.slow_ns:
             note_slow(s, cmd, argv, reply, dur)  # SLOWLOG, the latency monitor
         if server.latency_tracking:
-            hist = st.hist
             b = dur.bit_length()
-            hist[b] = hist[b] + 1  # an int add when compiled (`+=` on the item was generic)
+            if b == st.run_bucket:  # as the call before: a native int add when compiled
+                st.run_calls += 1
+            else:
+                st.new_run(b)
         if server.monitors and not cmd.flags & (Flag.SKIP_MONITOR | Flag.ADMIN):
             feed_monitors(s, argv, cmd)
         # Inside EXEC the block stays open: EXEC's own call commits it, as one.

@@ -38,8 +38,9 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
+from commands.hotwrites import hset_one
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
-from commands.registry import Flag, command
+from commands.registry import DIRECT_HSET, Flag, command
 from commands.replies import OK, Reply
 from commands.resp import encode_reply
 from commands.sampling import fragments, sample_reply
@@ -68,12 +69,9 @@ def _hset(s: Session, argv: list[bytes], name: str) -> int:
     if n % 2:
         raise CommandError(WRONG_ARITY.format(name))
     key = argv[1]
-    h = get_hash(s, key)
     if n == 4:
-        undo = apply_on(s.store, s.db, key, (HSET, ((argv[2], argv[3]),)), h)
-        # The field was new if its undo deletes it (or the key: CREATED), no lookup.
-        first: str = undo[0][0]  # typed: a str comparison, not a generic one
-        return 1 if h is None or first == HDEL else 0
+        return hset_one(s, key, argv[2], argv[3])
+    h = get_hash(s, key)
     fields = argv[2::2]
     distinct = set(fields)
     created = len(distinct) if h is None else sum(1 for f in distinct if f not in h)
@@ -81,7 +79,7 @@ def _hset(s: Session, argv: list[bytes], name: str) -> int:
     return created
 
 
-@command("hset", -4, W, 1, 1, 1)
+@command("hset", -4, W, 1, 1, 1, direct=DIRECT_HSET)
 def cmd_hset(s: Session, argv: list[bytes]) -> Reply:
     return _hset(s, argv, "hset")
 

@@ -36,12 +36,13 @@ from commands.errors import (
     CommandError,
 )
 from commands.glob import Matcher, glob_matcher, match_filter
+from commands.hotwrites import shared_integer, writer_of
 from commands.notify import GENERIC, notify
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
 from commands.session import Session
-from commands.strings import shared_integer, string_encoding, writer_of
+from commands.strings import string_encoding
 from store import Database, now_ms
 from store.ops import DEL, EXPIRE, SET
 from store.stream import Stream

@@ -39,6 +39,7 @@ from commands.errors import (
     WRONG_ARITY,
     CommandError,
 )
+from commands.hotwrites import push
 from commands.parsing import (
     LLONG_MAX,
     LLONG_MIN,
@@ -46,10 +47,9 @@ from commands.parsing import (
     get_range_long,
     parse_timeout,
 )
-from commands.registry import Flag, command
+from commands.registry import DIRECT_LPUSH, DIRECT_RPUSH, Flag, command
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
-from store.commitpath import apply_on
 from store.ops import DEL, KEEP_TTL, LPOP, LPUSH, LSET, RPOP, RPUSH, SET
 
 RANK_ZERO = (
@@ -181,26 +181,16 @@ def _block(s: Session, keys: Iterable[bytes], timeout: float, in_exec: Reply) ->
 
 
 def _push(s: Session, argv: list[bytes], left: bool, xx: bool) -> int:
-    key = argv[1]
-    lst = get_list(s, key)
-    if lst is None:
-        if xx:
-            return 0
-        n = 0
-    else:
-        n = len(lst)
     # One value (the common push) as a tuple display: no list slice and copy.
-    items = (argv[2],) if len(argv) == 3 else tuple(argv[2:])
-    apply_on(s.store, s.db, key, (LPUSH if left else RPUSH, items), lst)
-    return n + len(items)
+    return push(s, argv[1], (argv[2],) if len(argv) == 3 else tuple(argv[2:]), left, xx)
 
 
-@command("lpush", -3, PUSH, 1, 1, 1)
+@command("lpush", -3, PUSH, 1, 1, 1, direct=DIRECT_LPUSH)
 def cmd_lpush(s: Session, argv: list[bytes]) -> Reply:
     return _push(s, argv, True, False)
 
 
-@command("rpush", -3, PUSH, 1, 1, 1)
+@command("rpush", -3, PUSH, 1, 1, 1, direct=DIRECT_RPUSH)
 def cmd_rpush(s: Session, argv: list[bytes]) -> Reply:
     return _push(s, argv, False, False)
 

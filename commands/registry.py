@@ -90,6 +90,13 @@ COMMANDS: dict[bytes, Command] = {}
 # Final: compiled, constants (not read from the module's dict per command).
 DIRECT_GET: Final = 1  # GET key: commands.common.get_string
 DIRECT_SET: Final = 2  # SET key value (no options): store.commitpath.set_string, then OK
+# The commonest writes (commands.hotwrites): INCR and DECR key; LPUSH and RPUSH key of
+# one element; HSET key of one field and value.
+DIRECT_INCR: Final = 3
+DIRECT_DECR: Final = 4
+DIRECT_LPUSH: Final = 5
+DIRECT_RPUSH: Final = 6
+DIRECT_HSET: Final = 7
 
 # Redis' protected commands and the config that allows each (processCommand refuses
 # them, with PROTECTED_REFUSAL, unless it is "yes", or "local" for a local client).
@@ -211,8 +218,32 @@ class CommandStats:
     failed: int = 0
     extra: dict[str, int] = field(default_factory=dict)
     ns: int = 0  # time spent in all calls (each is timed: commands.ops_state)
-    # The latency histogram (calls recorded while latency-tracking is on).
-    hist: list[int] = field(default_factory=lambda: [0] * HIST_BUCKETS)
+    # The latency histogram (calls recorded while latency-tracking is on), read as
+    # `hist`: its counts, but for the latest calls when they fell in one bucket, which
+    # the dispatcher counts in `run_calls` (a native int when compiled: no int object
+    # made and stored in the list per call) until a call falls in another (`new_run`).
+    counts: list[int] = field(default_factory=lambda: [0] * HIST_BUCKETS)
+    run_bucket: int = 0
+    run_calls: int = 0
+
+    @property
+    def hist(self) -> list[int]:
+        """The latency histogram's counts, by bucket (`bucket_high`)."""
+        if self.run_calls:
+            counts = self.counts
+            b = self.run_bucket
+            counts[b] = counts[b] + self.run_calls  # an int add compiled (`+=`: generic)
+            self.run_calls = 0
+        return self.counts
+
+    def new_run(self, bucket: int) -> None:
+        """A call in `bucket`, not the one of the calls before it."""
+        if self.run_calls:
+            counts = self.counts
+            b = self.run_bucket
+            counts[b] = counts[b] + self.run_calls
+        self.run_bucket = bucket
+        self.run_calls = 1
 
     @property
     def usec(self) -> int:
@@ -223,4 +254,5 @@ class CommandStats:
         """CONFIG RESETSTAT."""
         self.calls = self.rejected = self.failed = self.ns = 0
         self.extra.clear()
-        self.hist = [0] * HIST_BUCKETS
+        self.counts = [0] * HIST_BUCKETS
+        self.run_calls = 0

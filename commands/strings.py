@@ -8,27 +8,24 @@ INCR · DECR · INCRBY · DECRBY · INCRBYFLOAT
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 from commands import longdouble
 from commands.common import get_string, wrongtype
 from commands.errors import (
     INCR_NAN_OR_INF,
     INVALID_EXPIRE,
     NOT_FLOAT,
-    NOT_INTEGER,
     OFFSET_OUT_OF_RANGE,
-    OVERFLOW,
     STRING_TOO_LONG,
     SYNTAX,
     WRONG_ARITY,
     CommandError,
 )
+from commands.hotwrites import incr_by
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
-from commands.registry import DIRECT_GET, DIRECT_SET, Flag, command
+from commands.registry import DIRECT_DECR, DIRECT_GET, DIRECT_INCR, DIRECT_SET, Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
-from store import V_CMD, now_ms
+from store import now_ms
 from store.commitpath import set_string
 from store.ops import DEL, EXPIRE, KEEP_TTL, SET
 from store.values import STRING_TYPES
@@ -216,143 +213,19 @@ def cmd_msetnx(s: Session, argv: list[bytes]) -> Reply:
     return _mset(s, argv, True)
 
 
-_SHORT: Final = (1 << 62) - 1  # the largest int mypyc holds unboxed (tagged)
-
-
-def _incr(s: Session, key: bytes, incr: int) -> Reply:
-    v = s.db.get(key)
-    if v is None:
-        value = 0
-    elif type(v) is bytes or type(v) is bytearray:
-        n = string2ll(v if type(v) is bytes else bytes(v))
-        if n is None:
-            raise CommandError(NOT_INTEGER)
-        value = n
-    else:
-        raise wrongtype()
-    # Two operands within a tagged int (|x| <= 2**62 - 1) cannot overflow an int64:
-    # the bounds (boxed ints in the compiled build) are reached for the others only.
-    if (incr > _SHORT or incr < -_SHORT or value > _SHORT or value < -_SHORT) and (
-        (incr < 0 and value < 0 and incr < LLONG_MIN - value)
-        or (incr > 0 and value > 0 and incr > LLONG_MAX - value)
-    ):
-        raise CommandError(OVERFLOW)
-    value += incr
-    new = b"%d" % value
-    if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
-        _in_place(s, key, v, new)
-    set_string(s.store, s.db, key, new, KEEP_TTL, v)  # apply(db, key, (SET, new, KEEP_TTL))
-    return value
-
-
-SHARED_INTEGERS: Final = 10000  # OBJ_SHARED_INTEGERS
-_SHARED: dict[int, bytes] = {}  # one object per shared integer, for its address
-
-
-def shares_integers(s: Session) -> bool:
-    """Redis shares small integer values unless an LRU/LFU maxmemory policy is in force."""
-    params = s.server.config.params
-    if params.get("maxmemory", "0") in ("0", ""):
-        return True
-    policy = params.get("maxmemory-policy", "")
-    return not (policy.endswith("-lru") or policy.endswith("-lfu"))
-
-
-def shared_integer(s: Session, v: object) -> int | None:
-    """The value, if Redis holds it as one of its shared integer objects."""
-    if type(v) is bytes and len(v) <= 4 and shares_integers(s):
-        n = string2ll(v)
-        if n is not None and 0 <= n < SHARED_INTEGERS:
-            return n
-    return None
-
-
-def object_address(s: Session, key: bytes, v: object) -> int:
-    """DEBUG OBJECT's at: the value's identity, which a shared integer has in common
-    with every key holding it, and which INCR keeps when it changes a value in place."""
-    n = shared_integer(s, v)
-    if n is not None:
-        return id(_SHARED.setdefault(n, b"%d" % n))
-    _store_kept()
-    kept = s.server.debug.addresses.get((s.dbi, key))
-    return kept[1] if kept is not None and kept[0] == id(v) else id(v)
-
-
-class _Kept:
-    """The entry of `ServerState.debug.addresses` the last in-place INCR made, held
-    here until another key's INCR, or a reader, needs the dict (`_store_kept`): the
-    common INCR of one counter past 10,000 updates it with a few field tests, without
-    hashing a (db, key) tuple twice and two attribute lookups on Python objects."""
-
-    def __init__(self) -> None:
-        self.server: object = None  # the ServerState whose entry this is
-        self.dbi = 0
-        self.key: bytes | None = None  # None: nothing held
-        self.ident = 0  # the id of the value now
-        self.addr = 0  # the address it keeps
-
-
-_KEPT: Final = _Kept()
-
-
-def _store_kept() -> None:
-    """Put the entry held in `_KEPT` into its server's dict."""
-    k = _KEPT
-    if k.key is not None:
-        server: Any = k.server
-        server.debug.addresses[(k.dbi, k.key)] = (k.ident, k.addr)
-        k.key = None
-        k.server = None
-
-
-def _in_place(s: Session, key: bytes, old: bytes, new: bytes) -> None:
-    """Redis' INCR changes an integer-encoded, unshared value in place (when the result
-    is not a shared integer either): the new value keeps the old one's address."""
-    k = _KEPT
-    if k.server is s.server and k.dbi == s.dbi and k.ident == id(old) and k.key == key:
-        # The same counter as the last in-place INCR, still holding the value it wrote.
-        k.ident = id(new)
-        return
-    _store_kept()
-    addresses = s.server.debug.addresses
-    at = (s.dbi, key)
-    kept = addresses.get(at)
-    if kept is not None and kept[0] == id(old):
-        # `old` is the value an INCR changed in place before (an unshared integer that
-        # INCRBYFLOAT did not write; the identity trusted as `object_address` trusts it):
-        # the checks below would pass and return the address kept. The common INCR of
-        # a counter past 10,000, without walking the key's version chain.
-        address = kept[1]
-    elif shared_integer(s, old) is not None or writer_of(s, key) == "incrbyfloat":
-        return
-    else:
-        address = object_address(s, key, old)
-        if len(addresses) > 1024 + 2 * len(s.db):  # forget replaced values now and then
-            dbs = s.store.dbs
-            for (dbi, k2), (ident, _) in list(addresses.items()):
-                db = dbs[dbi] if type(dbi) is int and 0 <= dbi < len(dbs) else None
-                if db is None or id(db.data.get(k2)) != ident:
-                    del addresses[(dbi, k2)]
-    k.server = s.server
-    k.dbi = s.dbi
-    k.key = key
-    k.ident = id(new)
-    k.addr = address
-
-
-@command("incr", 2, W | Flag.FAST, 1, 1, 1)
+@command("incr", 2, W | Flag.FAST, 1, 1, 1, direct=DIRECT_INCR)
 def cmd_incr(s: Session, argv: list[bytes]) -> Reply:
-    return _incr(s, argv[1], 1)
+    return incr_by(s, argv[1], 1)
 
 
-@command("decr", 2, W | Flag.FAST, 1, 1, 1)
+@command("decr", 2, W | Flag.FAST, 1, 1, 1, direct=DIRECT_DECR)
 def cmd_decr(s: Session, argv: list[bytes]) -> Reply:
-    return _incr(s, argv[1], -1)
+    return incr_by(s, argv[1], -1)
 
 
 @command("incrby", 3, W | Flag.FAST, 1, 1, 1)
 def cmd_incrby(s: Session, argv: list[bytes]) -> Reply:
-    return _incr(s, argv[1], get_int(argv[2]))
+    return incr_by(s, argv[1], get_int(argv[2]))
 
 
 @command("decrby", 3, W | Flag.FAST, 1, 1, 1)
@@ -360,7 +233,7 @@ def cmd_decrby(s: Session, argv: list[bytes]) -> Reply:
     n = get_int(argv[2])
     if n == LLONG_MIN:
         raise CommandError("ERR decrement would overflow")
-    return _incr(s, argv[1], -n)
+    return incr_by(s, argv[1], -n)
 
 
 def incr_float_text(current: bytes | None, incr: bytes, value_error: str = NOT_FLOAT) -> bytes:
@@ -456,10 +329,6 @@ def cmd_setrange(s: Session, argv: list[bytes]) -> Reply:
     return len(buf)
 
 
-# Commands that change only a key's expiry, not the value's encoding.
-_TTL_ONLY = frozenset({"expire", "pexpire", "expireat", "pexpireat", "persist", "getex"})
-
-
 def string_encoding(v: bytes | bytearray, made_by: str = "") -> bytes:
     """OBJECT ENCODING of a string value. `made_by` is the command that wrote it:
     INCRBYFLOAT stores its result as a plain string even when it reads as an integer."""
@@ -468,11 +337,3 @@ def string_encoding(v: bytes | bytearray, made_by: str = "") -> bytes:
     if made_by != "incrbyfloat" and len(v) <= 20 and string2ll(bytes(v)) is not None:
         return b"int"
     return b"embstr" if len(v) <= 44 else b"raw"
-
-
-def writer_of(s: Session, key: bytes) -> str:
-    """The command that last wrote the key's value (from its version chain)."""
-    for entry in reversed(s.db.chains.get(key, ())):
-        if entry[V_CMD] not in _TTL_ONLY:
-            return str(entry[V_CMD])
-    return ""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
+from commands.hotwrites import LAST_INTEGER
 from commands.registry import COMMANDS, Command
 from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Paused
 from commands.resp import ProtocolError, encode
@@ -38,6 +39,10 @@ _NIL2: Final = b"$-1\r\n"  # None in RESP2 (a nil bulk string) and in RESP3
 _NIL3: Final = b"_\r\n"
 # The headers of short bulk strings, made once (formatting one per reply costs more).
 _BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(1024)]
+# Integer replies (HSET's 0 and 1, short lists' lengths), made once.
+_SMALL: Final = 1024
+_INTEGERS: Final = [b":%d\r\n" % n for n in range(_SMALL)]
+_LAST_INTEGER: Final = LAST_INTEGER
 # Connections whose blocked command a commit may now serve, in the order their keys were
 # touched. Served right after the command that touched them (before the next command of
 # any client runs, as Redis' handleClientsBlockedOnKeys does), and from the event loop
@@ -212,7 +217,12 @@ def run(
             out.append(OK_ENCODED)
         elif t is int:  # INCR, HSET, ...: ":<n>\r\n" in RESP2 and RESP3 (not a bool)
             number: int = reply  # typed: compiled, formatted without bytes.__mod__
-            out.append(b":%d\r\n" % number)
+            if 0 <= number < _SMALL:
+                out.append(_INTEGERS[number])
+            elif reply is _LAST_INTEGER.number:  # INCR's value: encoded as it was made
+                out.append(_LAST_INTEGER.encoded)
+            else:
+                out.append(b":%d\r\n" % number)
         elif reply is None:  # GET of a missing key, ...
             out.append(_NIL2 if s.resp == 2 else _NIL3)
         elif t is _BLOCKED or t is _DEFERRED or t is _CLOSE_AFTER_REPLY or t is _PAUSED:

@@ -28,7 +28,7 @@ from store.accounting import (
     REPLACED_STRING_BYTES,
     entry_bytes,
 )
-from store.chains import V_TIME, StoredUndo, VersionEntry, _entry_time, compact_undo
+from store.chains import V_META, V_TIME, V_UNDO, StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES, counted_apply_on
 from store.ops import CREATED, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
@@ -62,17 +62,25 @@ def version_one(
         return False
     keep = store.history
     kind = keep.kind
-    if kind != "versions" and kind != "all":
+    counted = kind == "versions"  # `versions:N` (compared once: a str comparison)
+    if not counted and kind != "all":
         return False
     db: Database = store.dbs[dbi]
-    chain = _dict_get(db.chains, key)
-    if type(chain) is not list:  # a new key, or a packed first version
+    # Typed as a dict: compiled, `get` is dict's own lookup, a C call (mypyc's
+    # CPyDict_Get, which a subclass' `get` does not replace); in pure Python it is
+    # `Chains.get`, which unpacks a packed first version into a new list. Either way
+    # a packed first version is left to `version_key` (the test of `n == 1` below).
+    chains: dict[bytes, Any] = db.chains
+    chain = chains.get(key)
+    if type(chain) is not list:  # a new key, or a packed first version (compiled)
         return False
     versions: list[VersionEntry] = chain
     every = store.snapshot_every
     n = len(versions)
     if n % every == every - 1:  # a full copy may be due
         return False
+    if n == 1 and versions[0][V_UNDO] is CREATED and versions[0][V_META] is None:
+        return False  # maybe a packed first version, unpacked (pure Python)
     size = 0
     stored: StoredUndo = undo
     ops = len(undo)  # tested apart, as in entry_bytes
@@ -99,7 +107,7 @@ def version_one(
     mem = store.mem
     mem.main_bytes += size
     mem.main_versions += 1
-    if kind == "versions" and n >= 2 * keep.limit:  # trim_versions' first test, inline
+    if counted and n >= 2 * keep.limit:  # trim_versions' first test, inline
         store.trim_versions(db, key, versions, keep.limit)
     return True
 

@@ -131,6 +131,31 @@ class Database:
                 return self.unexpired(key, v, self.expires.get(key))
         return v
 
+    def get_written(self, key: bytes) -> Any:
+        """`get` for a command that writes `key` whatever it finds there (INCR, a push,
+        HSET): under LRU (`atime` a plain dict) the read's access time is not stored,
+        as the write's version, newer, is the key's last access
+        (commands.access.last_access); a command that ends without writing calls
+        `touched`. Under LFU (`LfuCounters`) the read counts, as Redis' write lookup
+        does. A subclass (a branch's or a view's database) reads through its `get`."""
+        if type(self) is not Database:
+            return self.get(key)
+        v = lookup(self.data, key)
+        if v is not None:
+            atime = self.atime
+            if type(atime) is not dict:
+                atime[key] = LRU_CLOCK.now
+            if self.expires:
+                return self.unexpired(key, v, self.expires.get(key))
+        return v
+
+    def touched(self, key: bytes) -> None:
+        """The access `get_written` left out, for a write command that found `key` but
+        ends without writing it (an error: WRONGTYPE, not an integer, overflow)."""
+        atime = self.atime
+        if type(atime) is dict and key in self.data:
+            atime[key] = LRU_CLOCK.now
+
     def peek(self, key: bytes) -> Any:
         """`get` without counting as an access (TTL, TYPE, EXISTS, OBJECT: Redis'
         LOOKUP_NOTOUCH)."""

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commands import hashes, lists, strings
+from commands import dispatch, hashes, hotwrites, strings
 from store import R_CMDS, R_LSN, R_META, R_OPS, V_LSN, Store, keyspace
 from store.commitpath import set_string
 from store.ops import KEEP_TTL, SET
@@ -110,9 +110,10 @@ def test_fast_paths_store_what_the_general_path_stores(
     fast = _play(workload, history)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(keyspace, "version_one", lambda *_a: False)
-        mp.setattr(strings, "set_string", _general_set)
-        mp.setattr(hashes, "apply_on", _general_apply)
-        mp.setattr(lists, "apply_on", _general_apply)
+        for module in (dispatch, strings, hotwrites):
+            mp.setattr(module, "set_string", _general_set)
+        for module in (hashes, hotwrites):
+            mp.setattr(module, "apply_on", _general_apply)
         general = _play(workload, history)
     assert fast == general
 

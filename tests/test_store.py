@@ -485,6 +485,7 @@ def test_failing_handler_rolls_back_all_it_applied(monkeypatch: pytest.MonkeyPat
     run(s, "HSET", "h", "f", "1")
     before = (snapshot(store), chains_as_stored(store))
     monkeypatch.setattr(hset, "handler", fails_after_writing)
+    monkeypatch.setattr(hset, "direct", 0)  # HSET of one field: through the handler too
     reply = run(s, "HSET", "h", "f", "2", "g", "3")
     assert reply == ErrorReply(b"ERR internal error while running 'hset'")
     assert (snapshot(store), chains_as_stored(store)) == before

@@ -49,6 +49,7 @@ MODULES = [
     "commands/common.py",
     "commands/glob.py",
     "commands/strings.py",
+    "commands/hotwrites.py",
     "commands/hashes.py",
     "commands/lists.py",
     "commands/sets.py",
