@@ -64,7 +64,7 @@ def _settle(srv: Proc, timeout: float = 600.0) -> tuple[float, int]:
             h, p = c.info("history"), c.info("persistence")
             peak = max(peak, srv.rss_bytes())
             budget = int(h["history_memory"])
-            hot = int(h["history_bytes"]) - int(h["history_cold_bytes"])
+            hot = int(h["history_hot_bytes"])
             if p["checkpoint_in_progress"] == "0" and (not budget or hot <= budget + (1 << 20)):
                 return time.monotonic() - t0, peak
             time.sleep(0.5)

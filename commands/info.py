@@ -31,6 +31,7 @@ from commands.replies import Reply, Verbatim
 from commands.scripting import memory as scripting_memory
 from commands.session import Session
 from store import native
+from store.coldhistory import hot_bytes
 from store.secrets import redact  # credentials in a URL are never shown
 
 DEFAULT_SECTIONS = frozenset(
@@ -502,6 +503,9 @@ def _info_history(s: Session) -> str:
         ("max_pinned_history", cap),
         # Out of memory, in the spill file (store.coldhistory): included above.
         ("history_memory", int(config_get_value(s.server, "history-memory"))),
+        # What of history_bytes counts against it: all but the cold entries and the
+        # packed creations (one int each, nothing to move).
+        ("history_hot_bytes", hot_bytes(store)),
         ("history_cold_versions", mem.cold_versions),
         ("history_cold_bytes", mem.cold_bytes),
         ("history_spill_file_bytes", 0 if store.spill is None else store.spill.size),

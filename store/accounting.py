@@ -99,6 +99,7 @@ class HistoryMemory:
         "cold_bytes",
         "cold_versions",
         "main_bytes",
+        "main_packed",
         "main_versions",
         "marks",
         "pinned",
@@ -110,7 +111,9 @@ class HistoryMemory:
     def __init__(self) -> None:
         self.main_bytes = 0
         self.main_versions = 0
-        # Of those, moved out of memory to the spill file (store.coldhistory).
+        # Of those, packed creations (one int each: nothing to move out of memory) and
+        # entries moved out of memory to the spill file (store.coldhistory).
+        self.main_packed = 0
         self.cold_bytes = 0
         self.cold_versions = 0
         # branch name -> [bytes, versions] of its own versions
@@ -266,6 +269,8 @@ def recount(store: Any, dbs: Iterable[Any]) -> HistoryMemory:
                     _recount_chain(store, mem, db.ident, key, chains.spill.entries(-v), 0, pin)
         if packed:
             mem.add(db.ident, packed * PACKED_BYTES, packed)
+            if type(db.ident) is int:
+                mem.main_packed += packed
         for key, chain in itertools.compress(dict.items(chains), lists):
             ref = cold.get(key) if cold else None
             if ref is None:

@@ -198,6 +198,7 @@ def apply_run(
     packed = range(expected * step | code, (expected + n) * step, step)
     dict.update(chains, zip(keys, packed, strict=True))
     store.mem.main_bytes += n * PACKED_BYTES
+    store.mem.main_packed += n
     store.mem.main_versions += n
     store.lsn = expected + n - 1
     if last_time > store.last_time_ms:
@@ -253,6 +254,7 @@ def replay_rows(
         store.replay(typed(row))
         last_t = store.last_time_ms
     store.mem.main_bytes += packed * PACKED_BYTES
+    store.mem.main_packed += packed
     store.mem.main_versions += packed
     if applied:
         store.lsn = expected - 1

@@ -32,7 +32,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
-from store.accounting import chain_bytes
+from store.accounting import PACKED_BYTES, chain_bytes
 
 if TYPE_CHECKING:
     from store.database import Database
@@ -151,8 +151,10 @@ def make_ref(offset: int, length: int, base: int, total: int) -> int:
 
 
 def hot_bytes(store: Store) -> int:
-    """Estimated bytes of the main line's history still in memory."""
-    return store.mem.main_bytes - store.mem.cold_bytes
+    """Estimated bytes of the main line's history in memory that could move out (not
+    the packed creations: one int each, as small as a cold reference)."""
+    mem = store.mem
+    return mem.main_bytes - mem.cold_bytes - mem.main_packed * PACKED_BYTES
 
 
 def warm(store: Store, db: Database, key: bytes, chain: list[Any]) -> int:
@@ -195,6 +197,9 @@ class Tierer:
         self._pos = 0
         self.keys_moved = 0
         self.versions_moved = 0
+        # After two rounds over every key found nothing to move (what is left is
+        # pinned, or being trimmed), no step before this time.
+        self._rest_until = 0.0
 
     def reset(self) -> None:
         self._db = 0
@@ -207,7 +212,10 @@ class Tierer:
         store = self.store
         if hot_bytes(store) <= budget:
             return False
-        deadline = time.monotonic() + seconds
+        now = time.monotonic()
+        if now < self._rest_until:
+            return False
+        deadline = now + seconds
         dbs = store.dbs
         rounds = 0
         while True:
@@ -217,6 +225,7 @@ class Tierer:
                     self._db = 0
                     rounds += 1
                     if rounds > 1:  # nothing left to move anywhere
+                        self._rest_until = time.monotonic() + 1.0
                         return False
                 self._keys = list(dbs[self._db].chains)
                 self._pos = 0
@@ -276,6 +285,7 @@ class Tierer:
             mem.cold_versions += len(chain)
             self.versions_moved += len(chain)
         self.keys_moved += len(moved)
+        store.tiered = True
         if spill.dead > _COMPACT_MIN and 2 * spill.dead > spill.size:
             compact(store)
         return len(moved)

@@ -74,6 +74,8 @@ def version_one(
     chain = chains.get(key)
     if type(chain) is not list:  # a new key, or a packed first version (compiled)
         return False
+    if store.tiered and chain is not _dict_get(db.chains, key):
+        return False  # pure Python: `Chains.get` read entries back from the spill file
     versions: list[VersionEntry] = chain
     every = store.snapshot_every
     n = len(versions)
@@ -141,6 +143,7 @@ def version_key(
             if type(dbi) is int:
                 mem.main_bytes += PACKED_BYTES
                 mem.main_versions += 1
+                mem.main_packed += 1
             else:
                 mem.add(dbi, PACKED_BYTES)
             return
@@ -156,6 +159,8 @@ def version_key(
         else:
             chain = chains[key] = chains.unpack(chain)
             mem.add(dbi, entry_bytes(chain[0]) - PACKED_BYTES, 0)
+            if type(dbi) is int:
+                mem.main_packed -= 1
     snap = None
     if len(chain) % every == every - 1:
         v = db.data.get(key)

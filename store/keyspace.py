@@ -72,7 +72,8 @@ STORE_STATE = (
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
     "index_keys", "last_time_ms", "lsn", "mem", "observers", "on_expired", "pending",
-    "sink", "sink_batch", "snapshot_every", "snapshots", "spill", "tables", "tierer", "views",
+    "sink", "sink_batch", "snapshot_every", "snapshots", "spill", "tables", "tiered", "tierer",
+    "views",
     "writer",
 )
 # fmt: on
@@ -109,6 +110,7 @@ class Store:
         # gives one, and what moves entries there.
         self.spill: Any = None
         self.tierer = Tierer(self)
+        self.tiered = False  # some entry went out (commitpath.version_one's pure path)
         self.expired_keys = 0
         # Told of each key expiry (lazy or active) while keyspace notifications want
         # `expired` events (commands.notify); None otherwise.
