@@ -2,7 +2,11 @@
 large buffers freed between long-lived small objects go back to the system; with
 glibc's default (a threshold raised by every large free) they stay resident.
 
-Each case runs in a fresh interpreter, so that the allocator's state is its own."""
+Each case runs in a fresh interpreter, so that the allocator's state is its own, and
+loads commands/allocator.py alone: importing the package would map the compiled build's
+shared library, and where the interpreter's heap then lies decides whether glibc can
+give freed heap memory back anyway (it did in some layouts, so the untuned case proved
+nothing about the tuning)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,11 @@ import sys
 from commands import allocator
 
 PROGRAM = """
+import importlib.util
 import sys
-from commands import allocator
+spec = importlib.util.spec_from_file_location("allocator", sys.argv[2])
+allocator = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(allocator)
 if sys.argv[1] == "tune":
     assert allocator.tune()
 
@@ -36,7 +43,10 @@ print(loaded, rss_mib())
 
 def _rss_before_after(mode: str) -> tuple[int, int]:
     out = subprocess.run(
-        [sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROGRAM, mode, allocator.__file__],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     return int(out[0]), int(out[1])
 
