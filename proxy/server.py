@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from commands.cleanup import session_closed
 from commands.client_control import quiet_reply
-from commands.config_table import config_values
+from commands.config_table import config_get_value
 from commands.dispatch import DISPATCHER
 from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached
@@ -634,7 +634,7 @@ class Server:
         state = self.state
         last = time.monotonic()
         while True:
-            budget = int(config_values(state).get("history-memory") or 0)
+            budget = int(config_get_value(state, "history-memory"))
             store = state.store
             if budget <= 0 or state.loading or state.debug.pause_cron or store.spill is None:
                 await asyncio.sleep(0.1)

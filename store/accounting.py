@@ -262,7 +262,7 @@ def recount(store: Any, dbs: Iterable[Any]) -> HistoryMemory:
         lists = list(map(operator.is_not, map(type, raws), itertools.repeat(int)))
         packed = len(lists) - lists.count(True)
         cold = chains.cold
-        if chains.spill is not None:  # keys whose entries are all out: ints < 0
+        if store.tiered:  # keys whose entries are all out of memory: ints < 0
             for key, v in dict.items(chains):
                 if type(v) is int and v < 0:
                     packed -= 1

@@ -77,7 +77,6 @@ class Spill:
         self.size = 0  # bytes written
         self.dead = 0  # bytes of runs no reference names any more
         self.runs = 0
-        self.reads = 0
 
     def _fd(self) -> int:
         if self._file < 0:
@@ -106,7 +105,6 @@ class Spill:
         return offsets
 
     def read(self, offset: int, length: int) -> bytes:
-        self.reads += 1
         data = os.pread(self._fd(), length, offset)
         if len(data) != length:
             raise OSError(f"history spill file: short read at {offset} ({len(data)} of {length})")
@@ -174,11 +172,7 @@ def warm(store: Store, db: Database, key: bytes, chain: list[Any]) -> int:
 def _flatten_due(store: Store, key: bytes, ref: int, n: int) -> bool:
     """Whether `key`'s runs (`ref`) and its `n` entries in memory are to be cut by
     retention and written as one run now."""
-    keep = store.history
-    if store.tables:
-        policy = store.policy_of(key)
-        if policy is not None:
-            keep = policy.retain
+    keep = store.retention_of(key)
     total = ref_total(ref) + n
     if keep.kind == "versions":
         return total > 2 * keep.limit
@@ -192,19 +186,12 @@ class Tierer:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._db = 0
+        self._db = -1  # the database being walked (the first step starts at 0)
         self._keys: list[bytes] = []
         self._pos = 0
-        self.keys_moved = 0
-        self.versions_moved = 0
         # After two rounds over every key found nothing to move (what is left is
         # pinned, or being trimmed), no step before this time.
         self._rest_until = 0.0
-
-    def reset(self) -> None:
-        self._db = 0
-        self._keys = []
-        self._pos = 0
 
     def step(self, budget: int, seconds: float) -> bool:
         """Move keys' entries out until history in memory is within `budget` bytes or
@@ -249,7 +236,7 @@ class Tierer:
         spill = chains.spill
         if spill is None or db.overlay:
             return 0
-        moved: list[tuple[bytes, list[Any], int, int, int]] = []
+        moved: list[tuple[bytes, list[Any], int, int]] = []
         runs: list[bytes] = []
         trim_next = db.trim_next
         for key in keys:
@@ -270,12 +257,12 @@ class Tierer:
                 base = _ref_base(ref) if ref else len(chain)
             total = ref_total(ref) + len(chain)
             runs.append(pickle.dumps((ref, chain), pickle.HIGHEST_PROTOCOL))
-            moved.append((key, chain, ref, base, total))
+            moved.append((key, chain, base, total))
         if not moved:
             return 0
         offsets = spill.write(runs)
         mem = store.mem
-        for (key, chain, _ref, base, total), offset, run in zip(moved, offsets, runs, strict=True):
+        for (key, chain, base, total), offset, run in zip(moved, offsets, runs, strict=True):
             # All of the key's entries are out now: its slot holds the reference,
             # negated, and `cold` none (store.chains.Chains).
             dict.__setitem__(chains, key, -make_ref(offset, len(run), base, total))
@@ -283,8 +270,6 @@ class Tierer:
                 cold.pop(key, None)
             mem.cold_bytes += chain_bytes(chain)
             mem.cold_versions += len(chain)
-            self.versions_moved += len(chain)
-        self.keys_moved += len(moved)
         store.tiered = True
         if spill.dead > _COMPACT_MIN and 2 * spill.dead > spill.size:
             compact(store)
@@ -317,7 +302,6 @@ def compact(store: Store) -> None:
                     dict.__setitem__(chains, key, -ref)
                 else:
                     chains.cold[key] = ref
-    new.reads += old.reads
     for db in store.dbs:
         if db.chains.spill is old:
             db.chains.spill = new

@@ -431,11 +431,7 @@ class Store:
         """How many of `chain`'s oldest entries the key's retention drops, as of its
         newest version (0: none; a chain under `versions:N` is cut once it reaches
         2N, as on the write path)."""
-        keep = self.history
-        if self.tables:
-            policy = self.policy_of(key)
-            if policy is not None:
-                keep = policy.retain
+        keep = self.retention_of(key)
         if keep.kind == "versions":
             return len(chain) - keep.limit if len(chain) > 2 * keep.limit else 0
         if keep.kind == "ms" and chain:
@@ -460,6 +456,14 @@ class Store:
             return None
         prefix = key[:j]
         return prefix if prefix in self.tables else None
+
+    def retention_of(self, key: bytes) -> HistoryPolicy:
+        """The history `key` keeps: its table's RETAIN, else the server's policy."""
+        if self.tables:
+            policy = self.policy_of(key)
+            if policy is not None:
+                return policy.retain
+        return self.history
 
     def policy_of(self, key: bytes) -> TablePolicy | None:
         t = self.table_of(key)
