@@ -87,7 +87,7 @@ def test_a_kept_compressor_stores_the_bytes_a_new_one_would() -> None:
 
     def check() -> None:
         for raw in bodies + bodies[::-1]:
-            fresh = zstandard.ZstdCompressor(level=segment._LEVEL).compress(raw)
+            fresh = zstandard.ZstdCompressor(level=segment.SEGMENT_LEVEL).compress(raw)
             assert segment._compress(raw) == fresh
 
     check()
