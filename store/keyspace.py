@@ -273,10 +273,17 @@ class Store:
         meta = None if writer is None else writer.meta
         lsn = self.lsn = self.lsn + 1
         t = self.commit_time
+        # The sink's list when the commit appends to it (`sink_batch`), read once: each
+        # read of a typed tuple's item checks all its types (compiled), the sink's slowly.
         direct = self.sink_batch
+        batch: list[UpdateRecord] | None = None
+        if direct is not None:
+            sink: object = direct[0]
+            if sink is self.sink:
+                batch = direct[1]
         if t:
             self.commit_time = 0
-        elif direct is not None and len(direct[1]) & 31 and direct[0] is self.sink:
+        elif batch is not None and len(batch) & 31:
             # One clock read per pass of the event loop (and per 32 commits in it): a
             # commit that is not its first takes the time of the last (the batch
             # holds the records committed in this pass until its end).
@@ -330,9 +337,9 @@ class Store:
             self._index_many = 0
             self.bound_index()
         record: UpdateRecord = (lsn_o, t_o, ops, cmds, meta)
-        if direct is not None and direct[0] is self.sink:
-            direct[1].append(record)
-            if len(direct[1]) == 1:
+        if batch is not None:
+            batch.append(record)
+            if len(batch) == 1 and direct is not None:
                 direct[2]()
         else:
             self.sink.append(record)
