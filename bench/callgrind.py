@@ -7,7 +7,7 @@ After a warm-up of a tenth of the load the counters are zeroed (`callgrind_contr
 `redis-benchmark -c 50 -n <requests> -P <p> -t <cmd>` runs, the counters are dumped
 (`callgrind_control -d`) and their total is divided by the requests.
 
-    python -m bench.callgrind [--pure] [--requests N] set:16 get:16 set:1 ...
+    python -m bench.callgrind [--pure] [--requests N] [--keep DIR] set:16 get:16 set:1 ...
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -40,7 +41,9 @@ def _ctl(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, capture_output=True, timeout=600)
 
 
-def per_command(cmd: str, pipeline: int, requests: int, pure: bool) -> dict[str, object]:
+def per_command(
+    cmd: str, pipeline: int, requests: int, pure: bool, keep: Path | None = None
+) -> dict[str, object]:
     work = tmpdir("callgrind")
     out = work / "callgrind.out"
     port = free_port()
@@ -70,6 +73,10 @@ def per_command(cmd: str, pipeline: int, requests: int, pure: bool) -> dict[str,
         _ctl("-d", str(srv.pid))
         time.sleep(1.0)
         total = _total(out)
+        if keep is not None:  # the dump, for callgrind_annotate
+            keep.mkdir(parents=True, exist_ok=True)
+            dumps = sorted(out.parent.glob(out.name + "*"), key=lambda p: p.stat().st_mtime)
+            shutil.copy(dumps[-1], keep / f"callgrind.{cmd}.{pipeline}")
     finally:
         srv.stop(timeout=120)
     return {
@@ -84,11 +91,12 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pure", action="store_true", help="TEMPORALSTORE_PURE=1")
     ap.add_argument("--requests", type=int, default=20_000)
+    ap.add_argument("--keep", type=Path, help="copy each dump here (callgrind.CMD.P)")
     ap.add_argument("loads", nargs="+", help="command:pipeline, e.g. set:16")
     args = ap.parse_args(argv)
     for spec in args.loads:
         cmd, _, p = spec.partition(":")
-        res = per_command(cmd, int(p or 1), args.requests, args.pure)
+        res = per_command(cmd, int(p or 1), args.requests, args.pure, args.keep)
         print(json.dumps(res), flush=True)
     return 0
 

@@ -521,7 +521,10 @@ def _throughput(tp: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
     for p in (1, 16):
         more = ""
         if p > 1 and tp["redis_pipelined_factor"] != 1:
-            more = f" (redis: {tp['redis_pipelined_factor']}x as many, see below)"
+            ours = tp.get("ours_pipelined_factor", 1)
+            more = f" (redis: {tp['redis_pipelined_factor']}x as many" + (
+                f", ours {ours}x, see below)" if ours != 1 else ", see below)"
+            )
         L += [
             f"### -P {p}, 50 clients, {tp['requests']:,} requests for SET and GET,"
             f" {tp['other_requests']:,} for the others{more}",
@@ -567,9 +570,11 @@ def _throughput(tp: dict[str, Any] | None, s: dict[str, Any]) -> list[str]:
         " each run and pipeline depth both servers start fresh side by side; each test"
         " then runs against one server and then the"
         " other (the order alternates from test to test and run to run), tests in this"
-        f" order. At -P 16 redis gets {tp['redis_pipelined_factor']}x the requests: at"
-        " several 100,000 req/s an ours-sized run is over in a fraction of a second, too"
-        " short to measure (throughput is a rate, so the ratio stays comparable).",
+        f" order. At -P 16 redis gets {tp['redis_pipelined_factor']}x the requests and"
+        f" ours {tp.get('ours_pipelined_factor', 1)}x: at several 100,000 req/s a run of"
+        " the -P 1 size is over in a fraction of a second, too short to measure"
+        " (connection set-up and one scheduling hiccup weigh on it; throughput is a rate,"
+        " so the ratio stays comparable).",
         "",
         *_code(
             c["server_redis"],

@@ -187,6 +187,10 @@ def build() -> None:
         (lib / "manifest.json").write_text(json.dumps(hashes, indent=1, sort_keys=True))
         shutil.rmtree(BUILD, ignore_errors=True)
         shutil.move(str(lib), BUILD)
+        keep = os.environ.get("TEMPORALSTORE_KEEP_C")
+        if keep:  # the generated C, for line-level profiles (callgrind_annotate -I)
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(out / "c", keep)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
