@@ -31,6 +31,7 @@ REPLACED_STRING_BYTES: Final = ENTRY_BYTES + 33
 # ... whose undo is kept as the replaced bytes alone (`store.chains.compact_undo`):
 # without the undo's two tuples (48 + 64 bytes).
 COMPACT_STRING_BYTES: Final = REPLACED_STRING_BYTES - 112
+FIELD_BYTES: Final = ENTRY_BYTES + 66  # and two strings: a field and its old value
 PACKED_BYTES: Final = 40  # a key's packed creating version: one int in the chains dict
 ITEM_BYTES: Final = 64  # one field, member or item of a collection in an undo or a copy
 SEQUENCE_BYTES: Final = 56  # the tuple (or collection) holding them
@@ -77,7 +78,7 @@ def entry_bytes(e: VersionEntry) -> int:
                 if type(x) is bytes and (y is None or type(y) is int):
                     return REPLACED_STRING_BYTES + len(x)  # a replaced string, an expiry
                 if type(x) is bytes and type(y) is bytes:  # a field, its old value (HSETF)
-                    return ENTRY_BYTES + len(x) + 33 + len(y) + 33
+                    return FIELD_BYTES + len(x) + len(y)
         n = ENTRY_BYTES
         for u in undo:
             for x in u[1:]:

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Final
 from store.accounting import (
     COMPACT_STRING_BYTES,
     ENTRY_BYTES,
+    FIELD_BYTES,
     PACKED_BYTES,
     REPLACED_STRING_BYTES,
     entry_bytes,
 )
 from store.chains import V_META, V_TIME, V_UNDO, StoredUndo, VersionEntry, _entry_time, compact_undo
 from store.dataset import STRING_KEY_BYTES, counted_apply_on
-from store.ops import CREATED, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
+from store.ops import CREATED, HSETF, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
 from store.values import copy_value
 
@@ -43,6 +44,33 @@ UNREAD: Final = object()  # set_string's `read` when the caller has not read the
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
 TRIM_STEP: Final = 64
+
+
+class _OneCmd:
+    """The commands tuple `one_cmd` gave last, by its command's name."""
+
+    def __init__(self) -> None:
+        self.cmd: object = None
+        self.cmds: tuple[str, ...] = ()
+
+
+_LAST_ONE: Final = _OneCmd()
+_ONE_CMDS: Final[dict[str, tuple[str, ...]]] = {}
+
+
+def one_cmd(cmd: str) -> tuple[str, ...]:
+    """`(cmd,)`, the commands of a commit by one command: one tuple per name (a bounded
+    set; a tuple per commit cost its allocation and release), the last one at hand (an
+    identity test, not a dict lookup: a batch's commits mostly repeat their command)."""
+    last = _LAST_ONE
+    if cmd is last.cmd:
+        return last.cmds
+    found = _ONE_CMDS.get(cmd)
+    if found is None:
+        found = _ONE_CMDS[cmd] = (cmd,)
+    last.cmd = cmd
+    last.cmds = found
+    return found
 
 
 def version_one(
@@ -94,14 +122,18 @@ def version_one(
         u = undo[0]
         width = len(u)
         name: str = u[0]  # typed: a str comparison, not a generic one
-        if width == 3 and type(u[1]) is bytes and name == RESTORE:
+        if width == 3 and type(u[1]) is bytes:
             old: bytes = u[1]
             exp = u[2]
-            if exp is None:
-                stored = old
-                size = COMPACT_STRING_BYTES + len(old)
-            elif type(exp) is int:
-                size = REPLACED_STRING_BYTES + len(old)
+            if name == RESTORE:
+                if exp is None:
+                    stored = old
+                    size = COMPACT_STRING_BYTES + len(old)
+                elif type(exp) is int:
+                    size = REPLACED_STRING_BYTES + len(old)
+            elif name == HSETF and type(exp) is bytes:  # a field's old value (HSET)
+                was: bytes = exp
+                size = FIELD_BYTES + len(old) + len(was)
     entry: VersionEntry = (lsn, t, cmd, stored, meta, None)
     versions.append(entry)
     if not size:

@@ -21,7 +21,7 @@ import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import Any
 
 from store import bulkreplay, dataset, image, windex
 from store.accounting import HistoryMemory, recount
@@ -39,7 +39,7 @@ from store.chains import cmd_names as cmd_names
 from store.chains import translate_codes as translate_codes
 from store.coldhistory import Tierer, warm
 from store.commitpath import TRIM_STEP as TRIM_STEP
-from store.commitpath import version_key, version_one
+from store.commitpath import one_cmd, version_key, version_one
 from store.database import DB_STATE, tick_lru_clock
 from store.database import Database as Database
 from store.database import now_ms as now_ms
@@ -57,10 +57,6 @@ from store.records import WriteMeta as WriteMeta
 from store.views import ViewDatabase, make_view
 
 _time = time.time  # not Final: tests set the commit clock through it
-# Final: the compiled build keeps these in C statics, not the module's dict.
-# The `cmds` of a record of one op, by command name (a bounded set): one tuple each,
-# where a tuple per commit cost its allocation and release.
-_ONE_CMD: Final[dict[str, tuple[str]]] = {}
 
 # Every attribute of a Store, for `Store.reset` (a compiled Store has no __dict__ to
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
@@ -126,7 +122,7 @@ class Store:
         # (sink, batch, started): while `sink` is that sink, the commit appends to its
         # list `batch` without a call, then calls `started` if `batch` was empty; what
         # `sink.append(record)` does must be exactly that (flusher.Flusher).
-        self.sink_batch: tuple[RecordSink, list[UpdateRecord], Callable[[], None]] | None = None
+        self.sink_batch: tuple[object, list[UpdateRecord], Callable[[], None]] | None = None
         self.lsn = 0
         self.last_time_ms = 0
         # The open transaction: the command whose ops are being applied (named in
@@ -306,10 +302,7 @@ class Store:
         if len(pending) == 1:
             dbi, key, op, undo, cmd = pending[0]
             ops: tuple[tuple[Any, bytes | None, Op], ...] = ((dbi, key, op),)
-            one = _ONE_CMD.get(cmd)
-            if one is None:
-                one = _ONE_CMD[cmd] = (cmd,)
-            cmds: tuple[str, ...] = one
+            cmds: tuple[str, ...] = one_cmd(cmd)
             common = key is not None and type(dbi) is int and not dbi
             self.index_keys.append(key if common else windex.entry(ops))
             if key is not None and not version_one(self, dbi, key, undo, cmd, lsn_o, t_o, meta):
