@@ -61,31 +61,28 @@ def incr_by(s: Session, key: bytes, incr: int) -> Reply:
         db.touched(key)
         raise CommandError(OVERFLOW)
     value += incr
-    # The reply's encoding made here, the value's digits cut from it: one number
-    # formatted per INCR (the pipeline sends `encoded` when the reply is `number`).
-    encoded = b":%d\r\n" % value
-    new = encoded[1:-2]
+    # The value's digits, formatted once: stored, and sent as the reply's (the
+    # pipeline writes a colon, `digits` and CRLF when the reply is `number`).
+    new = b"%d" % value
     if type(v) is bytes and len(v) <= 20 and (value < 0 or value >= SHARED_INTEGERS):
         _in_place(s, key, v, new)
     set_string(s.store, db, key, new, KEEP_TTL, v)  # apply(db, key, (SET, new, KEEP_TTL))
     reply: Any = value  # boxed once: the reply and LAST_INTEGER hold the same object
     last.number = reply
-    last.encoded = encoded
     last.digits = new
     last.value = value
     return reply
 
 
 class LastInteger:
-    """The last integer INCR returned and its RESP encoding (a colon, the digits and
-    CRLF: the same in RESP2 and RESP3), which the pipeline sends when the reply it
+    """The last integer INCR returned and the digits it stored: the pipeline sends
+    them (after a colon, before CRLF: the same in RESP2 and RESP3) when the reply it
     encodes is this very object (proxy.pipeline), without formatting the number
-    again; and the digits it stored, which the next INCR of that key finds there
-    (the very object, held here: its value is known without parsing it)."""
+    again, and the next INCR of that key finds them there (the very object, held
+    here: its value is known without parsing it)."""
 
     def __init__(self) -> None:
         self.number: object = None
-        self.encoded = b""
         self.digits: object = None
         self.value = 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
@@ -37,6 +37,8 @@ _CLOSE_AFTER_REPLY: Final = CloseAfterReply
 _PAUSED: Final = Paused
 _NIL2: Final = b"$-1\r\n"  # None in RESP2 (a nil bulk string) and in RESP3
 _NIL3: Final = b"_\r\n"
+_COLON: Final = b":"
+_CRLF: Final = b"\r\n"
 # The headers of short bulk strings, made once (formatting one per reply costs more).
 _BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(1024)]
 # Integer replies (HSET's 0 and 1, short lists' lengths), made once.
@@ -219,8 +221,11 @@ def run(
             number: int = reply  # typed: compiled, formatted without bytes.__mod__
             if 0 <= number < _SMALL:
                 out.append(_INTEGERS[number])
-            elif reply is _LAST_INTEGER.number:  # INCR's value: encoded as it was made
-                out.append(_LAST_INTEGER.encoded)
+            elif reply is _LAST_INTEGER.number:  # INCR's value: its digits as stored
+                digits = cast(bytes, _LAST_INTEGER.digits)  # set with `number`
+                out.append(_COLON)
+                out.append(digits)
+                out.append(_CRLF)
             else:
                 out.append(b":%d\r\n" % number)
         elif reply is None:  # GET of a missing key, ...
