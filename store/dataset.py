@@ -24,7 +24,7 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from store.ops import LPUSH, RPUSH, Op, Undo, apply_op_on, lookup
+from store.ops import CONVERSIONS, HSET, LPUSH, RPUSH, Op, Undo, apply_op_on, lookup
 from store.stream import Stream
 from store.values import ZSet
 
@@ -135,10 +135,15 @@ def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     if old is not None and type(old) is not bytes and type(old) is not bytearray:
         c: Sizes | None = db.sizes.get(key)
         n = len(old)
+        converted = CONVERSIONS.n
         undo = apply_op_on(db, key, op, old)
         name: str = op[0]
-        # A push leaves the list it extends at the key: no lookup to find out.
-        new = old if name in (LPUSH, RPUSH) else lookup(data, key)
+        # A push leaves the list it extends at the key, an HSET the hash it changes
+        # unless it made it a HashTable (`CONVERSIONS`): no lookup to find out.
+        if name in (LPUSH, RPUSH) or (name == HSET and CONVERSIONS.n == converted):
+            new = old
+        else:
+            new = lookup(data, key)
         if new is old and c is not None:
             # A collection changed in place: its length change at the cost it was
             # counted at, unless that is to be sampled again.

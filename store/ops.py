@@ -254,11 +254,24 @@ def _apply_hsetf(db: Database, key: bytes, op: Op) -> Undo:
     return _hset_on(db, key, (HSET, ((op[1], op[2]),)), lookup(db.data, key))
 
 
+class _Conversions:
+    """How many compact hashes `_fit_hash` has replaced at their keys: while the count
+    stays, an HSET left the hash it changed at its key (`dataset.counted_apply_on`
+    needs no lookup to find out)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+CONVERSIONS: Final = _Conversions()
+
+
 def _fit_hash(db: Database, key: bytes, h: dict[bytes, bytes], longer: bool) -> None:
     """A compact hash (a dict) with a field or value past hash-max-listpack-value
     (`longer`) or more fields than hash-max-listpack-entries becomes a HashTable."""
     if type(h) is dict and (longer or len(h) > LIMITS.hash_entries):
         db.data[key] = HashTable(h)
+        CONVERSIONS.n += 1
 
 
 @register(HDEL)

@@ -155,3 +155,31 @@ def test_set_string_over_each_kind_of_old_value(ttl: Any, read: bool) -> None:
             )
             store.commit()
         assert results[0] == results[1], prepare
+
+
+@pytest.mark.parametrize("convert", ["long value", "many fields"])
+def test_an_hset_that_converts_its_hash_weighs_the_new_one(convert: str) -> None:
+    """An HSET that makes a compact hash a HashTable (a value past
+    hash-max-listpack-value, or a field past hash-max-listpack-entries) leaves another
+    object at the key: the dataset's size is that object's, as a recount finds it,
+    and its element cost is kept for it, not for the dict it replaced."""
+    from store import dataset
+    from store.containers import HashTable
+    from store.values import LIMITS
+
+    s, _sink = make_session(databases=1)
+    run(s, "HSET", "h", "f", "v")
+    run(s, "HSET", "h", "g", "w")  # a compact hash with its element cost sampled
+    before = s.db.data[b"h"]
+    assert type(before) is dict
+    if convert == "long value":
+        run(s, "HSET", "h", "f", "x" * 100)
+    else:
+        for i in range(LIMITS.hash_entries):
+            run(s, "HSET", "h", f"f{i}", "v")
+    after = s.db.data[b"h"]
+    assert type(after) is HashTable
+    assert s.db.sizes[b"h"][2] is after
+    counted = s.db.used
+    dataset.recount(s.db)
+    assert s.db.used == counted
