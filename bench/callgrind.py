@@ -7,7 +7,7 @@ After a warm-up of a tenth of the load the counters are zeroed (`callgrind_contr
 `redis-benchmark -c 50 -n <requests> -P <p> -t <cmd>` runs, the counters are dumped
 (`callgrind_control -d`) and their total is divided by the requests.
 
-    python -m bench.callgrind [--pure] [--requests N] [--keep DIR] set:16 get:16 set:1 ...
+    python -m bench.callgrind [--pure] [--requests N] [--keep DIR] [--setup CMD] set:16 ...
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ def _ctl(*args: str) -> None:
 
 
 def per_command(
-    cmd: str, pipeline: int, requests: int, pure: bool, keep: Path | None = None
+    cmd: str,
+    pipeline: int,
+    requests: int,
+    pure: bool,
+    keep: Path | None = None,
+    setup: tuple[str, ...] = (),
 ) -> dict[str, object]:
     work = tmpdir("callgrind")
     out = work / "callgrind.out"
@@ -57,6 +62,9 @@ def per_command(
         wait_pong(srv, timeout=600)
         warm = rb.argv(port, requests=max(requests // 10, 1), pipeline=pipeline, tests=cmd)
         subprocess.run(warm, check=True, capture_output=True, timeout=1800)
+        for line in setup:  # e.g. "TS.SEAL s1": the state the load then runs in
+            cli = ["redis-cli", "-p", str(port), *line.split()]
+            subprocess.run(cli, check=True, capture_output=True, timeout=600)
         info = subprocess.run(
             ["redis-cli", "-p", str(port), "INFO", "temporalstore"],
             check=True,
@@ -92,11 +100,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pure", action="store_true", help="TEMPORALSTORE_PURE=1")
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--keep", type=Path, help="copy each dump here (callgrind.CMD.P)")
+    ap.add_argument("--setup", action="append", default=[], help="a command run after the warm-up")
     ap.add_argument("loads", nargs="+", help="command:pipeline, e.g. set:16")
     args = ap.parse_args(argv)
     for spec in args.loads:
         cmd, _, p = spec.partition(":")
-        res = per_command(cmd, int(p or 1), args.requests, args.pure, args.keep)
+        res = per_command(cmd, int(p or 1), args.requests, args.pure, args.keep, tuple(args.setup))
         print(json.dumps(res), flush=True)
     return 0
 

@@ -92,6 +92,16 @@ def chain_bytes(chain: Iterable[VersionEntry]) -> int:
     return sum(map(entry_bytes, chain))
 
 
+def _pin_bucket(pinned: dict[int, list[int]], bucket: int, size: int, n: int) -> None:
+    """Count `n` more pinned entries of `size` bytes in all in LSN bucket `bucket`."""
+    c = pinned.get(bucket)
+    if c is None:
+        pinned[bucket] = [size, n]
+    else:
+        c[0] = c[0] + size
+        c[1] = c[1] + n
+
+
 class HistoryMemory:
     """The running counts (see the module docstring)."""
 
@@ -181,17 +191,27 @@ class HistoryMemory:
             first = stop - 1  # one write since the last mark: the common case
         else:
             first = bisect_right(chain, mark, start, stop, key=_entry_lsn)
+        # The entries' counts summed per bucket of LSNs (consecutive entries share
+        # one) before they go into `pinned`: typed sums, one dict update per bucket.
+        bucket = -1
+        bucket_bytes = 0
+        bucket_n = 0
         for i in range(first, stop):
             e = chain[i]
             b = entry_bytes(e)
-            c = pinned.get(e[V_LSN] >> BUCKET_BITS)
-            if c is None:
-                pinned[e[V_LSN] >> BUCKET_BITS] = [b, 1]
-            else:
-                c[0] += b
-                c[1] += 1
+            lsn: int = e[V_LSN]
+            if lsn >> BUCKET_BITS != bucket:
+                if bucket_n:
+                    _pin_bucket(pinned, bucket, bucket_bytes, bucket_n)
+                bucket = lsn >> BUCKET_BITS
+                bucket_bytes = 0
+                bucket_n = 0
+            bucket_bytes += b
+            bucket_n += 1
             total += b
             n += 1
+        if bucket_n:
+            _pin_bucket(pinned, bucket, bucket_bytes, bucket_n)
         self.marks[mk] = last
         self.pinned_bytes += total
         self.pinned_versions += n

@@ -43,7 +43,7 @@ _dict_get: Final = dict.get
 UNREAD: Final = object()  # set_string's `read` when the caller has not read the key
 # A chain that a pin stopped trimming is tried again after this many more versions, so
 # the check (and its pinned accounting) costs O(1) amortized per write.
-TRIM_STEP: Final = 64
+TRIM_STEP: Final = 64  # a power of two (`Store.trim_versions` masks with it)
 
 
 class _OneCmd:

@@ -374,9 +374,12 @@ class Store:
     def trim_versions(self, db: Database, key: bytes, chain: list[Any], limit: int) -> None:
         """`versions:limit` retention after a write: a chain is cut back to `limit`
         once it reaches twice that; one a pin stopped trimming waits TRIM_STEP
-        versions (a stale mark, more than a step ahead, is ignored)."""
+        versions (a stale mark, more than a step ahead, is ignored). While some chain
+        waits, a chain past twice its limit looks its mark up once every TRIM_STEP
+        versions, not at every write (a pinned key's writes, issue 11)."""
         n = len(chain)
-        if n > 2 * limit:
+        over = n - 2 * limit
+        if over > 0 and (not db.trim_next or over & (TRIM_STEP - 1) == 1):
             due = db.trim_next.get(key, 0)
             if n >= due or due - n > TRIM_STEP:
                 self._trim(db, key, chain, n - limit)
