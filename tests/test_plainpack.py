@@ -184,3 +184,39 @@ COMMON = st.tuples(
 @given(st.lists(COMMON, min_size=1, max_size=6))
 def test_common_records_pack_as_msgpack_packs_them(records: list[UpdateRecord]) -> None:
     _records_as_msgpack(records)
+
+
+# Records of a few keys, times, databases, ops and commands, in batches:
+# `plainpack._one`'s parts kept from the record before (`_LAST`) must follow each
+# change of any of them, within a batch and from one batch to the next.
+REPEATING = st.tuples(
+    st.integers(0x100, 0x300),
+    st.sampled_from([2**32, 2**32 + 1]),
+    st.tuples(
+        st.sampled_from([0, 1, 127]),
+        st.sampled_from([b"", b"k", b"counter:1", b"counter:2"]),
+        st.sampled_from(
+            [
+                ("set", b"v", None),
+                ("set", b"17", -1),
+                ("set", b"x" * 300, None),
+                ("lpush", (b"a",)),
+                ("rpush", (b"a", b"b")),
+                ("hset", ((b"f", b"v"),)),
+                ("hsetf", b"f", b"v"),
+                ("del",),
+            ]
+        ),
+    ).map(lambda op: (op,)),
+    st.sampled_from([("set",), ("incr",), ("hset",), ("lpush",)]),
+    st.none(),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(REPEATING, min_size=1, max_size=8), min_size=1, max_size=3))
+def test_records_of_repeated_keys_pack_as_msgpack_packs_them(
+    batches: list[list[UpdateRecord]],
+) -> None:
+    for records in batches:
+        _records_as_msgpack(records)
