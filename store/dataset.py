@@ -133,7 +133,6 @@ def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
     # A string value is immutable: it can be weighed after the op.
     before = -1
     if old is not None and type(old) is not bytes and type(old) is not bytearray:
-        c: Sizes | None = db.sizes.get(key)
         n = len(old)
         converted = CONVERSIONS.n
         undo = apply_op_on(db, key, op, old)
@@ -144,10 +143,16 @@ def counted_apply_on(db: Database, key: bytes, op: Op, old: Any) -> Undo:
             new = old
         else:
             new = lookup(data, key)
-        if new is old and c is not None:
+        m = len(new) if new is old else -1
+        if m == n:
+            # Changed in place, its length unchanged (a field's or a member's new
+            # value): counted as it was (ops leave `sizes` alone; its element cost is
+            # sampled again at a change of length).
+            return undo
+        c: Sizes | None = db.sizes.get(key)
+        if m >= 0 and c is not None:
             # A collection changed in place: its length change at the cost it was
             # counted at, unless that is to be sampled again.
-            m = len(new)
             if not _stale(c, new, m):
                 per: int = c[0]
                 db.used += (m - n) * per
