@@ -20,8 +20,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # and Python's headers exist; it rebuilds when a compiled source changed (the build's
 # manifest holds their SHA-256) and does nothing otherwise. store/native.py uses the
 # build only while it matches the sources; TEMPORALSTORE_PURE=1 runs all Python.
+# Then the bytecode of the server's own modules, written ahead: compileall writes it
+# even where PYTHONDONTWRITEBYTECODE is set, and Python reads it either way (a stale
+# file is compiled again in memory). Without it a server compiles every module it
+# imports at each start: 0.34 s to the first PONG here instead of 0.19 s.
 native: $(STAMP)
 	$(BIN)/python tools/compiled.py build
+	$(BIN)/python -m compileall -q commands store flusher proxy replay
 
 install: $(STAMP) native
 
