@@ -48,11 +48,13 @@ def per_command(
     pure: bool,
     keep: Path | None = None,
     setup: tuple[str, ...] = (),
+    flags: tuple[str, ...] = (),
+    clients: int = 50,
 ) -> dict[str, object]:
     work = tmpdir("callgrind")
     out = work / "callgrind.out"
     port = free_port()
-    base = ours_argv(port, f"file://{work}/data")
+    base = ours_argv(port, f"file://{work}/data", *flags)
     at = base.index(OURS)  # after the CPU pinning: valgrind runs the server's Python
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
     argv = [*base[:at], *valgrind, sys.executable, *base[at:]]
@@ -60,7 +62,9 @@ def per_command(
     srv = _spawn("temporalstore-callgrind", argv, port, env)
     try:
         wait_pong(srv, timeout=600)
-        warm = rb.argv(port, requests=max(requests // 10, 1), pipeline=pipeline, tests=cmd)
+        warm = rb.argv(
+            port, clients=clients, requests=max(requests // 10, 1), pipeline=pipeline, tests=cmd
+        )
         subprocess.run(warm, check=True, capture_output=True, timeout=1800)
         for line in setup:  # e.g. "TS.SEAL s1": the state the load then runs in
             cli = ["redis-cli", "-p", str(port), *line.split()]
@@ -76,7 +80,7 @@ def per_command(
         build = found.group(1) if found else "?"
         time.sleep(1.0)
         _ctl("-z", str(srv.pid))
-        load = rb.argv(port, requests=requests, pipeline=pipeline, tests=cmd)
+        load = rb.argv(port, clients=clients, requests=requests, pipeline=pipeline, tests=cmd)
         subprocess.run(load, check=True, capture_output=True, timeout=3600)
         _ctl("-d", str(srv.pid))
         time.sleep(1.0)
@@ -101,11 +105,22 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--keep", type=Path, help="copy each dump here (callgrind.CMD.P)")
     ap.add_argument("--setup", action="append", default=[], help="a command run after the warm-up")
+    ap.add_argument("--flag", action="append", default=[], help="a server flag, e.g. --flag=-x")
+    ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("loads", nargs="+", help="command:pipeline, e.g. set:16")
     args = ap.parse_args(argv)
     for spec in args.loads:
         cmd, _, p = spec.partition(":")
-        res = per_command(cmd, int(p or 1), args.requests, args.pure, args.keep, tuple(args.setup))
+        res = per_command(
+            cmd,
+            int(p or 1),
+            args.requests,
+            args.pure,
+            args.keep,
+            tuple(args.setup),
+            tuple(x for f in args.flag for x in f.split()),
+            args.clients,
+        )
         print(json.dumps(res), flush=True)
     return 0
 
