@@ -25,15 +25,20 @@ from bench import rb
 from bench.proc import OURS, _spawn, free_port, ours_argv, tmpdir, wait_pong
 
 
-def _total(outfile: Path) -> int:
-    """The instruction total of the newest dump callgrind wrote for `outfile`."""
+def _newest_dump(outfile: Path) -> Path:
+    """The newest dump callgrind wrote for `outfile` (`outfile`, `outfile.1`, ...)."""
     dumps = sorted(
         outfile.parent.glob(outfile.name + "*"), key=lambda p: (p.stat().st_mtime, p.name)
     )
-    text = dumps[-1].read_text(errors="replace")
+    return dumps[-1]
+
+
+def _total(dump: Path) -> int:
+    """The instruction total of a callgrind dump."""
+    text = dump.read_text(errors="replace")
     m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
     if m is None:
-        raise RuntimeError(f"no totals in {dumps[-1]}")
+        raise RuntimeError(f"no totals in {dump}")
     return int(m.group(1))
 
 
@@ -84,11 +89,11 @@ def per_command(
         subprocess.run(load, check=True, capture_output=True, timeout=3600)
         _ctl("-d", str(srv.pid))
         time.sleep(1.0)
-        total = _total(out)
+        dump = _newest_dump(out)
+        total = _total(dump)
         if keep is not None:  # the dump, for callgrind_annotate
             keep.mkdir(parents=True, exist_ok=True)
-            dumps = sorted(out.parent.glob(out.name + "*"), key=lambda p: p.stat().st_mtime)
-            shutil.copy(dumps[-1], keep / f"callgrind.{cmd}.{pipeline}")
+            shutil.copy(dump, keep / f"callgrind.{cmd}.{pipeline}")
     finally:
         srv.stop(timeout=120)
     return {
