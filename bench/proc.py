@@ -97,8 +97,12 @@ class Proc:
         return self.popen.poll() is None
 
     def kill9(self) -> None:
+        """kill -9 of the server and of every process it forked (its process group):
+        a child outlives its parent's kill otherwise, as redis' AOF rewrite after a
+        restart did, pinned to the server CPU while the next server restarted there."""
         if self.popen.poll() is None:
-            self.popen.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
             self.popen.wait()
         if self in _live:
             _live.remove(self)
@@ -136,7 +140,12 @@ def _spawn(name: str, argv: list[str], port: int, env: dict[str, str] | None = N
         full_env.update(env)
     started = time.monotonic()
     popen = subprocess.Popen(
-        argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env
+        argv,
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=full_env,
+        start_new_session=True,  # its own process group: kill9 takes its children too
     )
     fh.close()
     p = Proc(name, argv, port, popen, log, started)
