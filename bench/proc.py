@@ -119,8 +119,7 @@ class Proc:
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+                self.kill9()  # its children too
         if self in _live:
             _live.remove(self)
 
