@@ -53,6 +53,12 @@ TS_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
         {"type": "ulonglong", "flags": [], "min": 0, "max": 2**64 - 1, "memory": True},
         "0",
     ),
+    # With history-memory 0: plain version entries in memory past it are frozen into
+    # compressed runs kept in memory (store.coldhistory MemorySpill); 0: never.
+    "history-hot-memory": (
+        {"type": "ulonglong", "flags": [], "min": 0, "max": 2**64 - 1, "memory": True},
+        str(64 << 20),
+    ),
 }
 
 

@@ -484,6 +484,7 @@ def _info_history(s: Session) -> str:
     store = s.store
     store.settle_trims()
     mem = store.mem
+    spill = store.spill
     branch_bytes = sum(c[0] for c in mem.branches.values()) + store.branch_data_bytes()
     branch_versions = sum(c[1] for c in mem.branches.values())
     views, views_bytes = store.views_memory()
@@ -508,12 +509,23 @@ def _info_history(s: Session) -> str:
         ("history_hot_bytes", hot_bytes(store)),
         ("history_cold_versions", mem.cold_versions),
         ("history_cold_bytes", mem.cold_bytes),
-        ("history_spill_file_bytes", 0 if store.spill is None else store.spill.size),
+        ("history_hot_memory", int(config_get_value(s.server, "history-hot-memory"))),
+        # Where the cold entries are: compressed runs in memory (frozen, with
+        # history-memory 0) or in the spill file.
+        ("history_frozen_bytes", spill.size if spill is not None and spill.kind == "memory" else 0),
+        (
+            "history_spill_file_bytes",
+            spill.size if spill is not None and spill.kind == "file" else 0,
+        ),
     ]
     out = []
     for name, value in fields:
         out.append(f"{name}:{value}\r\n")
-        if name.endswith("_bytes") or name in ("max_pinned_history", "history_memory"):
+        if name.endswith("_bytes") or name in (
+            "max_pinned_history",
+            "history_memory",
+            "history_hot_memory",
+        ):
             out.append(f"{name}_human:{bytes_to_human(value)}\r\n")
     return "".join(out)
 

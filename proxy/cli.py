@@ -122,6 +122,12 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
         "0",
         "older versions move to a local spill file while history in memory is past this (0: never)",
     ),
+    (
+        "history-hot-memory",
+        "64mb",
+        "with history-memory 0: older versions are frozen into compressed blocks in memory "
+        "while plain history in memory is past this (0: never)",
+    ),
     ("history-spill-dir", "", "where that file is made (unlinked; default: the temp directory)"),
     (
         "enable-debug-command",
@@ -161,6 +167,7 @@ REDIS_PARAM_FLAGS = (
     "maxmemory",
     "max-pinned-history",
     "history-memory",
+    "history-hot-memory",
     "maxmemory-policy",
     "client-output-buffer-limit",
     "client-query-buffer-limit",
@@ -381,7 +388,7 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     # young generation keeps the collector from running on every few thousand writes.
     gc.set_threshold(50_000, 50, 100)
     store = Store(databases=config.databases, history=HistoryPolicy.parse(config.history))
-    attach_spill(store, config.history_spill_dir)
+    attach_spill(store, config.history_spill_dir, memory=True)
     state = ServerState(store, config)
     state.write_wait_s = config.write_wait_ms / 1000
     state.loading = True

@@ -469,8 +469,10 @@ class Node:
         # storage, as a Redis replica does a full resynchronisation.
         old = self.store
         store = Store(databases=len(old.dbs), history=old.history)
-        # A spill file of its own: the old one goes when nothing reads the old store.
-        attach(store, old.spill.directory if old.spill is not None else None)
+        # A spill of its own (file or frozen in memory, as the old one): the old one
+        # goes when nothing reads the old store.
+        spill = old.spill
+        attach(store, spill and spill.directory, spill is None or spill.kind == "memory")
         store.follower = True
         self.store = state.store = store
         self.recovery = None

@@ -37,6 +37,7 @@ from proxy.listeners import move_listener
 from proxy.pipeline import READY, receive, send, serve_ready, write
 from proxy.pipeline import run as run_batch
 from proxy.reader import RequestReader
+from store.coldhistory import use_kind
 
 log = logging.getLogger("temporalstore")
 
@@ -628,17 +629,24 @@ class Server:
 
     async def _tier_history(self) -> None:
         """While the history in memory is past `history-memory`, older versions move to
-        the spill file (store.coldhistory), in steps that take as long as the clients
-        had since the last one (2-50 ms): half the core while writes outrun it, so the
-        resident set stays near the budget; looked at ten times a second otherwise."""
+        the spill file (store.coldhistory); with `history-memory` 0, while the plain
+        entries in memory are past `history-hot-memory`, older versions are frozen into
+        compressed runs in memory. In steps that take as long as the clients had since
+        the last one (2-50 ms): half the core while writes outrun it, so the resident
+        set stays near the budget; looked at ten times a second otherwise."""
         state = self.state
         last = time.monotonic()
         while True:
             budget = int(config_get_value(state, "history-memory"))
+            kind = "file"
+            if budget <= 0:
+                budget = int(config_get_value(state, "history-hot-memory"))
+                kind = "memory"
             store = state.store
             if budget <= 0 or state.loading or state.debug.pause_cron or store.spill is None:
                 await asyncio.sleep(0.1)
                 continue
+            use_kind(store, kind)
             began = time.monotonic()
             share = min(max(began - last, 0.002), 0.05)
             more = store.tierer.step(budget, share)

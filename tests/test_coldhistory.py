@@ -1,12 +1,12 @@
 """History moved out of memory (store.coldhistory) reads back exactly as it was.
 
-Each workload runs twice on in-process stores: once with every version in memory,
-once with the tierer moving every key's entries to the spill file at the points the
-workload says (budget 0). Under `all` retention both keep the same versions, so the
-chains, every key's state as of every LSN and the history counts must be equal;
-under `versions:N` the tiered store cuts at other moments (when the tierer flattens
-a key's runs), so both must keep at least the N newest versions and agree on every
-state both still hold."""
+Each workload runs twice on in-process stores: once with every version in memory, once
+with the tierer moving every key's entries to the spill file, or freezing them into
+compressed runs in memory, at the points the workload says (budget 0). Under `all`
+retention both keep the same versions, so the chains, every key's state as of every LSN
+and the history counts must be equal; under `versions:N` the tiered store cuts at other
+moments (when the tierer flattens a key's runs), so both must keep at least the N newest
+versions and agree on every state both still hold."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from commands.snapshot_codec import encode_value
 from store import V_LSN, V_SNAP, PrunedError, Store
-from store.coldhistory import attach, compact, hot_bytes
+from store.coldhistory import Codec, attach, compact, hot_bytes, use_kind
 from tests.conftest import start_temporalstore
 from tests.helpers import make_session, run
 from tests.test_durability import kill9
@@ -79,12 +79,14 @@ COMMANDS: dict[str, Any] = {
 }
 
 
-def _play(workload: list[tuple[str, int, bytes]], history: str, spill: Path | None) -> Store:
+def _play(
+    workload: list[tuple[str, int, bytes]], history: str, spill: Path | None, memory: bool = False
+) -> Store:
     s, _sink = make_session(databases=2, history=history)
     store = s.store
     store.snapshot_every = 4  # full copies of collections in some entries
     if spill is not None:
-        attach(store, str(spill))
+        attach(store, str(spill), memory)
     for count, (verb, n, value) in enumerate(workload):
         for argv in COMMANDS[verb](n, value, count):
             run(s, *argv)
@@ -125,10 +127,12 @@ def _check_counts(store: Store) -> None:
     assert (mem.cold_bytes, mem.cold_versions) == (fresh.cold_bytes, fresh.cold_versions)
 
 
-def _compare(tmp: Path, workload: list[tuple[str, int, bytes]], history: str) -> None:
+def _compare(
+    tmp: Path, workload: list[tuple[str, int, bytes]], history: str, memory: bool = False
+) -> None:
     """Play `workload` with and without tiering; compare what both hold."""
     plain = _play(workload, history, None)
-    tiered = _play(workload, history, tmp)
+    tiered = _play(workload, history, tmp, memory)
     a, b = _chains(plain), _chains(tiered)
     if history == "all":
         assert b == a
@@ -147,13 +151,70 @@ def _compare(tmp: Path, workload: list[tuple[str, int, bytes]], history: str) ->
     _check_counts(plain)
 
 
+@pytest.mark.parametrize("kind", ["file", "memory"])
 @pytest.mark.parametrize("history", ["all", "versions:3"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload=WORKLOAD)
 def test_history_reads_the_same_out_of_memory(
-    tmp_path_factory: pytest.TempPathFactory, history: str, workload: list[tuple[str, int, bytes]]
+    tmp_path_factory: pytest.TempPathFactory,
+    kind: str,
+    history: str,
+    workload: list[tuple[str, int, bytes]],
 ) -> None:
-    _compare(tmp_path_factory.mktemp("spill"), workload, history)
+    _compare(tmp_path_factory.mktemp("spill"), workload, history, kind == "memory")
+
+
+def test_runs_round_trip_with_and_without_a_trained_dictionary() -> None:
+    """A codec packs runs plainly until it has seen enough of them, then trains a
+    dictionary and, where it pays, packs with it; runs of both kinds read back the
+    entries they were made of, metadata and full copies included."""
+    codec = Codec()
+    made: list[tuple[bytes, list[Any]]] = []
+    for i in range(2100):
+        entries: list[Any] = [
+            (
+                1000 * i + j,
+                1_700_000_000_000 + i + j // 3,
+                "set",
+                b"value:%d:%d" % (i, j),
+                None,
+                None,
+            )
+            for j in range(9)
+        ]
+        if i % 100 == 7:  # metadata and a full copy in some runs
+            entries[3] = (*entries[3][:4], (b"meta", i), ({b"f": b"v"}, None))
+        made.append((codec.encode(i, entries), entries))
+    assert codec.cdict is not None  # these runs are alike: the dictionary pays
+    kinds = {packed[0] for packed, _entries in made}
+    assert kinds == {0, 1}
+    for i, (packed, entries) in enumerate(made):
+        assert codec.decode(packed) == (i, entries)
+
+
+def test_frozen_in_memory_moves_to_the_file_and_back(tmp_path: Path) -> None:
+    """`use_kind`: history frozen in memory moves to the spill file when history-memory
+    is set at run time, and back when it is cleared, reading the same throughout."""
+    s, _sink = make_session(databases=1, history="all")
+    store = s.store
+    attach(store, str(tmp_path), memory=True)
+    for i in range(30):
+        run(s, "SET", "k", f"v{i}")
+        run(s, "HSET", "h", f"f{i % 4}", str(i))
+    before = _chains(store)
+    store.tierer.step(0, 60.0)
+    assert store.spill.kind == "memory" and store.spill.size > 8
+    assert _chains(store) == before
+    use_kind(store, "file")
+    assert store.spill.kind == "file" and store.spill.size > 8
+    assert _chains(store) == before
+    run(s, "SET", "k", "new")
+    store.tierer.step(0, 60.0)
+    use_kind(store, "memory")
+    assert store.spill.kind == "memory"
+    assert _chains(store)[(0, b"k")][:-1] == before[(0, b"k")]
+    assert store.value_as_of(0, b"k", 1) == (b"v0", None)
+    _check_counts(store)
 
 
 def test_tiering_moves_entries_out_and_writes_append_in_memory(tmp_path: Path) -> None:
@@ -297,6 +358,55 @@ def test_server_moves_history_out_and_keeps_it_across_kill9(tmp_path: Path) -> N
         finally:
             r.close()
             q.stop()
+    finally:
+        r.close()
+        p.stop()
+
+
+def test_server_freezes_history_in_memory_and_reads_it_the_same(tmp_path: Path) -> None:
+    """A real server started with a small --history-hot-memory freezes older versions
+    into compressed runs in memory (INFO history_frozen_bytes; no spill file), answers
+    the same history verbs as before, and moves them to the spill file when
+    history-memory is set at run time."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    flags = ["--storage", f"file://{tmp_path}/store", "--history-spill-dir", str(spill)]
+    p = start_temporalstore([*flags, "--history-hot-memory", "0"])
+    r = redis.Redis(port=p.port, socket_timeout=30)
+    keys = ["doc", "n", "h", "l", "z"]
+    try:
+        for i in range(40):
+            r.set("doc", f"v{i}" * 20)
+            r.incr("n")
+            r.hset("h", f"f{i % 7}", i)
+            r.lpush("l", i)
+            r.zadd("z", {f"m{i % 5}": i})
+            if i == 20:
+                r.execute_command("TS.SEAL", "first")
+        last = int(r.info("persistence")["last_lsn"])
+        before = _history_replies(r, keys, last)
+        time.sleep(0.3)
+        assert _cold(r)[0] == 0  # history-hot-memory 0: nothing is frozen
+        r.config_set("history-hot-memory", "1")
+        assert r.config_get("history-hot-memory") == {"history-hot-memory": "1"}
+        deadline = time.monotonic() + 30
+        while _cold(r)[1] > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        h = r.info("history")
+        assert h["history_hot_bytes"] <= 1 and h["history_cold_versions"] >= 40 * len(keys)
+        assert h["history_frozen_bytes"] > 0 and h["history_spill_file_bytes"] == 0
+        assert _history_replies(r, keys, last) == before
+        r.set("doc", "after")
+        assert r.execute_command("TS.ASOF", "doc", "BACK", 1) == b"v39" * 20
+        r.config_set("history-memory", "1")
+        deadline = time.monotonic() + 30
+        while r.info("history")["history_spill_file_bytes"] == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert r.info("history")["history_frozen_bytes"] == 0
+        assert r.execute_command("TS.ASOF", "doc", "BACK", 1) == b"v39" * 20
+        again = _history_replies(r, keys, last)
+        assert again[1:] == before[1:] and again[0][:-1] == before[0]
     finally:
         r.close()
         p.stop()
