@@ -10,6 +10,10 @@
 5. PING latency from a second client while each long verb runs (TS.RESTORE,
    TS.MERGE, TS.HISTORY WITHVALUES, SRANDMEMBER with a huge negative count).
 6. SRANDMEMBER / ZRANDMEMBER key -N on a 1,000-member key: ours vs redis-server.
+7. Reads of frozen history (issue 29, `--history-hot-memory 1`: every version past
+   the newest frozen into compressed pages): `TS.HISTORY key WITHVALUES` of 1,000 and
+   100,000 versions (time per version), and `TS.ASOF key VERSION v` round trips into
+   frozen pages, p50 and p99, beside GET round trips on redis-server in the same run.
 
 Large replies are read unparsed (`Client.call_unparsed`): the time is the server's.
 """
@@ -52,7 +56,100 @@ def item_bounded(s: Settings) -> dict[str, Any]:
     out["views"] = _guarded("checkout and diff", lambda: _checkout_and_diff(s))
     out["stalls"] = _guarded("stalls", lambda: _stalls(s))
     out["sampling"] = _guarded("sampling", lambda: _sampling(s))
+    out["frozen"] = _guarded("frozen reads", lambda: _frozen_reads(s))
     return {"bounded": out}
+
+
+FROZEN_KEYS = 20_000  # keys of 10 versions each, for TS.ASOF into frozen pages
+FROZEN_CALLS = 3_000
+
+
+def _round_trips(c: Client, calls: list[tuple[Any, ...]]) -> dict[str, float]:
+    """Round trips of `calls` (p50, p99) and the server's own mean time per call of
+    their command (INFO commandstats, reset first)."""
+    c.call("CONFIG", "RESETSTAT")
+    times = []
+    for args in calls:
+        t0 = time.perf_counter()
+        c.call(*args)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    name = str(calls[0][0]).lower()
+    stat = c.info("commandstats").get(f"cmdstat_{name}", "")
+    usec = dict(kv.split("=") for kv in stat.split(",")).get("usec_per_call", "nan")
+    return {
+        "p50_us": pct(times, 50) * 1e6,
+        "p99_us": pct(times, 99) * 1e6,
+        "server_us_per_call": float(usec),
+    }
+
+
+def _frozen_reads(s: Settings) -> dict[str, Any]:
+    """Item 7 of the module docstring."""
+    srv = start_ours(f"file://{tmpdir('frozen')}", "--history", "all", "--history-hot-memory", "1")
+    vals = _values()
+    rng = random.Random(7)
+    out: dict[str, Any] = {}
+    try:
+        walks = (1_000, max(s.walk_string_versions))
+        for n in walks:
+            key = b"frozen:str:%d" % n
+            load(srv.port, (encode([b"SET", key, vals[i % len(vals)]]) for i in range(n)))
+        for rnd in range(10):
+            load(srv.port, set_commands(FROZEN_KEYS, 100, prefix="fk:", seed=100 + rnd))
+        wait_flushed(srv.port, timeout=600)
+        with Client(srv.port, timeout=600) as c:
+            deadline = time.monotonic() + 600
+            while int(c.info("history")["history_hot_bytes"]) > 1:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("history was not frozen")
+                time.sleep(0.2)
+            h = c.info("history")
+            out["history"] = {k: h[k] for k in h if not k.endswith("_human")}
+            walk: dict[str, Any] = {}
+            for n in walks:
+                key = b"frozen:str:%d" % n
+                c.call("TS.HISTORY", key, "COUNT", "1")  # decoded once before timing
+                times = []
+                for _ in range(max(1, walks[-1] // n)):
+                    _size, secs, _head = c.call_unparsed("TS.HISTORY", key, "WITHVALUES")
+                    times.append(secs)
+                walk[str(n)] = {"seconds": med(times), "us_per_version": med(times) / n * 1e6}
+            walk["ratio"] = (
+                walk[str(walks[-1])]["us_per_version"] / walk[str(walks[0])]["us_per_version"]
+            )
+            out["walk"] = walk
+            last = int(c.info("persistence")["last_lsn"])
+            lsns = [rng.randrange(last // 2, last) for _ in range(FROZEN_CALLS)]
+            keys = [b"fk:%07d" % rng.randrange(FROZEN_KEYS) for _ in range(FROZEN_CALLS)]
+            out["asof_many_keys"] = _round_trips(
+                c, [("TS.ASOF", k, "VERSION", v) for k, v in zip(keys, lsns, strict=True)]
+            )
+            deep = b"frozen:str:%d" % walks[-1]
+            out["asof_deep_key"] = _round_trips(
+                c, [("TS.ASOF", deep, "VERSION", rng.randrange(1, walks[-1])) for _ in lsns]
+            )
+            out["get"] = _round_trips(c, [("GET", k) for k in keys])
+        out["server"] = show_server(srv)
+    finally:
+        srv.discard()
+    r = start_redis("--appendonly", "no")
+    try:
+        load(r.port, set_commands(FROZEN_KEYS, 100, prefix="fk:"))
+        with Client(r.port) as c:
+            out["redis_get"] = _round_trips(
+                c, [("GET", b"fk:%07d" % rng.randrange(FROZEN_KEYS)) for _ in range(FROZEN_CALLS)]
+            )
+    finally:
+        r.stop()
+    log(
+        f"bounded: frozen TS.HISTORY {out['walk']['ratio']:.2f}x per version (100k vs 1k), "
+        f"TS.ASOF p50 {out['asof_many_keys']['p50_us']:.0f} us (many keys; in the server "
+        f"{out['asof_many_keys']['server_us_per_call']:.0f} us per call), "
+        f"{out['asof_deep_key']['p50_us']:.0f} us (deep key); GET p50 ours "
+        f"{out['get']['p50_us']:.0f} us, redis {out['redis_get']['p50_us']:.0f} us"
+    )
+    return out
 
 
 def _values(n: int = 256, size: int = 100) -> list[bytes]:

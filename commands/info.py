@@ -512,10 +512,13 @@ def _info_history(s: Session) -> str:
         ("history_hot_memory", int(config_get_value(s.server, "history-hot-memory"))),
         # Where the cold entries are: compressed runs in memory (frozen, with
         # history-memory 0) or in the spill file.
-        ("history_frozen_bytes", spill.size if spill is not None and spill.kind == "memory" else 0),
+        (
+            "history_frozen_bytes",
+            spill.held() if spill is not None and spill.kind == "memory" else 0,
+        ),
         (
             "history_spill_file_bytes",
-            spill.size if spill is not None and spill.kind == "file" else 0,
+            spill.held() if spill is not None and spill.kind == "file" else 0,
         ),
     ]
     out = []

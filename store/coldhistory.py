@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 
 # A cold reference packs, from the high bits down: the run's offset in the file, its
 # length (32 bits), the key's cold entries when its runs were last flattened (`base`,
-# 28 bits) and all its cold entries now (`total`, 28 bits).
+# 28 bits), all its cold entries now (`total`, 28 bits) and its runs (4 bits).
+_RUN_BITS: Final = 4
+_RUN_MASK: Final = (1 << _RUN_BITS) - 1
 _COUNT_BITS: Final = 28
 _COUNT_MASK: Final = (1 << _COUNT_BITS) - 1
 _LEN_BITS: Final = 32
@@ -54,21 +56,36 @@ _HEADER: Final = b"TSCOLD01"
 # A flattened run of a key under `ms:N` or `all` retention is cut (or merely rewritten)
 # once its runs hold twice what the last flattening left, and at least this many.
 _FLATTEN_MIN: Final = 32
+# Frozen in memory, a key's runs are written as one before they would be more than
+# this many: each is in a page of its own for a reader to decompress.
+_FREEZE_RUNS: Final = 4
+# Frozen in memory: a page holds runs up to this many bytes before compression (a run
+# alone may be longer): big enough for zstd to find what runs share, small enough
+# that a reader of one key decompresses it in about 10 us. Offsets in a page are
+# below `_PAGE_BITS`; `_OPEN_PAGES` pages stay decompressed for readers.
+_PAGE_BYTES: Final = 8192
+_PAGE_BITS: Final = 32
+_PAGE_MASK: Final = (1 << _PAGE_BITS) - 1
+_OPEN_PAGES: Final = 64
 # The file is rewritten when dead runs are more than half of it and at least this big.
 _COMPACT_MIN: Final = 64 << 20
 
 
 def ref_total(ref: int) -> int:
     """The cold entries a reference stands for."""
-    return ref & _COUNT_MASK
+    return (ref >> _RUN_BITS) & _COUNT_MASK
 
 
 def _ref_base(ref: int) -> int:
-    return (ref >> _COUNT_BITS) & _COUNT_MASK
+    return (ref >> (_RUN_BITS + _COUNT_BITS)) & _COUNT_MASK
+
+
+def _ref_runs(ref: int) -> int:
+    return ref & _RUN_MASK
 
 
 def _ref_span(ref: int) -> tuple[int, int]:
-    run = ref >> (2 * _COUNT_BITS)
+    run = ref >> (_RUN_BITS + 2 * _COUNT_BITS)
     return run >> _LEN_BITS, run & _LEN_MASK
 
 
@@ -76,8 +93,10 @@ def _ref_span(ref: int) -> tuple[int, int]:
 # writes it follows; level 1 packs these runs within a few per cent of level 3).
 _ZC: Final = zstandard.ZstdCompressor(level=1)
 _ZD: Final = zstandard.ZstdDecompressor()
-# Decoded runs kept at hand (a reader of the past mostly reads the same keys again).
+# Decoded runs kept at hand (a reader of the past mostly reads the same keys again):
+# up to this many keys' runs, and this many entries in all (but always the last read).
 _CACHE_RUNS: Final = 256
+_CACHE_ENTRIES: Final = 1 << 18
 # A spill trains a zstd dictionary on its first runs (`_TRAIN_SAMPLES` of them) and
 # keeps it where it packs them at least a tenth smaller: a run of a few versions is too
 # short for zstd to learn its framing (pickle's opcodes, the LSN and time columns, the
@@ -187,12 +206,19 @@ class Spill:
         self.size = 0  # bytes written
         self.dead = 0  # bytes of runs no reference names any more
         self.runs = 0
-        # reference -> its runs decoded (oldest first), the newest `_CACHE_RUNS`
+        # reference -> its runs decoded (oldest first), the newest `_CACHE_RUNS`, and
+        # how many entries they hold
         self._cache: dict[int, list[Any]] = {}
+        self.cached = 0
+        self.stored = 0  # bytes held (in the file: `size`; in memory: compressed)
 
     def fresh(self) -> Spill:
         """An empty spill of the same kind, place and codec (`compact` writes into it)."""
         return Spill(self.directory, self.codec)
+
+    def held(self) -> int:
+        """Bytes this spill holds: the file's size, or the compressed pages in memory."""
+        return self.size
 
     def _fd(self) -> int:
         if self._file < 0:
@@ -231,13 +257,17 @@ class Spill:
         return data
 
     def entries(self, ref: int, free: bool = False) -> list[Any]:
-        """The cold entries `ref` stands for, oldest first (a new list); `free`: its
-        runs are no longer used once read."""
+        """The cold entries `ref` stands for, oldest first; `free`: its runs are no
+        longer used once read (the list is the caller's). Otherwise the list may be
+        the one kept at hand for the next reader: read it, never change it."""
         cache = self._cache
         found = cache.pop(ref, None)
-        if found is not None and not free:
-            cache[ref] = found  # the newest again
-            return list(found)
+        if found is not None:
+            self.cached -= len(found)
+            if not free:
+                cache[ref] = found  # the newest again
+                self.cached += len(found)
+                return found
         first = ref
         runs: list[list[Any]] = []
         while ref:
@@ -258,48 +288,99 @@ class Spill:
             for entries in reversed(runs):
                 out.extend(entries)
         if not free:
-            if len(cache) >= _CACHE_RUNS:
-                del cache[next(iter(cache))]
+            while cache and (len(cache) >= _CACHE_RUNS or self.cached > _CACHE_ENTRIES):
+                self.cached -= len(cache.pop(next(iter(cache))))
             cache[first] = out
-            return list(out)
+            self.cached += len(out)
         return out
 
     def close(self) -> None:
         self._cache.clear()
+        self.cached = 0
         if self._closer is not None:
             self._closer()
             self._closer = None
             self._file = -1
 
 
+class PlainCodec(Codec):
+    """Runs as they are (`run_payload`): a page of them is compressed at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.samples = None
+
+    def encode(self, prev: int, entries: list[Any]) -> bytes:
+        return run_payload(prev, entries)
+
+    def decode(self, data: bytes | bytearray) -> tuple[int, list[Any]]:
+        return decode_payload(bytes(data))
+
+
 class MemorySpill(Spill):
-    """Frozen history kept in memory: the same compressed runs as the spill file, in
-    one growing buffer of this process (issue 29: history compact in memory). Used
-    when `history-memory` is 0 and `history-hot-memory` is not."""
+    """Frozen history kept in memory (issue 29: history compact in memory): the runs
+    of each `write` (a batch of the tierer's keys) concatenated into one *page* and
+    compressed at once, so that a run of one version costs no frame of its own and
+    one zstd call packs 256 keys; a reader decompresses the page (the last
+    `_OPEN_PAGES` stay decompressed: the tierer's next pass over the same keys, and
+    readers of neighbouring keys, find them there). Used when `history-memory` is 0
+    and `history-hot-memory` is not. A run's offset is its page's number above the
+    offset in the page's bytes (`_PAGE_BITS`: a run alone in its page may be long)."""
 
     kind = "memory"
     compact_min = 16 << 20
 
     def __init__(self, directory: str | None = None, codec: Codec | None = None) -> None:
-        super().__init__(directory, codec)
-        self._arena = bytearray(_HEADER)  # offsets start past it, as in the file
-        self.size = len(_HEADER)
+        super().__init__(directory, codec or PlainCodec())
+        self._pages: list[bytes] = []
+        self._open: dict[int, bytes] = {}  # page -> its bytes, the newest _OPEN_PAGES
+        self.size = 0  # bytes of runs written, before compression (`dead` is of them)
 
     def fresh(self) -> Spill:
         return MemorySpill(self.directory, self.codec)
 
-    def _fd(self) -> int:
-        return -1
+    def held(self) -> int:
+        return self.stored
 
-    def _append(self, data: bytes, at: int) -> None:
-        self._arena += data
+    def write(self, runs: list[bytes]) -> list[int]:
+        offsets: list[int] = []
+        page: list[bytes] = []
+        at = 0
+        for run in runs:
+            if at and at + len(run) > _PAGE_BYTES:
+                self._page(page)
+                page, at = [], 0
+            offsets.append(len(self._pages) << _PAGE_BITS | at)
+            page.append(run)
+            at += len(run)
+            self.size += len(run)
+        if page:
+            self._page(page)
+        self.runs += len(runs)
+        return offsets
+
+    def _page(self, runs: list[bytes]) -> None:
+        packed = _ZC.compress(b"".join(runs))
+        self._pages.append(packed)
+        self.stored += len(packed)
 
     def read(self, offset: int, length: int) -> bytes | bytearray:
-        return self._arena[offset : offset + length]
+        page = offset >> _PAGE_BITS
+        at = offset & _PAGE_MASK
+        opened = self._open
+        data = opened.pop(page, None)
+        if data is None:
+            data = _ZD.decompress(self._pages[page])
+            if len(opened) >= _OPEN_PAGES:
+                del opened[next(iter(opened))]
+        opened[page] = data
+        return data[at : at + length]
 
     def close(self) -> None:
         self._cache.clear()
-        self._arena = bytearray()
+        self.cached = 0
+        self._open.clear()
+        self._pages = []
 
 
 def attach(store: Store, directory: str | None, memory: bool = False) -> Spill:
@@ -318,14 +399,15 @@ def use_kind(store: Store, kind: str) -> None:
     old = store.spill
     if old is None or old.kind == kind:
         return
-    new = (MemorySpill if kind == "memory" else Spill)(old.directory, old.codec)
+    new = MemorySpill(old.directory) if kind == "memory" else Spill(old.directory)
     compact(store, new)
 
 
-def make_ref(offset: int, length: int, base: int, total: int) -> int:
+def make_ref(offset: int, length: int, base: int, total: int, runs: int = 1) -> int:
     if total > _COUNT_MASK or length > _LEN_MASK:
         raise ValueError("history spill: run too large")
-    return ((offset << _LEN_BITS | length) << _COUNT_BITS | base) << _COUNT_BITS | total
+    span = offset << _LEN_BITS | length
+    return ((span << _COUNT_BITS | base) << _COUNT_BITS | total) << _RUN_BITS | min(runs, _RUN_MASK)
 
 
 def hot_bytes(store: Store) -> int:
@@ -351,9 +433,12 @@ def warm(store: Store, db: Database, key: bytes, chain: list[Any]) -> int:
 
 def _flatten_due(store: Store, key: bytes, ref: int, n: int) -> bool:
     """Whether `key`'s runs (`ref`) and its `n` entries in memory are to be cut by
-    retention and written as one run now."""
+    retention and written as one run now. Frozen in memory, also before a key would
+    have more than `_FREEZE_RUNS` runs: a reader decompresses a page for each."""
     keep = store.retention_of(key)
     total = ref_total(ref) + n
+    if store.spill.kind == "memory" and _ref_runs(ref) >= _FREEZE_RUNS:
+        return True
     if keep.kind == "versions":
         return total > 2 * keep.limit
     return total >= 2 * max(_ref_base(ref), _FLATTEN_MIN)
@@ -416,7 +501,7 @@ class Tierer:
         spill = chains.spill
         if spill is None or db.overlay:
             return 0
-        moved: list[tuple[bytes, list[Any], int, int]] = []
+        moved: list[tuple[bytes, list[Any], int, int, int]] = []
         runs: list[bytes] = []
         trim_next = db.trim_next
         for key in keys:
@@ -437,15 +522,15 @@ class Tierer:
                 base = _ref_base(ref) if ref else len(chain)
             total = ref_total(ref) + len(chain)
             runs.append(spill.codec.encode(ref, chain))
-            moved.append((key, chain, base, total))
+            moved.append((key, chain, base, total, _ref_runs(ref) + 1))
         if not moved:
             return 0
         offsets = spill.write(runs)
         mem = store.mem
-        for (key, chain, base, total), offset, run in zip(moved, offsets, runs, strict=True):
+        for (key, chain, base, total, n), offset, run in zip(moved, offsets, runs, strict=True):
             # All of the key's entries are out now: its slot holds the reference,
             # negated, and `cold` none (store.chains.Chains).
-            dict.__setitem__(chains, key, -make_ref(offset, len(run), base, total))
+            dict.__setitem__(chains, key, -make_ref(offset, len(run), base, total, n))
             if cold:
                 cold.pop(key, None)
             mem.cold_bytes += chain_bytes(chain)
