@@ -89,6 +89,12 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         assert mem is not None
         r = mem["ours"]["loaded"]["rss"] / mem["redis"]["loaded"]["rss"]
         add(f"memory (RSS), {mem['keys']:,} latest-value keys <= 2x redis", _x(r), r <= 2, "4")
+        add(
+            f"memory (RSS), {mem['keys']:,} latest-value keys <= 1.5x redis (issue 29)",
+            _x(r),
+            r <= 1.5,
+            "4",
+        )
     rs = res.get("restart")
     if _ok(rs):
         assert rs is not None
@@ -242,6 +248,37 @@ def _bounded_targets(bd: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     r["ratio"] <= 1,
                 )
             )
+    fz = bd.get("frozen")
+    if _ok(fz):
+        assert fz is not None
+        out += _frozen_targets(fz)
+    return out
+
+
+def _frozen_targets(fz: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """Issue 29's rows for reads of frozen history (bench.bounded `_frozen_reads`)."""
+    wk = fz["walk"]
+    sizes = sorted(int(n) for n in wk if n != "ratio")
+    lo, hi = wk[str(sizes[0])], wk[str(sizes[-1])]
+    out: list[tuple[str, str, bool | None]] = [
+        (
+            f"TS.HISTORY WITHVALUES of frozen history: time per version at {sizes[-1]:,}"
+            f" versions <= 1.5x at {sizes[0]:,} (issue 29)",
+            f"{_x(wk['ratio'])} ({hi['us_per_version']:,.2f} vs {lo['us_per_version']:,.2f} µs)",
+            wk["ratio"] <= 1.5,
+        )
+    ]
+    for case, what in (("asof_many_keys", "20,000 keys"), ("asof_deep_key", "one key")):
+        r = fz[case]
+        out.append(
+            (
+                f"TS.ASOF into frozen history ({what}): <= 50 µs in the server (issue 29)",
+                f"{r['server_us_per_call']:,.1f} µs per call in the server (INFO"
+                f" commandstats, a mean); round trip p50 {r['p50_us']:,.0f} µs, GET's"
+                f" {fz['get']['p50_us']:,.0f} µs (redis' {fz['redis_get']['p50_us']:,.0f} µs)",
+                r["server_us_per_call"] <= 50,
+            )
+        )
     return out
 
 
@@ -984,6 +1021,50 @@ def _bounded(bd: dict[str, Any] | None) -> list[str]:
     L += _bounded_views(bd["views"])
     L += _bounded_stalls(bd["stalls"])
     L += _bounded_sampling(bd["sampling"])
+    if "frozen" in bd:
+        L += _bounded_frozen(bd["frozen"])
+    return L
+
+
+def _bounded_frozen(fz: dict[str, Any]) -> list[str]:
+    L = ["### Reads of frozen history (issue 29)", ""]
+    if not _ok(fz):
+        return L + _failed("frozen reads", fz)
+    h = fz["history"]
+    L += [
+        "Ours with `--history all --history-hot-memory 1`: every version but each key's"
+        " newest frozen into compressed pages in memory (`INFO history`"
+        f" `history_cold_versions` {int(h['history_cold_versions']):,},"
+        f" `history_frozen_bytes` {_mib(int(h['history_frozen_bytes']))}). Two strings of"
+        " 1,000 and 100,000 versions (100-byte values), and 20,000 keys written in 10"
+        " rounds of the item 4 loader. `TS.HISTORY key WITHVALUES` as in the table above;"
+        " `TS.ASOF key VERSION v` at random keys and versions of the newer half, one at a"
+        " time: the round trip from a Python client (p50, p99) and the server's own mean"
+        " time per call (`INFO commandstats`, reset before); GET round trips of the same"
+        " keys on ours and on redis-server in the same run for scale.",
+        "",
+    ]
+    rows = [
+        [f"TS.HISTORY WITHVALUES, {n} versions", f"{r['us_per_version']:,.2f} µs per version"]
+        for n, r in fz["walk"].items()
+        if n != "ratio"
+    ]
+    for case, what in (
+        ("asof_many_keys", "TS.ASOF, 20,000 keys"),
+        ("asof_deep_key", "TS.ASOF, 100,000-version key"),
+        ("get", "GET (ours)"),
+        ("redis_get", "GET (redis)"),
+    ):
+        r = fz[case]
+        rows.append(
+            [
+                what,
+                f"p50 {r['p50_us']:,.0f} µs, p99 {r['p99_us']:,.0f} µs round trip;"
+                f" {r['server_us_per_call']:,.1f} µs per call in the server",
+            ]
+        )
+    L += _table(["read", "time"], rows)
+    L += ["", *_code(fz["server"]), ""]
     return L
 
 
