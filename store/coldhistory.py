@@ -59,12 +59,11 @@ _FLATTEN_MIN: Final = 32
 # Frozen in memory, a key's runs are written as one before they would be more than
 # this many: each is in a page of its own for a reader to decompress.
 _FREEZE_RUNS: Final = 4
-# Frozen in memory: a page holds runs up to this many bytes before compression (a run
-# alone may be longer): big enough for zstd to find what runs share, small enough
-# that a reader of one key decompresses it in about 10 us. Offsets in a page are
-# below `_PAGE_BITS`; `_OPEN_PAGES` pages stay decompressed for readers.
-_PAGE_BYTES: Final = 8192
-_PAGE_BITS: Final = 32
+# Frozen in memory: a page holds this many keys' runs: enough for zstd to find what
+# they share, few enough that a reader of one key decodes it in tens of microseconds.
+# A run's index in its page is below `_PAGE_BITS`; `_OPEN_PAGES` pages stay decoded.
+_PAGE_RUNS: Final = 64
+_PAGE_BITS: Final = 8
 _PAGE_MASK: Final = (1 << _PAGE_BITS) - 1
 _OPEN_PAGES: Final = 64
 # The file is rewritten when dead runs are more than half of it and at least this big.
@@ -236,14 +235,14 @@ class Spill:
         while done < len(data):
             done += os.pwrite(fd, data[done:], at + done)
 
-    def write(self, runs: list[bytes]) -> list[int]:
-        """Append `runs` (one write); their offsets."""
+    def write(self, runs: list[Any]) -> list[tuple[int, int]]:
+        """Append `runs` (`codec.encode`'s, one write); their (offset, length)."""
         if self.size == 0:
             self._fd()
         offsets = []
         at = self.size
         for run in runs:
-            offsets.append(at)
+            offsets.append((at, len(run)))
             at += len(run)
         self._append(b"".join(runs), self.size)
         self.size = at
@@ -304,37 +303,41 @@ class Spill:
 
 
 class PlainCodec(Codec):
-    """Runs as they are (`run_payload`): a page of them is compressed at once."""
+    """Runs as they are, (previous reference, entries): `MemorySpill` pickles and
+    compresses a page of them at once."""
 
     def __init__(self) -> None:
         super().__init__()
         self.samples = None
 
-    def encode(self, prev: int, entries: list[Any]) -> bytes:
-        return run_payload(prev, entries)
+    def encode(self, prev: int, entries: list[Any]) -> Any:
+        return (prev, entries)
 
-    def decode(self, data: bytes | bytearray) -> tuple[int, list[Any]]:
-        return decode_payload(bytes(data))
+    def decode(self, data: Any) -> tuple[int, list[Any]]:
+        return data  # type: ignore[no-any-return]
 
 
 class MemorySpill(Spill):
-    """Frozen history kept in memory (issue 29: history compact in memory): the runs
-    of each `write` (a batch of the tierer's keys) concatenated into one *page* and
-    compressed at once, so that a run of one version costs no frame of its own and
-    one zstd call packs 256 keys; a reader decompresses the page (the last
-    `_OPEN_PAGES` stay decompressed: the tierer's next pass over the same keys, and
-    readers of neighbouring keys, find them there). Used when `history-memory` is 0
-    and `history-hot-memory` is not. A run's offset is its page's number above the
-    offset in the page's bytes (`_PAGE_BITS`: a run alone in its page may be long)."""
+    """Frozen history kept in memory (issue 29: history compact in memory). The runs of
+    a `write` (a batch of the tierer's keys, each key's new entries and the reference of
+    its run before) go `_PAGE_RUNS` at a time into *pages*: one pickle of the page's
+    runs, zstd-compressed. So freezing costs one pickle and one zstd call per page, not
+    per key (most keys have one or two new versions when the tierer passes: with 1M keys
+    and 64 MiB of plain entries, under one), and a run of one version costs no frame of
+    its own. A reader decompresses and unpickles the page (the last `_OPEN_PAGES` stay
+    decoded: the tierer's flattening and readers of neighbouring keys find them there).
+    A run's offset is its page's number above its index in the page (`_PAGE_BITS`), its
+    length its entries (`size` and `dead` count entries). Used when `history-memory` is
+    0 and `history-hot-memory` is not."""
 
     kind = "memory"
-    compact_min = 16 << 20
+    compact_min = 1 << 20  # entries
 
     def __init__(self, directory: str | None = None, codec: Codec | None = None) -> None:
         super().__init__(directory, codec or PlainCodec())
         self._pages: list[bytes] = []
-        self._open: dict[int, bytes] = {}  # page -> its bytes, the newest _OPEN_PAGES
-        self.size = 0  # bytes of runs written, before compression (`dead` is of them)
+        self._open: dict[int, list[Any]] = {}  # page -> its runs, the newest _OPEN_PAGES
+        self.size = 0
 
     def fresh(self) -> Spill:
         return MemorySpill(self.directory, self.codec)
@@ -342,39 +345,31 @@ class MemorySpill(Spill):
     def held(self) -> int:
         return self.stored
 
-    def write(self, runs: list[bytes]) -> list[int]:
-        offsets: list[int] = []
-        page: list[bytes] = []
-        at = 0
-        for run in runs:
-            if at and at + len(run) > _PAGE_BYTES:
-                self._page(page)
-                page, at = [], 0
-            offsets.append(len(self._pages) << _PAGE_BITS | at)
-            page.append(run)
-            at += len(run)
-            self.size += len(run)
-        if page:
-            self._page(page)
+    def write(self, runs: list[Any]) -> list[tuple[int, int]]:
+        offsets: list[tuple[int, int]] = []
+        pages = self._pages
+        for i in range(0, len(runs), _PAGE_RUNS):
+            page = runs[i : i + _PAGE_RUNS]
+            packed = _ZC.compress(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
+            base = len(pages) << _PAGE_BITS
+            pages.append(packed)
+            self.stored += len(packed)
+            for j, (_prev, entries) in enumerate(page):
+                offsets.append((base | j, len(entries)))
+                self.size += len(entries)
         self.runs += len(runs)
         return offsets
 
-    def _page(self, runs: list[bytes]) -> None:
-        packed = _ZC.compress(b"".join(runs))
-        self._pages.append(packed)
-        self.stored += len(packed)
-
-    def read(self, offset: int, length: int) -> bytes | bytearray:
+    def read(self, offset: int, length: int) -> Any:
         page = offset >> _PAGE_BITS
-        at = offset & _PAGE_MASK
         opened = self._open
-        data = opened.pop(page, None)
-        if data is None:
-            data = _ZD.decompress(self._pages[page])
+        runs = opened.pop(page, None)
+        if runs is None:
+            runs = pickle.loads(_ZD.decompress(self._pages[page]))
             if len(opened) >= _OPEN_PAGES:
                 del opened[next(iter(opened))]
-        opened[page] = data
-        return data[at : at + length]
+        opened[page] = runs
+        return runs[offset & _PAGE_MASK]
 
     def close(self) -> None:
         self._cache.clear()
@@ -502,13 +497,17 @@ class Tierer:
         if spill is None or db.overlay:
             return 0
         moved: list[tuple[bytes, list[Any], int, int, int]] = []
-        runs: list[bytes] = []
+        runs: list[Any] = []
         trim_next = db.trim_next
-        for key in keys:
-            chain = dict.get(chains, key)
+        encode = spill.codec.encode
+        slot_of = dict.get
+        add_run = runs.append
+        add_moved = moved.append
+        for key in keys:  # the common cases inline: a step walks every key
+            chain = slot_of(chains, key)
             if type(chain) is not list or not chain or key in trim_next:
                 continue
-            ref = cold.get(key, 0)
+            ref = cold.get(key, 0) if cold else 0
             if ref and _flatten_due(store, key, ref, len(chain)):
                 warm(store, db, key, chain)
                 cut = store._retention_cut(key, chain)
@@ -517,24 +516,30 @@ class Tierer:
                     if key in trim_next:  # pinned: stays in memory
                         continue
                 ref = 0
-                base = len(chain)
+            if ref:
+                add_run(encode(ref, chain))
+                add_moved((key, chain, _ref_base(ref), ref_total(ref), _ref_runs(ref)))
             else:
-                base = _ref_base(ref) if ref else len(chain)
-            total = ref_total(ref) + len(chain)
-            runs.append(spill.codec.encode(ref, chain))
-            moved.append((key, chain, base, total, _ref_runs(ref) + 1))
+                add_run(encode(0, chain))
+                add_moved((key, chain, len(chain), 0, 0))
         if not moved:
             return 0
         offsets = spill.write(runs)
-        mem = store.mem
-        for (key, chain, base, total, n), offset, run in zip(moved, offsets, runs, strict=True):
+        cold_bytes = cold_versions = 0
+        setslot = dict.__setitem__
+        for (key, chain, base, total, n), (offset, length) in zip(moved, offsets, strict=True):
             # All of the key's entries are out now: its slot holds the reference,
             # negated, and `cold` none (store.chains.Chains).
-            dict.__setitem__(chains, key, -make_ref(offset, len(run), base, total, n))
-            if cold:
+            size = len(chain)
+            setslot(chains, key, -make_ref(offset, length, base, total + size, n + 1))
+            cold_bytes += chain_bytes(chain)
+            cold_versions += size
+        if cold:
+            for key, *_rest in moved:
                 cold.pop(key, None)
-            mem.cold_bytes += chain_bytes(chain)
-            mem.cold_versions += len(chain)
+        mem = store.mem
+        mem.cold_bytes += cold_bytes
+        mem.cold_versions += cold_versions
         store.tiered = True
         if spill.dead > spill.compact_min and 2 * spill.dead > spill.size:
             compact(store)
@@ -557,9 +562,9 @@ def compact(store: Store, into: Spill | None = None) -> None:
             batch = refs[i : i + 1024]
             runs = [new.codec.encode(0, old.entries(ref)) for _k, ref, _s in batch]
             offsets = new.write(runs)
-            for (key, ref, in_slot), offset, run in zip(batch, offsets, runs, strict=True):
+            for (key, ref, in_slot), (offset, length) in zip(batch, offsets, strict=True):
                 total = ref_total(ref)
-                ref = make_ref(offset, len(run), total, total)
+                ref = make_ref(offset, length, total, total)
                 if in_slot:
                     dict.__setitem__(chains, key, -ref)
                 else:
