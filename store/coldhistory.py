@@ -59,11 +59,12 @@ _FLATTEN_MIN: Final = 32
 # Frozen in memory, a key's runs are written as one before they would be more than
 # this many: each is in a page of its own for a reader to decompress.
 _FREEZE_RUNS: Final = 4
-# Frozen in memory: a page holds this many keys' runs: enough for zstd to find what
-# they share, few enough that a reader of one key decodes it in tens of microseconds.
-# A run's index in its page is below `_PAGE_BITS`; `_OPEN_PAGES` pages stay decoded.
-_PAGE_RUNS: Final = 64
-_PAGE_BITS: Final = 8
+# Frozen in memory: a page holds runs up to this many bytes before compression (a run
+# alone may be longer): enough for zstd to find what runs share, little enough that a
+# reader of one key decompresses it in a few microseconds. Offsets in a page are below
+# `_PAGE_BITS`; `_OPEN_PAGES` pages stay decompressed for readers.
+_PAGE_BYTES: Final = 8192
+_PAGE_BITS: Final = 32
 _PAGE_MASK: Final = (1 << _PAGE_BITS) - 1
 _OPEN_PAGES: Final = 64
 # The file is rewritten when dead runs are more than half of it and at least this big.
@@ -303,41 +304,41 @@ class Spill:
 
 
 class PlainCodec(Codec):
-    """Runs as they are, (previous reference, entries): `MemorySpill` pickles and
+    """Runs pickled as they are, (previous reference, entries): `MemorySpill`
     compresses a page of them at once."""
 
     def __init__(self) -> None:
         super().__init__()
         self.samples = None
 
-    def encode(self, prev: int, entries: list[Any]) -> Any:
-        return (prev, entries)
+    def encode(self, prev: int, entries: list[Any]) -> bytes:
+        return pickle.dumps((prev, entries), pickle.HIGHEST_PROTOCOL)
 
-    def decode(self, data: Any) -> tuple[int, list[Any]]:
-        return data  # type: ignore[no-any-return]
+    def decode(self, data: bytes | bytearray) -> tuple[int, list[Any]]:
+        return pickle.loads(data)  # type: ignore[no-any-return]
 
 
 class MemorySpill(Spill):
     """Frozen history kept in memory (issue 29: history compact in memory). The runs of
-    a `write` (a batch of the tierer's keys, each key's new entries and the reference of
-    its run before) go `_PAGE_RUNS` at a time into *pages*: one pickle of the page's
-    runs, zstd-compressed. So freezing costs one pickle and one zstd call per page, not
-    per key (most keys have one or two new versions when the tierer passes: with 1M keys
+    a `write` (a batch of the tierer's keys: each key's new entries and the reference
+    of its run before, pickled) are concatenated into *pages* of up to `_PAGE_BYTES`,
+    each compressed at once: freezing costs one pickle per key and one zstd call per
+    page (most keys have one or two new versions when the tierer passes: with 1M keys
     and 64 MiB of plain entries, under one), and a run of one version costs no frame of
-    its own. A reader decompresses and unpickles the page (the last `_OPEN_PAGES` stay
-    decoded: the tierer's flattening and readers of neighbouring keys find them there).
-    A run's offset is its page's number above its index in the page (`_PAGE_BITS`), its
-    length its entries (`size` and `dead` count entries). Used when `history-memory` is
-    0 and `history-hot-memory` is not."""
+    its own. A reader decompresses the page and unpickles its run alone (the last
+    `_OPEN_PAGES` pages stay decompressed: the tierer's flattening and readers of
+    neighbouring keys find them there). A run's offset is its page's number above the
+    offset in the page (`_PAGE_BITS`: a run alone in its page may be long). Used when
+    `history-memory` is 0 and `history-hot-memory` is not."""
 
     kind = "memory"
-    compact_min = 1 << 20  # entries
+    compact_min = 16 << 20
 
     def __init__(self, directory: str | None = None, codec: Codec | None = None) -> None:
         super().__init__(directory, codec or PlainCodec())
         self._pages: list[bytes] = []
-        self._open: dict[int, list[Any]] = {}  # page -> its runs, the newest _OPEN_PAGES
-        self.size = 0
+        self._open: dict[int, bytes] = {}  # page -> its bytes, the newest _OPEN_PAGES
+        self.size = 0  # bytes of runs written, before compression (`dead` is of them)
 
     def fresh(self) -> Spill:
         return MemorySpill(self.directory, self.codec)
@@ -347,29 +348,37 @@ class MemorySpill(Spill):
 
     def write(self, runs: list[Any]) -> list[tuple[int, int]]:
         offsets: list[tuple[int, int]] = []
-        pages = self._pages
-        for i in range(0, len(runs), _PAGE_RUNS):
-            page = runs[i : i + _PAGE_RUNS]
-            packed = _ZC.compress(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
-            base = len(pages) << _PAGE_BITS
-            pages.append(packed)
-            self.stored += len(packed)
-            for j, (_prev, entries) in enumerate(page):
-                offsets.append((base | j, len(entries)))
-                self.size += len(entries)
+        page: list[bytes] = []
+        at = 0
+        for run in runs:
+            if at and at + len(run) > _PAGE_BYTES:
+                self._page(page)
+                page, at = [], 0
+            offsets.append((len(self._pages) << _PAGE_BITS | at, len(run)))
+            page.append(run)
+            at += len(run)
+            self.size += len(run)
+        if page:
+            self._page(page)
         self.runs += len(runs)
         return offsets
 
-    def read(self, offset: int, length: int) -> Any:
+    def _page(self, runs: list[bytes]) -> None:
+        packed = _ZC.compress(b"".join(runs))
+        self._pages.append(packed)
+        self.stored += len(packed)
+
+    def read(self, offset: int, length: int) -> bytes | bytearray:
         page = offset >> _PAGE_BITS
+        at = offset & _PAGE_MASK
         opened = self._open
-        runs = opened.pop(page, None)
-        if runs is None:
-            runs = pickle.loads(_ZD.decompress(self._pages[page]))
+        data = opened.pop(page, None)
+        if data is None:
+            data = _ZD.decompress(self._pages[page])
             if len(opened) >= _OPEN_PAGES:
                 del opened[next(iter(opened))]
-        opened[page] = runs
-        return runs[offset & _PAGE_MASK]
+        opened[page] = data
+        return data[at : at + length]
 
     def close(self) -> None:
         self._cache.clear()
