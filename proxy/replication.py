@@ -389,6 +389,11 @@ class Node:
         repl.role = "master"
         repl.master_host, repl.master_port = "", 0
         repl.link_up = False
+        # What the Sentinel protocol answers changes with the role, not at the next
+        # refresh: until then GET-MASTER-ADDR-BY-NAME would still name the old primary
+        # (dead, say) and +switch-master would come later, while clients are busy
+        # reconnecting.
+        self.publish_view()
 
     def _as_replica(self, host: str, port: int) -> None:
         state = self.state
@@ -401,6 +406,7 @@ class Node:
         repl.link_down_since = time.time()
         self.follower = Follower(self, host, port)
         self.follower.start()
+        self.publish_view()
 
     # -- switching roles (REPLICAOF) -------------------------------------------------
 
