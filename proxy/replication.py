@@ -46,11 +46,12 @@ from flusher.backlog import Backlog
 from flusher.codec import records_from
 from flusher.durable import DurabilityConfig, DurableStore
 from flusher.flusher import put_segment, records_segment
+from flusher.manifest import newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from flusher.paths import segment as segment_key
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
-from store import Store
+from store import PrunedError, Store
 from store.coldhistory import attach
 from store.keyspace import LsnMismatch
 
@@ -311,14 +312,67 @@ class Node:
             await asyncio.sleep(GROUP_REFRESH_S)
 
     async def catch_up(self) -> None:
-        """Apply what object storage holds beyond what this store has."""
+        """Apply what object storage holds beyond what this store has. When the
+        segments this store needs next are gone (compaction deleted them after a
+        newer checkpoint), go on from that checkpoint: skip to it if the store already
+        has its records, else rebuild the store from it (`rebuild`)."""
         store = self.store
         if self.recovery is None:
             self.recovery = await recover(store, self.objects, self.progress)
             return
-        self.recovery = await recover(store, self.objects, None, after=self.recovery)
+        try:
+            self.recovery = await recover(store, self.objects, None, after=self.recovery)
+        except ReplayError as e:
+            manifest = await newest_manifest(self.objects)
+            checkpoint = manifest.checkpoint_lsn if manifest is not None else None
+            if checkpoint is None or checkpoint <= self.recovery.stored:
+                raise  # not compaction: what it needs should be there
+            log.warning(
+                "catching up from storage: %s; a checkpoint at LSN %d covers it", e, checkpoint
+            )
+            if store.lsn >= checkpoint:
+                # The store has every record the checkpoint holds: storage holds them
+                # too, so the walk can start after it.
+                self.recovery.stored = checkpoint
+                self.recovery = await recover(store, self.objects, None, after=self.recovery)
+            else:
+                await self.rebuild()
+                return
         stored = self.recovery.stored
         self.unstored = [c for c in self.unstored if c[1] > stored]
+
+    async def rebuild(self) -> None:
+        """Drop the store's state and load it again from object storage (the newest
+        checkpoint and the segments after it), as a restart would; clients stay
+        connected and get -LOADING meanwhile, as during a Redis replica's full
+        synchronisation. If the rebuild fails, the old state is put back."""
+        state, store = self.state, self.store
+        before = store.lsn
+        state.loading = True
+        undo = store.reset()
+        try:
+            recovery = await recover(store, self.objects, self.progress)
+        except BaseException:
+            undo()
+            raise
+        finally:
+            state.loading = False
+        self.recovery = recovery
+        self.unstored = []
+        for s in list(state.clients.values()):
+            try:
+                s.select(s.dbi)
+            except PrunedError:  # a TS.CHECKOUT AT view of history not rebuilt
+                s.view_lsn = None
+                s.select(s.dbi)
+        if state.tracking is not None:
+            state.tracking.flushed(None)  # every key may have changed
+        log.warning(
+            "rebuilt from storage (checkpoint at LSN %s): LSN %d, was %d",
+            recovery.checkpoint_lsn,
+            store.lsn,
+            before,
+        )
 
     def stored_upto(self, lsn: int) -> None:
         """The primary says object storage holds records up to `lsn`."""
