@@ -51,7 +51,7 @@ from flusher.objectstore import ObjectStore, ObjectStoreError
 from flusher.paths import segment as segment_key
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
-from store import PrunedError, Store
+from store import HistoryPolicy, PrunedError, Store
 from store.coldhistory import attach
 from store.keyspace import LsnMismatch
 
@@ -72,6 +72,14 @@ GROUP_REFRESH_S = 0.5
 
 class LinkError(Exception):
     """The link to the primary broke or sent what cannot be applied."""
+
+
+class OtherHistory(Exception):
+    """The primary keeps another history policy (`--history`) than this replica."""
+
+    def __init__(self, spec: str) -> None:
+        super().__init__(spec)
+        self.spec = spec
 
 
 def _command(*args: bytes) -> bytes:
@@ -112,6 +120,14 @@ class Follower:
                 delay = RETRY_MIN_S
             except asyncio.CancelledError:
                 raise
+            except OtherHistory as e:
+                # TS.HISTORY must answer here as on the primary: take its policy and
+                # rebuild what was kept under this one.
+                try:
+                    await self.node.adopt_history(e.spec)
+                    continue
+                except (ReplayError, ObjectStoreError) as err:
+                    log.info("replica link to %s:%d: %s", self.host, self.port, err)
             except (OSError, LinkError, ReplayError, ObjectStoreError) as e:
                 log.info("replica link to %s:%d: %s", self.host, self.port, e)
             finally:
@@ -157,6 +173,12 @@ class Follower:
                 if str(r).startswith(NOBACKLOG):
                     return  # catch up from object storage first, then come back
                 raise r
+        # +FOLLOWING <lsn> HISTORY <policy>: the primary's --history.
+        words = replies[2].split() if isinstance(replies[2], bytes) else []
+        if len(words) == 4 and words[2] == b"HISTORY":
+            spec = words[3].decode()
+            if spec != str(store.history):
+                raise OtherHistory(spec)
         repl.link_up = True
         repl.sync_in_progress = False
         repl.applied()
@@ -340,6 +362,24 @@ class Node:
                 return
         stored = self.recovery.stored
         self.unstored = [c for c in self.unstored if c[1] > stored]
+
+    async def adopt_history(self, spec: str) -> None:
+        """Keep the history the primary keeps (`--history` `spec`): rebuild the store
+        from storage under that policy, so that TS.HISTORY answers here as there."""
+        store = self.store
+        was = store.history
+        store.history = HistoryPolicy.parse(spec)
+        log.warning(
+            "the primary keeps history %s, this replica was started with %s: "
+            "taking the primary's and rebuilding from storage",
+            spec,
+            was,
+        )
+        try:
+            await self.rebuild()
+        except BaseException:
+            store.history = was
+            raise
 
     async def rebuild(self) -> None:
         """Drop the store's state and load it again from object storage (the newest
@@ -552,7 +592,8 @@ class Node:
         self._streams.add(task)
         task.add_done_callback(self._streams.discard)
         self.publish_view()
-        return Simple(b"FOLLOWING %d" % lsn)
+        # The history policy too: a replica keeping another one takes this one.
+        return Simple(b"FOLLOWING %d HISTORY %s" % (lsn, str(self.store.history).encode()))
 
     async def _stream(self, s: Session, backlog: Backlog, lsn: int) -> None:
         links = self.state.replication.links

@@ -396,3 +396,31 @@ def test_a_replica_paused_past_two_compactions_rebuilds_from_the_checkpoint() ->
         assert any("rebuilt from storage" in line for line in replica.log_lines), "".join(
             replica.log_lines
         )
+
+
+def test_a_replica_takes_the_history_policy_of_its_primary() -> None:
+    """A replica started with another --history than its primary's (here the default
+    versions:64 against versions:5) takes the primary's on linking and rebuilds under
+    it: TS.HISTORY answers the same on both, for versions it read from storage and
+    for those that came over the link."""
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--history", "versions:5"], workdir=workdir)
+    replica: ServerProcess | None = None
+    try:
+        p = redis.Redis(port=primary.port)
+        for i in range(8):
+            p.set("old", i)
+        replica = _replica(primary, workdir)
+        r = redis.Redis(port=replica.port)
+        until(lambda: r.info("temporalstore")["history_policy"] == "versions:5")
+        for i in range(12):
+            p.set("new", i)
+        until(lambda: r.get("new") == b"11" and _caught_up(p, r))
+        for key in ("old", "new"):
+            assert r.execute_command("TS.HISTORY", key) == p.execute_command("TS.HISTORY", key), key
+        assert r.execute_command("TS.ASOF", "new", "BACK", "4") == b"7"
+        assert any("taking the primary's" in line for line in replica.log_lines)
+    finally:
+        if replica is not None:
+            replica.stop()
+        primary.stop()
