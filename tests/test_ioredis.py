@@ -25,7 +25,7 @@ import pytest
 import redis
 
 from tests.conftest import ServerProcess, start_redis, until
-from tests.reliability import SOAK
+from tests.reliability import SOAK, figure
 from tests.test_replication import _caught_up, replicated
 
 JS = Path(__file__).resolve().parent / "js"
@@ -251,3 +251,4 @@ def test_an_ioredis_client_writes_on_after_its_primary_is_killed_and_replaced() 
                 assert after == {"reply": "OK", "port": replica.port}, f"round {rnd}"
                 got = writer.request({"pipeline": [["GET", f"io:{i}"] for i in range(20)]})
                 assert got["reply"] == [str(i) for i in range(20)], f"round {rnd}"
+    figure("ioredis-promotions", rounds=PROMOTIONS, client_wrote_on_after_each=PROMOTIONS)
