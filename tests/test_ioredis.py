@@ -252,3 +252,38 @@ def test_an_ioredis_client_writes_on_after_its_primary_is_killed_and_replaced() 
                 got = writer.request({"pipeline": [["GET", f"io:{i}"] for i in range(20)]})
                 assert got["reply"] == [str(i) for i in range(20)], f"round {rnd}"
     figure("ioredis-promotions", rounds=PROMOTIONS, client_wrote_on_after_each=PROMOTIONS)
+
+
+GROUP_FAILOVERS = 10 if SOAK else 2
+
+
+def test_an_ioredis_client_writes_on_after_a_group_failover() -> None:
+    """The same, in a group of three nodes on etcd (the failover is the group's own,
+    about 4 s after the kill): the client connected before the kill, given every node
+    as a sentinel, writes on the new primary; GROUP_FAILOVERS rounds, each on a new
+    group."""
+    from tests.etcd import start_etcd
+    from tests.test_failover import Group, _kill
+
+    cluster = start_etcd(1)
+    try:
+        for rnd in range(GROUP_FAILOVERS):
+            group = Group(cluster, ["--durability", "sync"])
+            try:
+                for _ in range(3):
+                    group.add()
+                old = group.primary()
+                sentinels = _sentinels(*group.nodes)
+                with IORedis(sentinels=sentinels, name=group.name, failoverDetector=True) as w:
+                    assert w.request(["SET", "io:before", str(rnd)])["reply"] == "OK"
+                    _kill(old)
+                    after = _write_again(w, "io:after", str(rnd))
+                    new = group.primary()
+                    assert after == {"reply": "OK", "port": new.port}, f"round {rnd}"
+                    assert new is not old
+                    assert w.request(["GET", "io:before"])["reply"] == str(rnd)
+            finally:
+                group.stop()
+    finally:
+        cluster.stop()
+    figure("ioredis-group-failovers", rounds=GROUP_FAILOVERS)
