@@ -17,9 +17,12 @@ lease (`Leadership`) and is the primary, the others follow it as replicas. Every
 A leader refuses writes from a local deadline strictly before its lease can have
 expired (`Leadership.deadline`: renewal time + TTL - margin, measured before the
 renewal was sent), checked on every write in the dispatcher, so a paused process
-acknowledges nothing once resumed; when it cannot renew in time it answers -READONLY,
-closes its clients, flushes what it can (fenced if another node took over) and rejoins
-as a replica.
+acknowledges nothing once resumed. When it cannot renew in time it refuses writes
+(-TRYAGAIN while etcd cannot be reached, keeping its clients: `_hold_on`); once another
+node holds the key, or a newer writer took object storage over, it closes its clients,
+flushes what it can (fenced if another node took over) and rejoins as a replica; when
+etcd answers again and the key is free, it takes the key again and serves writes on
+the same connections.
 """
 
 from __future__ import annotations

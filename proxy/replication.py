@@ -16,7 +16,9 @@ the replica needs, it catches up from object storage and connects again. Records
 are applied with `Store.replay_records`, exactly as replay applies them, so the
 replica's history is a prefix of the primary's: same values, same LSNs. Writes get
 `-READONLY`; expiry hides keys instead of deleting them (the primary's deletions
-arrive as records).
+arrive as records). A replica keeps the primary's history policy (named in the reply
+to TS.FOLLOW: one started with another `--history` takes it and rebuilds), and when
+compaction deleted the segments it needs, it rebuilds from the newest checkpoint.
 
 `REPLICAOF host port` turns a primary into a replica: writes are refused at once,
 everything committed is flushed to object storage, the durable layer stops and
