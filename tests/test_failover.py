@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from commands.errors import TRYAGAIN_NO_QUORUM, TRYAGAIN_RAFT
+from commands.errors import NOREPLICAS, TRYAGAIN_NO_QUORUM, TRYAGAIN_RAFT
 from tests.conftest import ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, start_etcd, unique_group
 from tests.reliability import SOAK, Background, client, figure
@@ -324,9 +324,7 @@ class AsyncWriter(Background):
                 for j, res in enumerate(pipe.execute(raise_on_error=False), i):
                     if res is True:
                         self.acked.append(j)
-                    elif isinstance(res, redis.ResponseError) and str(res).startswith(
-                        "Not enough good replicas"
-                    ):
+                    elif isinstance(res, redis.ResponseError) and str(res) == NOREPLICAS:
                         self.refused += 1
                     else:
                         self.error = f"a:{j}: {res!r}"
@@ -433,3 +431,40 @@ def test_async_writes_lost_on_failover(settings: list[str]) -> None:
         confirmed_before_kill=sum(x["confirmed_before_kill"] for x in rounds),
         refused_noreplicas=sum(x["refused_noreplicas"] for x in rounds),
     )
+
+
+def test_min_replicas_to_write_refuses_writes_while_the_replica_is_stopped() -> None:
+    """--min-replicas-to-write 1 --min-replicas-max-lag 1, given as server flags: with
+    its replica stopped (SIGSTOP) the primary soon refuses writes with Redis' NOREPLICAS
+    text, reads go on, and once the replica resumes and acknowledges, writes are
+    accepted again. How many writes it acknowledged between the stop and the first
+    refusal is recorded (it depends on the write rate: about the lag's worth)."""
+    flags = ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]
+    with replicated(flags, linked=True) as (primary, replica):
+        p = client(primary.port)
+        assert p.set("before", "1")
+        replica.proc.send_signal(signal.SIGSTOP)
+        acked_after_stop = 0
+        try:
+
+            def refused() -> bool:
+                nonlocal acked_after_stop
+                try:
+                    p.set(f"during:{acked_after_stop}", "1")
+                except redis.ResponseError as e:
+                    assert str(e) == NOREPLICAS, e
+                    return True
+                acked_after_stop += 1
+                return False
+
+            _until(refused)
+            assert p.get("before") == b"1"
+            with pytest.raises(redis.ResponseError) as still:
+                p.set("still", "refused")
+            assert str(still.value) == NOREPLICAS
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
+        _until(lambda: p.set("after", "1"))
+        r = redis.Redis(port=replica.port)
+        _until(lambda: r.get("after") == b"1")
+        figure("min-replicas-stopped-replica", acked_after_stop=acked_after_stop)
