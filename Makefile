@@ -136,8 +136,9 @@ bench-long: install redis-server
 # Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py \
-	tests/test_history_bounds.py tests/test_slices.py tests/test_failover.py tests/test_export.py
-soak: install redis-server etcd
+	tests/test_history_bounds.py tests/test_slices.py tests/test_failover.py tests/test_export.py \
+	tests/test_ioredis.py
+soak: install redis-server etcd node-deps
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \
 	  --junitxml=soak-results.xml $(SOAK_TESTS); status=$$?; \

@@ -84,6 +84,12 @@ FENCED = (
     "so it accepts no more writes"
 )
 TRYAGAIN_STORAGE = "TRYAGAIN object storage unavailable: {}"
+# A write to a RAFT table whose record etcd did not commit (no quorum, or this node
+# lost the lead): it is applied on this node, so its outcome is unknown.
+TRYAGAIN_RAFT = "TRYAGAIN raft write not committed in etcd (no quorum?): its outcome is unknown"
+# A group's primary that cannot reach etcd to renew its lease refuses writes with this
+# until it can confirm its lead (or steps down).
+TRYAGAIN_NO_QUORUM = "TRYAGAIN this primary cannot reach an etcd quorum: writes wait for it"
 NOPERM_COMMAND = "NOPERM this user has no permissions to run the '{}' command"
 NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
 NOPERM_CHANNEL = (

@@ -218,6 +218,10 @@ class ServerState(ServerCore):
         self.loading_progress: dict[str, Any] = {}
         self.faults: Faults | None = None  # set when started with --fault-injection yes
         self.replication = ReplicationState()  # role, primary, replica links
+        for name in ("min-replicas-to-write", "min-replicas-max-lag"):  # given as flags
+            if name in self.config.params:
+                self.replication.configure(name, self.config.params[name])
+        self.min_replicas = self.replication.min_replicas  # the dispatcher's copy
         # The replication stream to Redis replicas (SYNC/PSYNC, commands.redis_repl):
         # kept for its offset; `repl_stream` is it while a Redis replica is attached and
         # None otherwise (the dispatcher's one test per command).

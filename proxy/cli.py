@@ -144,6 +144,12 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("client-query-buffer-limit", "1gb", "close a client whose unparsed input grows past this"),
     ("proto-max-bulk-len", "512mb", "the longest argument a request may carry"),
     ("replicaof", None, '"HOST PORT": serve as a replica of that primary (same --storage)'),
+    (
+        "min-replicas-to-write",
+        None,
+        "as Redis: refuse writes (-NOREPLICAS) while fewer replicas acknowledge within the lag",
+    ),
+    ("min-replicas-max-lag", None, "as Redis: the lag in seconds (default 10)"),
     ("etcd-endpoints", None, "URL[,URL...]: join a group on etcd (failover, raft tables)"),
     (
         "group",
@@ -176,6 +182,8 @@ REDIS_PARAM_FLAGS = (
     "enable-debug-command",
     "enable-protected-configs",
     "enable-module-command",
+    "min-replicas-to-write",
+    "min-replicas-max-lag",
 )
 
 

@@ -17,9 +17,12 @@ lease (`Leadership`) and is the primary, the others follow it as replicas. Every
 A leader refuses writes from a local deadline strictly before its lease can have
 expired (`Leadership.deadline`: renewal time + TTL - margin, measured before the
 renewal was sent), checked on every write in the dispatcher, so a paused process
-acknowledges nothing once resumed; when it cannot renew in time it answers -READONLY,
-closes its clients, flushes what it can (fenced if another node took over) and rejoins
-as a replica.
+acknowledges nothing once resumed. When it cannot renew in time it refuses writes
+(-TRYAGAIN while etcd cannot be reached, keeping its clients: `_hold_on`); once another
+node holds the key, or a newer writer took object storage over, it closes its clients,
+flushes what it can (fenced if another node took over) and rejoins as a replica; when
+etcd answers again and the key is free, it takes the key again and serves writes on
+the same connections.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from commands.errors import READONLY
+from commands.errors import READONLY, TRYAGAIN_NO_QUORUM
 from commands.replstate import GroupView
 from commands.sentinel import set_group
 from flusher.codec import records_from
@@ -124,6 +127,8 @@ class GroupMember:
             self._publish_view()
             return
         if node.durable is not None:
+            if await self._hold_on():
+                return
             await self._step_down("the leader key is not ours")
         leader = await self.leadership.leader()
         self.leader = leader
@@ -185,12 +190,58 @@ class GroupMember:
             self.node.unstored.append((first, last, data))
             log.info("group %s: records %d..%d applied from the raft log", self.group, first, last)
 
+    # -- losing etcd ------------------------------------------------------------------
+
+    async def _hold_on(self) -> bool:
+        """A primary whose lease lapsed: True while it stays primary, refusing writes
+        with TRYAGAIN_NO_QUORUM and keeping its clients, because etcd cannot be
+        reached (no quorum, or this node is cut off) and no newer writer has taken
+        object storage over; or because etcd is back, the leader key is free (or still
+        our lapsed term's) and this node took it again, unchallenged: then it serves
+        writes again on the same connections. False: another node leads, or a newer
+        writer took storage over: step down."""
+        node, state = self.node, self.node.state
+        durable = node.durable
+        assert durable is not None
+        if await durable.superseded():
+            return False
+        try:
+            leader = await self.leadership.leader()
+        except CoordinationError as e:
+            if state.read_only != TRYAGAIN_NO_QUORUM:
+                log.warning("group %s: etcd unreachable (%s): writes wait for it", self.group, e)
+            state.read_only = TRYAGAIN_NO_QUORUM
+            state.write_deadline = 0.0
+            return True
+        if leader is not None:
+            # Our lapsed term's key stays until etcd expires its lease.
+            return leader.node_id == self.me
+        if not await self.leadership.try_acquire():
+            return False
+        if durable.fenced is not None or await durable.superseded():
+            with contextlib.suppress(CoordinationError):
+                await self.leadership.resign()
+            return False
+        state.write_deadline = self.leadership.deadline
+        state.read_only = ""
+        log.warning(
+            "group %s: %s leads again (epoch %s): writes accepted",
+            self.group,
+            self.me,
+            self.leadership.epoch,
+        )
+        self._publish_view()
+        return True
+
     # -- stepping down -----------------------------------------------------------------
 
     def _lost(self, reason: str) -> None:
         """The lease could not be renewed in time: refuse writes now."""
         state = self.node.state
-        state.read_only = READONLY
+        # Not renewed in time: etcd is slow or unreachable (or this process was
+        # paused), and nobody may lead yet; otherwise another node holds the key.
+        unrenewed = "could not be renewed" in reason
+        state.read_only = TRYAGAIN_NO_QUORUM if unrenewed else READONLY
         state.write_deadline = 0.0
         log.warning("group %s: leadership lost (%s): writes refused", self.group, reason)
 

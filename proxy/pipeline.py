@@ -115,6 +115,8 @@ def write(conn: Connection, out: list[bytes]) -> None:
         conn._hold_replies(out, dur)
         return
     send(conn, out)
+    if conn.raft_marks:  # committed in etcd already
+        conn.raft_marks = []
 
 
 def send(conn: Connection, out: list[bytes]) -> None:
@@ -203,6 +205,8 @@ def run(
             write(conn, out)
             conn._wait_capacity()
             return
+        raft_before = s.last_raft_lsn
+        start = len(out)
         reply: Any = dispatcher.execute_named(s, argv, cmd)
         if READY:
             serve_ready()
@@ -251,6 +255,8 @@ def run(
             return
         else:
             encode(reply, s.resp, out)
+        if s.last_raft_lsn != raft_before:
+            conn._raft_reply(start, len(out))  # answered with an error if etcd fails it
         if s.killed:
             break
         n += 1

@@ -16,7 +16,9 @@ the replica needs, it catches up from object storage and connects again. Records
 are applied with `Store.replay_records`, exactly as replay applies them, so the
 replica's history is a prefix of the primary's: same values, same LSNs. Writes get
 `-READONLY`; expiry hides keys instead of deleting them (the primary's deletions
-arrive as records).
+arrive as records). A replica keeps the primary's history policy (named in the reply
+to TS.FOLLOW: one started with another `--history` takes it and rebuilds), and when
+compaction deleted the segments it needs, it rebuilds from the newest checkpoint.
 
 `REPLICAOF host port` turns a primary into a replica: writes are refused at once,
 everything committed is flushed to object storage, the durable layer stops and
@@ -46,11 +48,12 @@ from flusher.backlog import Backlog
 from flusher.codec import records_from
 from flusher.durable import DurabilityConfig, DurableStore
 from flusher.flusher import put_segment, records_segment
+from flusher.manifest import newest_manifest
 from flusher.objectstore import ObjectStore, ObjectStoreError
 from flusher.paths import segment as segment_key
 from replay.replay import Progress, Recovery, ReplayError, recover, replay_body
 from replay.startup import take_over
-from store import Store
+from store import HistoryPolicy, PrunedError, Store
 from store.coldhistory import attach
 from store.keyspace import LsnMismatch
 
@@ -71,6 +74,14 @@ GROUP_REFRESH_S = 0.5
 
 class LinkError(Exception):
     """The link to the primary broke or sent what cannot be applied."""
+
+
+class OtherHistory(Exception):
+    """The primary keeps another history policy (`--history`) than this replica."""
+
+    def __init__(self, spec: str) -> None:
+        super().__init__(spec)
+        self.spec = spec
 
 
 def _command(*args: bytes) -> bytes:
@@ -111,6 +122,14 @@ class Follower:
                 delay = RETRY_MIN_S
             except asyncio.CancelledError:
                 raise
+            except OtherHistory as e:
+                # TS.HISTORY must answer here as on the primary: take its policy and
+                # rebuild what was kept under this one.
+                try:
+                    await self.node.adopt_history(e.spec)
+                    continue
+                except (ReplayError, ObjectStoreError) as err:
+                    log.info("replica link to %s:%d: %s", self.host, self.port, err)
             except (OSError, LinkError, ReplayError, ObjectStoreError) as e:
                 log.info("replica link to %s:%d: %s", self.host, self.port, e)
             finally:
@@ -156,6 +175,12 @@ class Follower:
                 if str(r).startswith(NOBACKLOG):
                     return  # catch up from object storage first, then come back
                 raise r
+        # +FOLLOWING <lsn> HISTORY <policy>: the primary's --history.
+        words = replies[2].split() if isinstance(replies[2], bytes) else []
+        if len(words) == 4 and words[2] == b"HISTORY":
+            spec = words[3].decode()
+            if spec != str(store.history):
+                raise OtherHistory(spec)
         repl.link_up = True
         repl.sync_in_progress = False
         repl.applied()
@@ -311,14 +336,85 @@ class Node:
             await asyncio.sleep(GROUP_REFRESH_S)
 
     async def catch_up(self) -> None:
-        """Apply what object storage holds beyond what this store has."""
+        """Apply what object storage holds beyond what this store has. When the
+        segments this store needs next are gone (compaction deleted them after a
+        newer checkpoint), go on from that checkpoint: skip to it if the store already
+        has its records, else rebuild the store from it (`rebuild`)."""
         store = self.store
         if self.recovery is None:
             self.recovery = await recover(store, self.objects, self.progress)
             return
-        self.recovery = await recover(store, self.objects, None, after=self.recovery)
+        try:
+            self.recovery = await recover(store, self.objects, None, after=self.recovery)
+        except ReplayError as e:
+            manifest = await newest_manifest(self.objects)
+            checkpoint = manifest.checkpoint_lsn if manifest is not None else None
+            if checkpoint is None or checkpoint <= self.recovery.stored:
+                raise  # not compaction: what it needs should be there
+            log.warning(
+                "catching up from storage: %s; a checkpoint at LSN %d covers it", e, checkpoint
+            )
+            if store.lsn >= checkpoint:
+                # The store has every record the checkpoint holds: storage holds them
+                # too, so the walk can start after it.
+                self.recovery.stored = checkpoint
+                self.recovery = await recover(store, self.objects, None, after=self.recovery)
+            else:
+                await self.rebuild()
+                return
         stored = self.recovery.stored
         self.unstored = [c for c in self.unstored if c[1] > stored]
+
+    async def adopt_history(self, spec: str) -> None:
+        """Keep the history the primary keeps (`--history` `spec`): rebuild the store
+        from storage under that policy, so that TS.HISTORY answers here as there."""
+        store = self.store
+        was = store.history
+        store.history = HistoryPolicy.parse(spec)
+        log.warning(
+            "the primary keeps history %s, this replica was started with %s: "
+            "taking the primary's and rebuilding from storage",
+            spec,
+            was,
+        )
+        try:
+            await self.rebuild()
+        except BaseException:
+            store.history = was
+            raise
+
+    async def rebuild(self) -> None:
+        """Drop the store's state and load it again from object storage (the newest
+        checkpoint and the segments after it), as a restart would; clients stay
+        connected and get -LOADING meanwhile, as during a Redis replica's full
+        synchronisation. If the rebuild fails, the old state is put back."""
+        state, store = self.state, self.store
+        before = store.lsn
+        state.loading = True
+        undo = store.reset()
+        try:
+            recovery = await recover(store, self.objects, self.progress)
+        except BaseException:
+            undo()
+            raise
+        finally:
+            state.loading = False
+        self.recovery = recovery
+        self.unstored = []
+        for s in list(state.clients.values()):
+            try:
+                s.select(s.dbi)
+            except PrunedError:  # a TS.CHECKOUT AT view of history not rebuilt
+                s.view_lsn = None
+                s.select(s.dbi)
+        if state.tracking is not None:
+            state.tracking.flushed(None)  # every key may have changed
+        log.warning(
+            "rebuilt from storage (checkpoint at LSN %s): LSN %d, was %d",
+            recovery.checkpoint_lsn,
+            store.lsn,
+            before,
+        )
 
     def stored_upto(self, lsn: int) -> None:
         """The primary says object storage holds records up to `lsn`."""
@@ -389,6 +485,11 @@ class Node:
         repl.role = "master"
         repl.master_host, repl.master_port = "", 0
         repl.link_up = False
+        # What the Sentinel protocol answers changes with the role, not at the next
+        # refresh: until then GET-MASTER-ADDR-BY-NAME would still name the old primary
+        # (dead, say) and +switch-master would come later, while clients are busy
+        # reconnecting.
+        self.publish_view()
 
     def _as_replica(self, host: str, port: int) -> None:
         state = self.state
@@ -401,6 +502,7 @@ class Node:
         repl.link_down_since = time.time()
         self.follower = Follower(self, host, port)
         self.follower.start()
+        self.publish_view()
 
     # -- switching roles (REPLICAOF) -------------------------------------------------
 
@@ -494,7 +596,8 @@ class Node:
         self._streams.add(task)
         task.add_done_callback(self._streams.discard)
         self.publish_view()
-        return Simple(b"FOLLOWING %d" % lsn)
+        # The history policy too: a replica keeping another one takes this one.
+        return Simple(b"FOLLOWING %d HISTORY %s" % (lsn, str(self.store.history).encode()))
 
     async def _stream(self, s: Session, backlog: Backlog, lsn: int) -> None:
         links = self.state.replication.links

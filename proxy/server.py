@@ -22,7 +22,7 @@ from commands.cleanup import session_closed
 from commands.client_control import quiet_reply
 from commands.config_table import config_get_value
 from commands.dispatch import DISPATCHER
-from commands.errors import MAX_CLIENTS, TRYAGAIN_STORAGE
+from commands.errors import MAX_CLIENTS, TRYAGAIN_RAFT, TRYAGAIN_STORAGE
 from commands.limits import output_limit_reached
 from commands.ops_state import sync_expired
 from commands.replies import (
@@ -118,6 +118,16 @@ class Connection(asyncio.Protocol):
         self.block_state: BlockState | None = None
         self.held: list[bytes] | None = None  # replies waiting for durability (sync mode)
         self.held_lsn = 0  # the LSN they wait for (in object storage)
+        # Where the replies of writes to raft tables are, so that a failed commit in
+        # etcd answers them with an error (the rest of the held replies go as they
+        # are): (start, end, raft LSN) in the batch's replies (`raft_marks`, set by
+        # proxy.pipeline.run), then in `held` (`held_marks`). A raft write whose reply
+        # is written elsewhere (a deferred or blocked command) cannot be placed:
+        # `raft_unplaced` is its LSN, and its failure closes the connection instead.
+        self.raft_marks: list[tuple[int, int, int]] = []
+        self.held_marks: list[tuple[int, int, int]] = []
+        self.raft_seen = 0
+        self.raft_unplaced = 0
         self.close_when_released = False
         self.output_blocked = False  # stopped mid-pipeline until the client reads
         self.soft_since = 0.0  # when its output went past the soft limit (0: it is not)
@@ -222,11 +232,26 @@ class Connection(asyncio.Protocol):
     def _write(self, out: list[bytes]) -> None:
         """Send replies, or hold them while this connection's writes are not yet
         durable in sync mode (replies stay in order; later replies queue behind)."""
+        s = self.session
+        if s is not None and s.last_raft_lsn > self.raft_seen:
+            self.raft_seen = self.raft_unplaced = s.last_raft_lsn
         write(self, out)  # proxy.pipeline (compiled)
+
+    def _raft_reply(self, start: int, end: int) -> None:
+        """proxy.pipeline.run: the replies out[start:end] of the batch are a raft
+        write's."""
+        s = self.session
+        assert s is not None
+        self.raft_marks.append((start, end, s.last_raft_lsn))
+        self.raft_seen = s.last_raft_lsn
 
     def _write_held(self, out: list[bytes]) -> None:
         """Replies behind others held for durability: they queue behind them."""
         assert self.held is not None
+        if self.raft_marks:
+            base = len(self.held)
+            self.held_marks += [(a + base, b + base, lsn) for a, b, lsn in self.raft_marks]
+            self.raft_marks = []
         self.held.extend(out)
         if sum(map(len, out)) and len(self.held) > HELD_PAUSE_ITEMS and not self.paused:
             self.paused = True
@@ -236,6 +261,7 @@ class Connection(asyncio.Protocol):
     def _hold_replies(self, out: list[bytes], dur: Durability) -> None:
         """The first replies to wait for this connection's writes to be durable."""
         self.held = list(out)
+        self.held_marks, self.raft_marks = self.raft_marks, []
         self._await_durable(dur)
 
     def _await_durable(self, dur: Durability) -> None:
@@ -274,7 +300,36 @@ class Connection(asyncio.Protocol):
         assert self.session is not None
         log.warning("closing client %d: its writes cannot be made durable: %s", self.session.id, e)
         self.held = None
+        self.held_marks = []
         self.kill()
+
+    def _raft_failed(self, dur: Durability) -> bool:
+        """etcd did not commit this connection's raft writes: answer each of them
+        that object storage does not hold either with TRYAGAIN_RAFT in place of its
+        reply (what storage holds is durable: its reply stands), and send the held
+        replies; the connection goes on. False when a raft write's reply cannot be
+        placed (then the connection is closed, as a sync write's is)."""
+        s = self.session
+        held = self.held
+        assert s is not None
+        committed = dur.raft_lsn
+        if held is None or self.raft_unplaced > committed or self.raft_seen < s.last_raft_lsn:
+            return False
+        error: list[bytes] = []
+        encode(ErrorReply(TRYAGAIN_RAFT.encode()), s.resp, error)
+        for start, end, lsn in self.held_marks:
+            if lsn > committed:
+                held[start:end] = [b"".join(error)] + [b""] * (end - start - 1)
+                s.server.stats.error_replies += 1
+        log.warning(
+            "client %d: raft writes up to LSN %d not committed in etcd: answered TRYAGAIN",
+            s.id,
+            s.last_raft_lsn,
+        )
+        # Nothing more to wait for: their outcome is unknown and was answered so.
+        s.last_raft_lsn = 0
+        self._send_held()
+        return True
 
     async def _release(self, dur: Durability) -> None:
         s = self.session
@@ -284,7 +339,12 @@ class Connection(asyncio.Protocol):
                 target, raft = s.last_sync_lsn, s.last_raft_lsn
                 await dur.wait_durable(target)
                 if raft > dur.raft_lsn:
-                    await dur.wait_raft(raft)
+                    try:
+                        await dur.wait_raft(raft)
+                    except Exception:
+                        if self.closing or not self._raft_failed(dur):
+                            raise
+                        return
                 if s.last_sync_lsn <= target and s.last_raft_lsn <= raft:
                     break
         except Exception as e:
@@ -294,6 +354,7 @@ class Connection(asyncio.Protocol):
 
     def _send_held(self) -> None:
         held, self.held = self.held or [], None
+        self.held_marks = []
         send(self, held)  # proxy.pipeline (compiled), without `_send`'s frame
         if self.paused and self.transport is not None:
             self.paused = False

@@ -337,3 +337,90 @@ def test_replicaof_turns_a_primary_into_a_replica() -> None:
         assert fresh.get("before") == b"1"
         with pytest.raises(redis.ReadOnlyError):
             fresh.set("x", "1")
+
+
+def _segment_firsts(workdir: Path) -> list[int]:
+    """The first LSN of every segment in the storage directory, in order."""
+    from flusher.paths import parse_segment
+
+    root = workdir / "data"
+    names = [str(p.relative_to(root)) for p in (root / "segments").rglob("*") if p.is_file()]
+    return sorted(first for n in names if (first := parse_segment(n)) is not None)
+
+
+def _lsn(c: redis.Redis) -> int:
+    return int(c.info("temporalstore")["lsn"])
+
+
+def test_a_replica_paused_past_two_compactions_rebuilds_from_the_checkpoint() -> None:
+    """A replica stopped (SIGSTOP) while its primary writes more than its backlog
+    holds, checkpoints and compacts twice: resumed, it finds the link closed and the
+    segments it needs deleted; it rebuilds from the newest checkpoint, then serves
+    what the primary serves and follows new writes."""
+    flags = ["--keep-checkpoints", "1", "--flush-interval-ms", "20", "--history", "all"]
+    with replicated(flags, linked=True) as (primary, replica):
+        p, r = redis.Redis(port=primary.port), redis.Redis(port=replica.port)
+        p.set("before", "1")
+        p.set("before", "2")
+        until(lambda: _caught_up(p, r))
+        paused_at = _lsn(r)
+        replica.proc.send_signal(signal.SIGSTOP)
+        try:
+            big = b"x" * 65536
+            for rnd in range(2):
+                # 24 MiB per round: past what the link's buffers (8 MiB and the
+                # sockets') and the backlog (8 MiB beyond storage) can hold.
+                for start in range(0, 384, 32):
+                    pipe = p.pipeline(transaction=False)
+                    for i in range(start, start + 32):
+                        pipe.set(f"big:{rnd}:{i}", big + str(i).encode())
+                    pipe.execute()
+                p.set(f"round:{rnd}", rnd)
+                done = int(p.info("persistence")["last_checkpoint_lsn"])
+                p.bgsave()
+                until(lambda done=done: int(p.info("persistence")["last_checkpoint_lsn"]) > done)
+            # Compaction deleted what the replica needs next.
+            until(lambda: _segment_firsts(primary.workdir)[0] > paused_at + 1)
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
+        p.set("after", "3")
+        until(lambda: _caught_up(p, r), 60)
+        assert r.get("after") == b"3" and r.get("round:1") == b"1"
+        assert r.dbsize() == p.dbsize()
+        assert r.get("big:0:7") == p.get("big:0:7") and r.get("big:1:383") == p.get("big:1:383")
+        assert r.execute_command("TS.HISTORY", "after") == p.execute_command("TS.HISTORY", "after")
+        # ... and it follows the link again.
+        p.set("later", "4")
+        until(lambda: r.get("later") == b"4")
+        assert r.info("replication")["master_link_status"] == "up"
+        assert any("rebuilt from storage" in line for line in replica.log_lines), "".join(
+            replica.log_lines
+        )
+
+
+def test_a_replica_takes_the_history_policy_of_its_primary() -> None:
+    """A replica started with another --history than its primary's (here the default
+    versions:64 against versions:5) takes the primary's on linking and rebuilds under
+    it: TS.HISTORY answers the same on both, for versions it read from storage and
+    for those that came over the link."""
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--history", "versions:5"], workdir=workdir)
+    replica: ServerProcess | None = None
+    try:
+        p = redis.Redis(port=primary.port)
+        for i in range(8):
+            p.set("old", i)
+        replica = _replica(primary, workdir)
+        r = redis.Redis(port=replica.port)
+        until(lambda: r.info("temporalstore")["history_policy"] == "versions:5")
+        for i in range(12):
+            p.set("new", i)
+        until(lambda: r.get("new") == b"11" and _caught_up(p, r))
+        for key in ("old", "new"):
+            assert r.execute_command("TS.HISTORY", key) == p.execute_command("TS.HISTORY", key), key
+        assert r.execute_command("TS.ASOF", "new", "BACK", "4") == b"7"
+        assert any("taking the primary's" in line for line in replica.log_lines)
+    finally:
+        if replica is not None:
+            replica.stop()
+        primary.stop()
