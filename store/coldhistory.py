@@ -364,7 +364,9 @@ class MemorySpill(Spill):
         return offsets
 
     def _page(self, runs: list[bytes]) -> None:
-        packed = _ZC.compress(b"".join(runs))
+        # A copy: python-zstandard's result keeps the allocation of zstd's bound for
+        # its input (8 KiB here, for ~2.5 KiB of output), for as long as it lives.
+        packed = memoryview(_ZC.compress(b"".join(runs))).tobytes()
         self._pages.append(packed)
         self.stored += len(packed)
 
