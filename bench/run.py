@@ -97,6 +97,10 @@ class Settings:
     # Item L, item 5 with default checkpointing: records written (distinct keys), then
     # restarts.
     restart_sizes: tuple[int, ...] = (1_000_000, 10_000_000)
+    # Item 5c: redis-benchmark's SETs over random keys (most overwrite one), then
+    # restarts with default checkpointing.
+    overwrite_sets: int = 2_000_000
+    overwrite_keyspace: int = 1_000_000
     # Item 9 (history at bounded cost, bench/bounded.py).
     seal_writes: int = 50_000  # pipelined SETs per write measurement
     seal_keys: int = 10_000  # the "many keys" case
@@ -137,6 +141,8 @@ class Settings:
             hash_requests=500,
             profile_seconds=3,
             restart_sizes=(100_000, 300_000),
+            overwrite_sets=200_000,
+            overwrite_keyspace=100_000,
             seal_writes=10_000,
             pinned_versions=10_000,
             walk_string_versions=(1_000, 3_000, 10_000),
@@ -621,6 +627,12 @@ def item_long(s: Settings) -> dict[str, Any]:
     return run_item(s)
 
 
+def item_overwrite_restart(s: Settings) -> dict[str, Any]:
+    from bench.memrestart import item_overwrite_restart as run_item
+
+    return {"overwrite_restart": run_item(s)}
+
+
 # Each returns its named sections of the results.
 ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "1": (
@@ -630,6 +642,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "2": ("durability and sync mode (items 2, 6)", lambda s: {"durability": item_durability(s)}),
     "6": ("sync mode against S3 (item 6)", lambda s: {"sync": item_durability(s, sync_only=True)}),
     "4": ("memory and restart (items 4, 5)", item_memory_restart),
+    "5c": ("restart after overwriting SETs (item 5c)", item_overwrite_restart),
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "10": ("replicas and failover (item 10, issue 12)", item_replicas),
@@ -641,12 +654,13 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
 }
 # `make bench` runs these; `make bench-long` runs L (10M records twice: several minutes)
 # and the py-spy profile p (not a target; its 19 s at the last whole run).
-DEFAULT_ITEMS = ["1", "2", "4", "7", "9", "10"]
+DEFAULT_ITEMS = ["1", "2", "4", "5c", "7", "9", "10"]
 SECTIONS = {
     "1": ["throughput"],
     "2": ["durability"],
     "6": ["sync"],
     "4": ["memory", "restart"],
+    "5c": ["overwrite_restart"],
     "7": ["history"],
     "9": ["bounded"],
     "10": ["replicas"],

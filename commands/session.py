@@ -55,6 +55,7 @@ class Config:
     max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
     checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
     checkpoint_every_seconds: int = DEFAULTS.checkpoint_every_seconds
+    checkpoint_every_bytes: int = DEFAULTS.checkpoint_every_bytes
     keep_checkpoints: int = DEFAULTS.keep_checkpoints
     write_wait_ms: int = DEFAULTS.write_wait_ms
     fault_injection: bool = False

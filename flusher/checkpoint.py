@@ -22,7 +22,7 @@ from flusher.codec import pack, pack_plain, stream_items
 from flusher.flusher import Flusher
 from flusher.objectstore import ObjectStore
 from store import Store
-from store.image import BATCH_TAG
+from store.image import PLAIN_TAGS
 
 log = logging.getLogger("temporalstore")
 
@@ -31,7 +31,7 @@ def image(store: Store) -> tuple[bytes, int]:
     """The raw (uncompressed) checkpoint body and its item count: the store's
     image (`Store.export_image`), one msgpack value per item."""
     parts = [
-        pack_plain(item) if type(item) is tuple and item[0] == BATCH_TAG else pack(item)
+        pack_plain(item) if type(item) is tuple and item[0] in PLAIN_TAGS else pack(item)
         for item in store.export_image()
     ]
     return b"".join(parts), len(parts)

@@ -51,6 +51,10 @@ class DurabilityConfig:
     max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
     checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
     checkpoint_every_seconds: float = DEFAULTS.checkpoint_every_seconds
+    # Bytes of records (encoded, before compression) logged since the last checkpoint
+    # that make the next one due (0: none): what a restart replays after its
+    # checkpoint stays about this much, whatever the size of the records.
+    checkpoint_every_bytes: int = DEFAULTS.checkpoint_every_bytes
     keep_checkpoints: int = DEFAULTS.keep_checkpoints
     # --s3-put-cost: dollars per 1,000 PUTs, for INFO's estimate of the storage bill.
     s3_put_cost: float = 0.0
@@ -69,6 +73,9 @@ class ReplayFigures(Protocol):
 
     @property
     def seconds(self) -> float: ...
+
+    @property
+    def raw_bytes(self) -> int: ...
 
 
 class DurableStore:
@@ -114,6 +121,10 @@ class DurableStore:
         self.raft: RaftAppender | None = None  # set by a node of a group on etcd
         self.checkpoint_lsn = manifest.checkpoint_lsn or 0
         self.checkpoint_time = clock()
+        # What the flusher had logged (`logged_bytes`) when the last checkpoint was
+        # taken: less the segments replayed after it at the start, which a restart now
+        # would replay again.
+        self.logged_at_checkpoint = -replayed.raw_bytes
         self.checkpoints_written = 0
         self.last_checkpoint_status = "ok"
         self._task: asyncio.Task[None] | None = None
@@ -237,6 +248,7 @@ class DurableStore:
             "last_checkpoint_status": self.last_checkpoint_status,
             "checkpoints_written": self.checkpoints_written,
             "checkpoint_in_progress": int(self._checkpoint_lock.locked()),
+            "log_bytes_since_checkpoint": self.log_since_checkpoint(),
             "replay_records": rec.records,
             "replay_segments": rec.segments,
             "replay_seconds": f"{rec.seconds:.3f}",
@@ -257,15 +269,31 @@ class DurableStore:
 
     # -- checkpoints and compaction --------------------------------------------------
 
+    def logged_bytes(self) -> int:
+        """Bytes of records this writer has encoded for the log (stored or not yet)."""
+        f = self.flusher
+        return f.stats.bytes_written_raw + f.pending_bytes
+
+    def log_since_checkpoint(self) -> int:
+        """Bytes of records after the last checkpoint: what a restart would replay."""
+        return self.logged_bytes() - self.logged_at_checkpoint
+
     def checkpoint_due(self) -> bool:
-        """Enough records or time since the last checkpoint, or one was asked for."""
+        """Enough records, bytes of records or time since the last checkpoint, or one
+        was asked for."""
         cfg = self.config
         due_records = self.store.lsn - self.checkpoint_lsn >= cfg.checkpoint_every_records
+        every = cfg.checkpoint_every_bytes
+        due_bytes = (
+            every > 0
+            and self.store.lsn > self.checkpoint_lsn
+            and self.log_since_checkpoint() >= every
+        )
         due_time = (
             self.clock() - self.checkpoint_time >= cfg.checkpoint_every_seconds
             and self.store.lsn > self.checkpoint_lsn
         )
-        return (due_records or due_time or self._requested) and self.fenced is None
+        return (due_records or due_bytes or due_time or self._requested) and self.fenced is None
 
     async def superseded(self) -> bool:
         """Fence this writer if a newer one has taken the prefix over: its takeover
@@ -337,6 +365,9 @@ class DurableStore:
             return await self._checkpoint()
 
     async def _checkpoint(self) -> int:
+        # Taken with the image's LSN (no await between): records logged after it
+        # count towards the next checkpoint.
+        logged = self.logged_bytes()
         lsn, _size = await write_checkpoint(
             self.objects, self.store, self.flusher, self.config.checkpoint_cpus
         )
@@ -350,6 +381,7 @@ class DurableStore:
         previous = self.checkpoint_lsn
         self.checkpoint_lsn = lsn
         self.checkpoint_time = self.clock()
+        self.logged_at_checkpoint = logged
         self.checkpoints_written += 1
         self.last_checkpoint_status = "ok"
         if self.after_checkpoint is not None:

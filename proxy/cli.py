@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import commands.families  # noqa: F401  (registers every command)
 from commands import allocator
 from commands.config_table import set_at_start
+from commands.limits import memtoull
 from commands.rdb_file import RdbContents
 from commands.session import Config, ServerState
 from commands.users import AclFileError, Users
@@ -82,6 +83,11 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
         "checkpoint-every-seconds",
         str(DEFAULTS.checkpoint_every_seconds),
         "... or after this many seconds",
+    ),
+    (
+        "checkpoint-every-bytes",
+        str(DEFAULTS.checkpoint_every_bytes),
+        "... or after this many bytes of records logged (bounds what a restart replays; 0: off)",
     ),
     (
         "keep-checkpoints",
@@ -201,6 +207,7 @@ IMPORT_RDB_FLAGS = (
     "max-unflushed-bytes",
     "checkpoint-every-records",
     "checkpoint-every-seconds",
+    "checkpoint-every-bytes",
     "keep-checkpoints",
     "write-wait-ms",
 )
@@ -255,6 +262,13 @@ def config_from_args(ns: argparse.Namespace) -> Config:
             raise SystemExit(f"temporalstore: --{name} must be at least {minimum}")
         return n
 
+    def size(name: str, value: str) -> int:
+        """Bytes, as an integer or in Redis' units (`32mb`, `1gb`)."""
+        n = memtoull(value)
+        if n is None:
+            raise SystemExit(f"temporalstore: --{name} must be a size (bytes, or like 32mb)")
+        return n
+
     databases = num("databases", ns.databases)
     if databases < 1:
         raise SystemExit("temporalstore: --databases must be at least 1")
@@ -281,6 +295,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         max_unflushed_bytes=num("max-unflushed-bytes", ns.max_unflushed_bytes, 1024),
         checkpoint_every_records=num("checkpoint-every-records", ns.checkpoint_every_records, 1),
         checkpoint_every_seconds=num("checkpoint-every-seconds", ns.checkpoint_every_seconds, 1),
+        checkpoint_every_bytes=size("checkpoint-every-bytes", ns.checkpoint_every_bytes),
         keep_checkpoints=num("keep-checkpoints", ns.keep_checkpoints),
         write_wait_ms=num("write-wait-ms", ns.write_wait_ms),
         fault_injection=ns.fault_injection == "yes",
@@ -365,6 +380,7 @@ def durability_config(config: Config) -> DurabilityConfig:
         max_unflushed_bytes=config.max_unflushed_bytes,
         checkpoint_every_records=config.checkpoint_every_records,
         checkpoint_every_seconds=config.checkpoint_every_seconds,
+        checkpoint_every_bytes=config.checkpoint_every_bytes,
         keep_checkpoints=config.keep_checkpoints,
         s3_put_cost=config.s3_put_cost,
         checkpoint_cpus=config.checkpoint_cpus,

@@ -47,6 +47,7 @@ class Recovery:
     stored: int = 0  # the last LSN object storage was seen to hold
     records: int = 0
     segments: int = 0
+    raw_bytes: int = 0  # of the segments replayed (their bodies, uncompressed)
     seconds: float = 0.0
     segment_firsts: list[int] = field(default_factory=list)  # every segment seen
     # Segments past a hole, never durable: the log ends before them (for now).
@@ -103,6 +104,7 @@ async def recover(
                 seg.check_count(expected)
                 rec.stored = expected - 1
                 rec.segments += 1
+                rec.raw_bytes += len(seg.body)
         rec.unfinished = log.unfinished
         rec.strays = log.strays
         if progress is not None:

@@ -18,17 +18,35 @@ undo is always its ops (an entry that keeps a replaced string's bytes alone in m
 compact).
 The common key, a string written once with no expiry, goes instead into batch
 items of parallel arrays, 5 fields: (BATCH_TAG, db, keys, values, packed
-versions); they hold plain values only.
+versions); they hold plain values only. The next commonest, a string with no expiry
+and no floor whose versions are all plain string writes (no metadata, no full copy,
+each undo "the key did not exist" or a replaced string's bytes: a key overwritten by
+SETs), goes into string-chain items, 9 fields: (STRINGS_TAG, db, keys, values, counts,
+lsns, times, codes, undos): key i has the next counts[i] versions of the flat arrays
+lsns, times, codes (command codes, as packed versions') and undos (the replaced bytes,
+or None for a creation). Plain values only, and loaded with C-level passes.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from store import keyspace, windex
-from store.chains import V_CMD, V_LSN, V_META, V_SNAP, V_TIME, V_UNDO, compact_undo, undo_ops
+from store.chains import (
+    V_CMD,
+    V_LSN,
+    V_META,
+    V_SNAP,
+    V_TIME,
+    V_UNDO,
+    VersionEntry,
+    _cmd_codes,
+    compact_undo,
+    undo_ops,
+)
 from store.ops import CREATED
 
 if TYPE_CHECKING:
@@ -37,6 +55,8 @@ if TYPE_CHECKING:
 BATCH = 4096
 """Keys per batch item."""
 BATCH_TAG = "b"
+STRINGS_TAG = "s"
+PLAIN_TAGS = (BATCH_TAG, STRINGS_TAG)  # items of plain values only
 _INT = {int}
 _BYTES = {bytes}
 
@@ -82,24 +102,89 @@ def _db_items(db: Database) -> Iterator[Any]:
         keys: list[bytes] = []
         values: list[bytes] = []
         packed: list[int] = []
+        strings = _Strings()
         for key, value, p in zip(ks, vs, ps, strict=True):
-            if (
-                type(p) is int
-                and p >= 0
-                and type(value) is bytes
-                and key not in expires
-                and key not in floors
-            ):
+            if type(value) is not bytes or key in expires or key in floors:
+                yield _item(db, key, value, chains.born(key))
+            elif type(p) is int and p >= 0:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
-            else:
+            elif type(p) is not list or chains.cold or not strings.add(key, value, p):
                 yield _item(db, key, value, chains.born(key))
         if keys:
             yield (BATCH_TAG, index, keys, values, packed)
+        if strings.keys:
+            yield strings.item(index)
     for key in chains:
         if key not in data:  # history of a key that no longer exists
             yield _item(db, key, None, chains.born(key))
+
+
+class _Strings:
+    """A string-chain item being built (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.values: list[bytes] = []
+        self.counts: list[int] = []
+        self.lsns: list[int] = []
+        self.times: list[int] = []
+        self.codes: list[int] = []
+        self.undos: list[bytes | None] = []
+
+    def add(self, key: bytes, value: bytes, chain: list[VersionEntry]) -> bool:
+        """Take `key` if every version of its `chain` is a plain string write."""
+        if not chain:
+            return False
+        for e in chain:
+            undo = e[V_UNDO]
+            if (
+                e[V_META] is not None
+                or e[V_SNAP] is not None
+                or (type(undo) is not bytes and undo is not CREATED)
+                or e[V_CMD] not in _cmd_codes
+            ):
+                return False
+        for e in chain:
+            undo = e[V_UNDO]
+            self.lsns.append(e[V_LSN])
+            self.times.append(e[V_TIME])
+            self.codes.append(_cmd_codes[e[V_CMD]])
+            self.undos.append(undo if type(undo) is bytes else None)
+        self.keys.append(key)
+        self.values.append(value)
+        self.counts.append(len(chain))
+        return True
+
+    def item(self, index: int) -> tuple[Any, ...]:
+        return (
+            STRINGS_TAG,
+            index,
+            self.keys,
+            self.values,
+            self.counts,
+            self.lsns,
+            self.times,
+            self.codes,
+            self.undos,
+        )
+
+
+def _load_strings(db: Database, item: Any, names: list[str]) -> None:
+    """A string-chain item into `db` (`names`: the image's command names by code)."""
+    _tag, _dbi, keys, values, counts, lsns, times, codes, undos = item
+    db.data.update(zip(keys, values, strict=True))
+    cmds = list(map(names.__getitem__, codes))
+    undone = [CREATED if u is None else u for u in undos]
+    entries: list[VersionEntry] = list(
+        zip(lsns, times, cmds, undone, repeat(None), repeat(None), strict=False)
+    )
+    raw: dict[bytes, Any] = db.chains  # the slots themselves
+    p = 0
+    for key, c in zip(keys, counts, strict=True):
+        raw[key] = entries[p : p + c]
+        p += c
 
 
 def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
@@ -141,6 +226,9 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
             db = dbs[dbi]
             db.data.update(zip(keys, values, strict=True))
             db.chains.add_packed(keys, packed, names, table)
+            continue
+        if item[0] == STRINGS_TAG:
+            _load_strings(dbs[item[1]], item, names)
             continue
         dbi, key, value, expire, chain, floor = item
         db = dbs[dbi]

@@ -25,6 +25,9 @@ class ServerDefaults:
     write_wait_ms: int = 5000
     checkpoint_every_records: int = 1_000_000
     checkpoint_every_seconds: int = 300
+    # ...or after this many bytes of records (as encoded, before compression) logged
+    # since the last one: the tail a restart replays stays bounded (flusher.durable).
+    checkpoint_every_bytes: int = 32 * 1024 * 1024
     keep_checkpoints: int = 2  # 0: never compact
     maxclients: int = 10000
     timeout: int = 0

@@ -322,6 +322,55 @@ def test_checkpoints_fall_due_by_records_or_by_the_injected_clock() -> None:
     run(body())
 
 
+def test_checkpoints_fall_due_by_bytes_logged_counting_what_a_restart_replayed() -> None:
+    """--checkpoint-every-bytes: a few large records make a checkpoint due where many
+    small ones would by count; after a restart, the segments it replayed beyond its
+    checkpoint count towards the next one (a restart then would replay them again)."""
+
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        config = DurabilityConfig(
+            checkpoint_every_records=10**9,
+            checkpoint_every_seconds=10**9,
+            checkpoint_every_bytes=4000,
+        )
+        durable = DurableStore(store, objects, config, manifest, rec, FakeClock())
+        store.sink = durable.flusher
+
+        async def write(target: Store, n: int, size: int) -> None:
+            for i in range(n):
+                target.apply(target.dbs[0], b"k%d" % i, ("set", b"x" * size, None))
+                target.commit()
+
+        await write(store, 3, 100)
+        assert await durable.drain(timeout=5)
+        assert 300 < durable.log_since_checkpoint() < 4000 and not durable.checkpoint_due()
+        await write(store, 3, 1500)  # three records more, 4,500 bytes more
+        assert await durable.drain(timeout=5)
+        assert durable.checkpoint_due()
+        assert await durable.checkpoint() == store.lsn
+        assert durable.log_since_checkpoint() == 0 and not durable.checkpoint_due()
+        assert durable.info()["log_bytes_since_checkpoint"] == 0
+        await write(store, 2, 1500)
+        assert await durable.drain(timeout=5)
+        logged = durable.log_since_checkpoint()
+        assert 3000 < logged < 4000 and not durable.checkpoint_due()
+
+        again = Store(databases=2)
+        manifest2, rec2 = await take_over(again, objects)
+        assert rec2.records == 2 and rec2.raw_bytes == logged
+        durable2 = DurableStore(again, objects, config, manifest2, rec2, FakeClock())
+        again.sink = durable2.flusher
+        assert durable2.log_since_checkpoint() == logged and not durable2.checkpoint_due()
+        await write(again, 1, 1500)
+        assert await durable2.drain(timeout=5)
+        assert durable2.checkpoint_due()
+
+    run(body())
+
+
 async def _writer(objects: MemoryObjectStore) -> DurableStore:
     """A server that took `objects` over, its durable layer the store's sink."""
     store = Store(databases=2)

@@ -100,21 +100,28 @@ def test_the_general_path_stores_the_same_compact_entries() -> None:
 
 def test_images_write_the_ops_and_read_them_back_compact() -> None:
     s, _ = make_session(4, "all")
+    run(s, "TS.META", "AUTHOR", "ann")  # an entry with metadata: the key is an item alone
     for v in ("a", "bb", "ccc"):
         run(s, "SET", "k", v)
+    run(s, "TS.META", "RESET")
+    for v in ("a", "bb"):
+        run(s, "SET", "plain", v)  # plain string writes: a string-chain item
     run(s, "SET", "x", "1", "PX", "100000")
     run(s, "SET", "x", "2")
     items = list(s.store.export_image())
-    saved = next(i for i in items[1:] if i[0] != "b" and i[1] == b"k")
+    saved = next(i for i in items[1:] if i[0] not in ("b", "s") and i[1] == b"k")
     assert [u for _l, _t, _c, u, _m, _s in saved[4]] == [
         CREATED,
         ((RESTORE, b"a", None),),
         ((RESTORE, b"bb", None),),
     ]
+    strings = next(i for i in items[1:] if i[0] == "s")
+    assert strings[2] == [b"plain"] and strings[4] == [2] and strings[8] == [None, b"a"]
     raw, _count = image(s.store)
     loaded = Store(4)
     load_image(loaded, raw, "test")
     assert [e[V_UNDO] for e in _chain(loaded, b"k")] == [CREATED, b"a", b"bb"]
+    assert [e[V_UNDO] for e in _chain(loaded, b"plain")] == [CREATED, b"a"]
     assert _chain(loaded, b"x")[-1][V_UNDO] == _chain(s.store, b"x")[-1][V_UNDO]
     assert (loaded.mem.main_bytes, loaded.mem.main_versions) == (
         s.store.mem.main_bytes,
