@@ -125,6 +125,8 @@ class DurableStore:
         # taken: less the segments replayed after it at the start, which a restart now
         # would replay again.
         self.logged_at_checkpoint = -replayed.raw_bytes
+        # The size of the last checkpoint this writer stored (0: none yet).
+        self.checkpoint_bytes = 0
         self.checkpoints_written = 0
         self.last_checkpoint_status = "ok"
         self._task: asyncio.Task[None] | None = None
@@ -283,11 +285,15 @@ class DurableStore:
         was asked for."""
         cfg = self.config
         due_records = self.store.lsn - self.checkpoint_lsn >= cfg.checkpoint_every_records
+        # ... at least as many bytes as the last checkpoint stored, as Redis rewrites
+        # its AOF once it has doubled (auto-aof-rewrite-percentage 100): a big store is
+        # not checkpointed over and over (each one a fork and a whole image), and a
+        # restart replays at most about a checkpoint's worth after loading one.
         every = cfg.checkpoint_every_bytes
         due_bytes = (
             every > 0
             and self.store.lsn > self.checkpoint_lsn
-            and self.log_since_checkpoint() >= every
+            and self.log_since_checkpoint() >= max(every, self.checkpoint_bytes)
         )
         due_time = (
             self.clock() - self.checkpoint_time >= cfg.checkpoint_every_seconds
@@ -368,7 +374,7 @@ class DurableStore:
         # Taken with the image's LSN (no await between): records logged after it
         # count towards the next checkpoint.
         logged = self.logged_bytes()
-        lsn, _size = await write_checkpoint(
+        lsn, size = await write_checkpoint(
             self.objects, self.store, self.flusher, self.config.checkpoint_cpus
         )
         newest = await newest_manifest(self.objects)
@@ -382,6 +388,7 @@ class DurableStore:
         self.checkpoint_lsn = lsn
         self.checkpoint_time = self.clock()
         self.logged_at_checkpoint = logged
+        self.checkpoint_bytes = size
         self.checkpoints_written += 1
         self.last_checkpoint_status = "ok"
         if self.after_checkpoint is not None:

@@ -371,6 +371,44 @@ def test_checkpoints_fall_due_by_bytes_logged_counting_what_a_restart_replayed()
     run(body())
 
 
+def test_a_big_checkpoint_falls_due_once_as_much_was_logged_after_it() -> None:
+    """--checkpoint-every-bytes is a floor: the next checkpoint falls due once the log
+    since the last one is also as big as that checkpoint (a big store is not
+    checkpointed over and over)."""
+
+    async def body() -> None:
+        objects = MemoryObjectStore()
+        store = Store(databases=2)
+        manifest, rec = await take_over(store, objects)
+        config = DurabilityConfig(
+            checkpoint_every_records=10**9,
+            checkpoint_every_seconds=10**9,
+            checkpoint_every_bytes=100,
+        )
+        durable = DurableStore(store, objects, config, manifest, rec, FakeClock())
+        store.sink = durable.flusher
+        for i in range(2000):  # values zstd cannot shrink much
+            store.apply(store.dbs[0], b"k%d" % i, ("set", b"%032x" % (i * 7919**5), None))
+            store.commit()
+        assert await durable.drain(timeout=5)
+        assert durable.checkpoint_due()
+        await durable.checkpoint()
+        size = durable.checkpoint_bytes
+        assert size > 10_000
+        n = 0
+        while durable.log_since_checkpoint() < size:
+            assert not durable.checkpoint_due()
+            store.apply(store.dbs[0], b"k%d" % n, ("set", b"%032x" % n, None))
+            store.commit()
+            n += 1
+            if n % 100 == 0:
+                assert await durable.drain(timeout=5)
+        assert await durable.drain(timeout=5)
+        assert durable.checkpoint_due()
+
+    run(body())
+
+
 async def _writer(objects: MemoryObjectStore) -> DurableStore:
     """A server that took `objects` over, its durable layer the store's sink."""
     store = Store(databases=2)
