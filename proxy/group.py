@@ -31,11 +31,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from commands.errors import READONLY, TRYAGAIN_NO_QUORUM
 from commands.replstate import GroupView
 from commands.sentinel import set_group
+from commands.session import ServerState
+from flusher.backlog import Backlog
 from flusher.codec import records_from
 from flusher.coordination import (
     CoordinationError,
@@ -47,11 +50,31 @@ from flusher.coordination import (
     best_candidate,
     etcd_client,
 )
+from flusher.durable import DurableStore
 from flusher.raft import RaftAppender
 from replay.replay import replay_body
+from store import Store
 
-if TYPE_CHECKING:
-    from proxy.replication import Node
+
+class GroupNode(Protocol):
+    """What a group member needs of its node (`proxy.replication.Node`, which makes the
+    member: the node owns the member, the member only sees this)."""
+
+    state: ServerState
+    store: Store
+    durable: DurableStore | None
+    backlog: Backlog | None
+    unstored: list[tuple[int, int, bytes]]
+    announce: tuple[str, int]
+
+    async def follow(self, host: str, port: int) -> None: ...
+
+    async def prepare_to_lead(self, extra: Callable[[], Awaitable[None]] | None = None) -> None: ...
+
+    async def become_primary(self) -> None: ...
+
+    async def step_down(self) -> None: ...
+
 
 log = logging.getLogger("temporalstore")
 
@@ -66,7 +89,7 @@ def _addr(text: str) -> tuple[str, int]:
 
 
 class GroupMember:
-    def __init__(self, node: Node, endpoints: str, group: str) -> None:
+    def __init__(self, node: GroupNode, endpoints: str, group: str) -> None:
         self.node = node
         self.group = group
         self.me = node.state.run_id

@@ -11,10 +11,21 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from proxy.server import Server
+from commands.session import ServerState
+
+
+class Listening(Protocol):
+    """What moving the listener changes of the server (`proxy.server.Server`, which
+    calls it: the server imports this module, never the reverse)."""
+
+    state: ServerState
+    plain: list[asyncio.base_events.Server]  # the plain TCP listeners
+    servers: list[asyncio.base_events.Server]  # every listener
+    tasks: set[asyncio.Task[Any]]
+    port: int
+
 
 BACKLOG = 511  # Redis' tcp-backlog default, as Server.start listens
 
@@ -42,7 +53,7 @@ def bind_port(host: str, port: int) -> list[socket.socket]:
     return socks
 
 
-def move_listener(server: Server, port: int, protocol: Callable[[], asyncio.Protocol]) -> None:
+def move_listener(server: Listening, port: int, protocol: Callable[[], asyncio.Protocol]) -> None:
     """Listen on `port` instead of the current plain port (see the module's text),
     each connection served by a new `protocol()`."""
     socks = bind_port(server.state.config.host, port) if port else []

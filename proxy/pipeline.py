@@ -7,9 +7,10 @@ glue around it (reading, writing, blocking, durability waits) is `proxy.server`.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, Protocol, cast
 
 from commands.client_control import quiet_reply
 from commands.dispatch import DISPATCHER, lookup
@@ -17,11 +18,51 @@ from commands.hotwrites import LAST_INTEGER
 from commands.registry import COMMANDS, Command
 from commands.replies import OK, Blocked, CloseAfterReply, Deferred, ErrorReply, Paused
 from commands.resp import ProtocolError, encode
-from commands.session import ServerCore
-from proxy.reader import QUERY_BUFFER_OVERFLOW
+from commands.session import Durability, ServerCore, Session
+from proxy.reader import QUERY_BUFFER_OVERFLOW, RequestReader
 
-if TYPE_CHECKING:
-    from proxy.server import Connection
+
+class Connection(Protocol):
+    """What a batch needs of its connection (`proxy.server.Connection`, which calls
+    this module: the server imports the pipeline, never the reverse). Compiled, this
+    is read as the Python object it is, attribute by attribute, as before."""
+
+    transport: asyncio.Transport | None
+    reader: RequestReader | None
+    backlog: deque[list[bytes]]
+    backlog_error: ProtocolError | None
+    waiting: bool
+    closing: bool
+    paused: bool
+    session: Session | None
+    held: list[bytes] | None
+    raft_marks: list[tuple[int, int, int]]
+    output_blocked: bool
+    soft_since: float
+    last_write_len: int
+
+    def _block(self, argv: list[bytes], b: Blocked) -> None: ...
+
+    def _close_after_write(self) -> None: ...
+
+    def _defer(self, d: Deferred) -> None: ...
+
+    def _hold(self) -> None: ...
+
+    def _hold_replies(self, out: list[bytes], dur: Durability) -> None: ...
+
+    def _query_overflow(self) -> None: ...
+
+    def _raft_reply(self, start: int, end: int) -> None: ...
+
+    def _wait_capacity(self) -> None: ...
+
+    def _write_held(self, out: list[bytes]) -> None: ...
+
+    def _retry_block(self) -> None: ...
+
+    def check_output_limit(self) -> None: ...
+
 
 BATCH_OUTPUT_LIMIT = 4 * 1024 * 1024
 OK_ENCODED: Final = b"+OK\r\n"  # the same in RESP2 and RESP3

@@ -600,6 +600,7 @@ _DURABILITY_FIELDS = {
     "last_checkpoint_status",
     "checkpoints_written",
     "checkpoint_in_progress",
+    "log_bytes_since_checkpoint",
     "replay_records",
     "replay_segments",
     "replay_seconds",
