@@ -210,6 +210,11 @@ class Node:
     def from_state(cls, st: NodeState) -> Node:
         return cls(st[0], st[1], list(st[2]), st[3], st[4], st[5])
 
+    def __reduce__(self) -> tuple[object, tuple[NodeState, int]]:
+        # Pickled (history frozen or spilled, store.coldhistory): compiled, the default
+        # would call __init__ without its arguments.
+        return (_node_of, (self.state(), self.start))
+
     def copy(self) -> Node:
         n = Node(self.master, self.fields, self.ids.copy(), self.live, self.deleted, self.nbytes)
         n.start = self.start
@@ -258,6 +263,9 @@ class Group:
         g.pel = dict(st[3])
         return g
 
+    def __reduce__(self) -> tuple[object, tuple[GroupState]]:
+        return (_group_of, (self.state(),))
+
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Group)
@@ -277,6 +285,18 @@ class Group:
 
 def _master(n: Node) -> StreamID:
     return n.master
+
+
+def _node_of(st: NodeState, start: int) -> Node:
+    """A pickled `Node` back."""
+    n = Node.from_state(st)
+    n.start = start
+    return n
+
+
+def _group_of(st: GroupState) -> Group:
+    """A pickled `Group` back."""
+    return Group.from_state(st)
 
 
 class Stream:

@@ -192,6 +192,32 @@ def test_runs_round_trip_with_and_without_a_trained_dictionary() -> None:
         assert codec.decode(packed) == (i, entries)
 
 
+@pytest.mark.parametrize("memory", [True, False])
+def test_streams_with_consumer_groups_go_out_and_come_back(tmp_path: Path, memory: bool) -> None:
+    """A stream's undo and full copies hold its nodes and consumer groups (compiled
+    classes, pickled with their own `__reduce__`): frozen or spilled, they read back
+    equal, and every as-of state with them."""
+    s, _sink = make_session(databases=1, history="all")
+    store = s.store
+    store.snapshot_every = 2
+    attach(store, str(tmp_path), memory)
+    for i in range(1, 9):
+        run(s, "XADD", "x", f"{i}-1", "f", f"v{i}")
+        if i == 2:
+            run(s, "XGROUP", "CREATE", "x", "g", "0")
+        if i % 3 == 0:
+            run(s, "XREADGROUP", "GROUP", "g", f"c{i}", "COUNT", "2", "STREAMS", "x", ">")
+    run(s, "DEL", "x")  # its undo holds the whole stream
+    run(s, "XADD", "x", "9-1", "f", "again")
+    states = [_as_of(store, b"x", lsn) for lsn in range(store.lsn + 1)]
+    before = _chains(store)
+    store.tierer.step(0, 60.0)
+    assert store.mem.cold_versions > 0
+    store.spill._cache.clear()
+    assert _chains(store) == before
+    assert [_as_of(store, b"x", lsn) for lsn in range(store.lsn + 1)] == states
+
+
 def test_frozen_in_memory_moves_to_the_file_and_back(tmp_path: Path) -> None:
     """`use_kind`: history frozen in memory moves to the spill file when history-memory
     is set at run time, and back when it is cleared, reading the same throughout."""
