@@ -39,16 +39,6 @@ DEFERRED = {
 KNOWN_IMPORT_LOOPS = {
     frozenset({"proxy.group", "proxy.replication"}),
     frozenset({"proxy.listeners", "proxy.pipeline", "proxy.server"}),
-    frozenset(
-        {
-            "bench.bounded",
-            "bench.memrestart",
-            "bench.replicas",
-            "bench.report",
-            "bench.report_long",
-            "bench.run",
-        }
-    ),
     frozenset({"store.chains", "store.database", "store.ops", "store.records"}),
     frozenset(
         {
