@@ -39,7 +39,6 @@ DEFERRED = {
 KNOWN_IMPORT_LOOPS = {
     frozenset({"proxy.group", "proxy.replication"}),
     frozenset({"proxy.listeners", "proxy.pipeline", "proxy.server"}),
-    frozenset({"store.chains", "store.database", "store.ops", "store.records"}),
     frozenset(
         {
             "store.asof",

@@ -74,6 +74,7 @@ MODULES = [
     "store/image.py",
     "store/keyspace.py",
     "store/ops.py",
+    "store/opnames.py",
     "store/policy.py",
     "store/records.py",
     "store/settings.py",
