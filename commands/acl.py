@@ -35,6 +35,7 @@ from commands.errors import (
     NOPERM_COMMAND,
     NOPERM_EXEC,
     NOPERM_KEY,
+    SUBCOMMAND_SYNTAX,
     WRONG_ARITY,
     WRONGPASS,
     CommandError,
@@ -42,7 +43,6 @@ from commands.errors import (
 from commands.getkeys import get_keys
 from commands.glob import glob_match
 from commands.parsing import get_int
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.redis_table import OrderedSet
 from commands.registry import ADMIN, Command, Flag, command, container, lookup_for_call
 from commands.replies import OK, Reply

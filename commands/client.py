@@ -20,7 +20,7 @@ import time
 from commands.common import help_reply
 from commands.errors import CLIENT_NAME_SPACES, NO_SUCH_CLIENT, SYNTAX, CommandError
 from commands.parsing import string2ll
-from commands.registry import COMMANDS, Flag, command, container
+from commands.registry import ADMIN, COMMANDS, CONN, Flag, command, container
 from commands.replies import OK, Encoded, Reply, Verbatim
 from commands.session import Session
 
@@ -31,8 +31,6 @@ NO_SUCH_USER = "ERR No such user '{}'"
 UNRECOGNIZED_OPTION = "ERR Unrecognized option '{}'"
 ATTR_SPACES = "ERR {} cannot contain spaces, newlines or special characters."
 
-CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
-ADMIN = Flag.ADMIN | CONN
 RBS = 1024  # a Redis client's reply buffer once it has shrunk
 BASE_MEMORY = 1824  # the client struct and friends: tot-mem reads like Redis'
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from commands.errors import SYNTAX, CommandError
+from commands.errors import SUBCOMMAND_SYNTAX, SYNTAX, CommandError
 from commands.lua_engine import FLAG_EVAL_COMPAT, FLAG_NO_WRITES
 from commands.ops_state import (
     MONITOR_LINES,
@@ -46,7 +46,6 @@ from commands.ops_state import (
     REPLY_SKIP_NEXT,
 )
 from commands.parsing import string2ll
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Command, Flag, command
 from commands.replies import (
     NO_REPLY,

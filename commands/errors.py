@@ -146,3 +146,6 @@ CACHING_NOT_TRACKING = (
 )
 CACHING_YES_OPTIN = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
 CACHING_NO_OPTOUT = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+
+# A container command's unknown subcommand (PUBSUB, ACL, SCRIPT, SLOWLOG, XINFO, ...).
+SUBCOMMAND_SYNTAX = b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."

@@ -42,8 +42,9 @@ from commands.parsing import LLONG_MAX, LLONG_MIN, get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
 from commands.session import Session
+from commands.session_state import ScanSnapshot
 from commands.strings import string_encoding
-from store import Database, now_ms
+from store import now_ms
 from store.ops import DEL, EXPIRE, SET
 from store.stream import Stream
 from store.values import HashSet, HashTable, ZSet, type_name
@@ -193,17 +194,6 @@ def cmd_keys(s: Session, argv: list[bytes]) -> Reply:
 def _rank(key: bytes) -> int:
     """A key's position in the cursor space [0, 2**63): its hash, made unsigned."""
     return (hash(key) + _HALF) >> 1
-
-
-class ScanSnapshot:
-    """A database's keys sorted by hash, as of a write mark (LSN, pending ops)."""
-
-    __slots__ = ("data", "keys", "mark")
-
-    def __init__(self, db: Database, mark: tuple[int, int]) -> None:
-        self.data = db.data
-        self.mark = mark
-        self.keys = sorted(db.data, key=hash)
 
 
 def _scan_snapshot(s: Session, starting: bool) -> ScanSnapshot:

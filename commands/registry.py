@@ -50,8 +50,9 @@ class Flag(enum.Flag):
 
 NO_FLAGS = Flag(0)
 # Flag sets many server commands share (Redis' "admin" commands, and those answered
-# while loading or stale).
-ADMIN = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+# while loading or stale, and the connection commands of CLIENT and CLIENT TRACKING).
+CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+ADMIN = Flag.ADMIN | CONN
 LOADING_STALE = Flag.LOADING | Flag.STALE
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from commands.common import help_reply
-from commands.errors import CommandError
+from commands.errors import SUBCOMMAND_SYNTAX, CommandError
 from commands.parsing import get_int
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
