@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import commands.client  # noqa: F401  (declares the CLIENT container these subcommands join)
 from commands.errors import SUBCOMMAND_SYNTAX, SYNTAX, CommandError
 from commands.lua_engine import FLAG_EVAL_COMPAT, FLAG_NO_WRITES
 from commands.ops_state import (

@@ -17,6 +17,7 @@ from commands.errors import (
     NOT_INTEGER,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_FLOAT,
+    TIMEOUT_NOT_INTEGER,
     CommandError,
 )
 
@@ -172,3 +173,13 @@ def format_double(d: float) -> bytes:
     if d == -math.inf:
         return b"-inf"
     return b"%.17g" % d
+
+
+def timeout_ms(b: bytes) -> float | None:
+    """A millisecond timeout as seconds; None for 0 (wait forever)."""
+    n = string2ll(b)
+    if n is None:
+        raise CommandError(TIMEOUT_NOT_INTEGER)
+    if n < 0:
+        raise CommandError(TIMEOUT_NEGATIVE)
+    return None if n == 0 else n / 1000

@@ -24,7 +24,6 @@ from typing import Any
 
 from commands.common import help_reply
 from commands.dispatch import command_stats, count_error
-from commands.durability import deferred
 from commands.errors import NOREPLICAS, SUBCOMMAND_SYNTAX, CommandError
 from commands.glob import glob_match
 from commands.lua_convert import to_resp
@@ -42,7 +41,7 @@ from commands.lua_engine import (
 from commands.lua_library import dump_payload, parse_payload, shebang_parts
 from commands.parsing import get_int
 from commands.registry import Flag, command, container, lookup_by_name
-from commands.replies import OK, Encoded, ErrorReply, Reply
+from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
 from commands.session import ServerState, Session
 from store.database import fix_time, now_ms
 

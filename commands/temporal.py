@@ -40,7 +40,6 @@ from typing import Any, NamedTuple
 
 from commands.branch_lookup import checkout_branch, get_branch
 from commands.config_table import config_get_value
-from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.glob import match_filter
 from commands.limits import OOM
@@ -58,7 +57,7 @@ from commands.points import (
     state_as_of,
 )
 from commands.registry import Flag, command
-from commands.replies import OK, Encoded, ErrorReply, Reply
+from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
 from commands.resp import encode_reply
 from commands.session import Session
 from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices

@@ -33,6 +33,7 @@ loop is done with the requests at hand (Redis' beforeSleep).
 
 from __future__ import annotations
 
+import commands.client  # noqa: F401  (declares the CLIENT container these subcommands join)
 from commands.errors import (
     BCAST_OPTS,
     BCAST_SWITCH,
