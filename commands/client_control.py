@@ -36,6 +36,7 @@ import time
 import commands.client  # noqa: F401  (declares the CLIENT container these subcommands join)
 from commands.errors import SUBCOMMAND_SYNTAX, SYNTAX, CommandError
 from commands.lua_engine import FLAG_EVAL_COMPAT, FLAG_NO_WRITES
+from commands.lua_state import engine_of, shebang_flags
 from commands.ops_state import (
     MONITOR_LINES,
     PAUSE_ALL,
@@ -60,7 +61,6 @@ from commands.replies import (
     Push,
     Reply,
 )
-from commands.scripting import engine_of, shebang_flags
 from commands.session import ServerState, Session
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE

@@ -11,6 +11,7 @@ maxmemory-policy, FREQ its LFU counter under an LFU one, as Redis' objectSetLRUO
 from __future__ import annotations
 
 from commands.access import restored
+from commands.encodings import object_encoding
 from commands.errors import (
     BAD_DATA_FORMAT,
     BAD_PAYLOAD,
@@ -21,7 +22,6 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
-from commands.keys import object_encoding
 from commands.parsing import get_int
 from commands.rdb import RdbError, load_payload, payload_ok
 from commands.rdb_write import dump_payload

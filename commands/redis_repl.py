@@ -27,9 +27,9 @@ import time
 from typing import Any
 
 from commands.dump import _compress, _fill
+from commands.encodings import object_encoding
 from commands.errors import CommandError
 from commands.geo import encode as geo_encode
-from commands.keys import object_encoding
 from commands.limits import rss_bytes
 from commands.notify import set_expiry_hook
 from commands.ops_state import REPLY_OFF

@@ -56,6 +56,7 @@ MODULES = [
     "commands/zsets.py",
     "commands/zset_ranges.py",
     "commands/keys.py",
+    "commands/encodings.py",
     "commands/limits.py",
     "commands/notify.py",
     "commands/querybuf.py",
