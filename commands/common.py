@@ -163,3 +163,12 @@ def string_range(s: Session, argv: list[bytes]) -> bytes:
     if start > end or n == 0:
         return b""
     return v[start : end + 1]
+
+
+def history_keys(s: Session, pattern: bytes | None) -> list[bytes]:
+    """Every key of the selected database with a value or a history."""
+    db = s.store.dbs[s.dbi]
+    keys = dict.fromkeys(db.data)
+    keys.update(dict.fromkeys(db.chains))
+    match = match_filter(pattern)
+    return list(keys) if match is None else [k for k in keys if match(k)]

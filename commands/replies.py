@@ -142,3 +142,18 @@ def _deferred(run: Callable[[], asyncio.Future[Reply] | asyncio.Task[Reply]]) ->
         task.add_done_callback(finished)
 
     return Deferred(start)
+
+
+class PairsMap(dict[bytes, Any]):
+    """A map reply that may repeat a key (COMMAND DOCS get get repeats the entry, as
+    Redis does); the encoder sees `len` and `items` of the pairs."""
+
+    def __init__(self, pairs: list[tuple[bytes, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def items(self) -> Any:
+        return iter(self.pairs)
