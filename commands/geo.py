@@ -40,8 +40,7 @@ from commands.pqsort import pqsort
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, Encoded, Reply
 from commands.session import Session
-from commands.zset_ranges import build_zset
-from commands.zsets import _zadd
+from commands.zset_ranges import _zadd, build_zset
 from store.values import LIMITS
 
 # -- replies and argument parsing (geo.c) ------------------------------------------------
