@@ -99,9 +99,6 @@ def _error(text: bytes) -> CommandError:
     return CommandError(text.replace(b"\r", b" ").replace(b"\n", b" "))
 
 
-# -- permission checks -------------------------------------------------------------------------
-
-
 # -- sessions ------------------------------------------------------------------------------------
 
 

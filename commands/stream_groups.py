@@ -80,9 +80,6 @@ XGROUP_HELP = [
 ]
 
 
-# -- entries-read bookkeeping (Redis 7.0's lag tracking) ------------------------------
-
-
 # -- XGROUP ---------------------------------------------------------------------------
 
 container("xgroup", -2)
