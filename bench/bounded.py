@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.client import Client, PingProber, encode, wait_flushed
 from bench.proc import Proc, start_ours, start_redis, tmpdir
-from bench.run import (
+from bench.shared import (
     Settings,
     _value,
     guarded,

@@ -28,7 +28,7 @@ from bench.proc import (
     tmpdir,
     wait_pong,
 )
-from bench.run import NO_CHECKPOINTS, load, set_commands
+from bench.shared import NO_CHECKPOINTS, load, set_commands
 
 
 def start_wrapped(storage: str, gc_mode: str, *flags: str, out: str = "") -> Proc:

@@ -20,7 +20,7 @@ from typing import Any
 from bench import rb
 from bench.client import Client, wait_flushed
 from bench.proc import LOAD_CPU, PINNED, Proc, restart, start_ours, start_redis, tmpdir
-from bench.run import (
+from bench.shared import (
     LOADER_DOC,
     NO_CHECKPOINTS,
     Settings,

@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.client import Client, Sampler
 from bench.proc import Proc, restart, start_ours, tmpdir
-from bench.run import PIPELINES, Settings, guarded, log, med, pct, show_server
+from bench.shared import PIPELINES, Settings, guarded, log, med, pct, show_server
 
 GROUP = "bench"
 # The writers' tables: key prefix -> (durability, the TS.TABLE CREATE arguments).

@@ -6,6 +6,22 @@ import math
 import re
 from typing import Any
 
+from bench.report_long import long_checkpoint, long_targets, long_versions, measured_by_long
+from bench.reportfmt import (
+    LONG_CHECKPOINT_ITEM,
+    LONG_VERSIONS_ITEM,
+    _code,
+    _code_measured,
+    _failed,
+    _mib,
+    _n,
+    _ok,
+    _table,
+    _x,
+    med_of,
+)
+from bench.shared import DEFAULT_ITEMS
+
 HAND_WRITTEN = (
     "<!-- Hand-written from here on: bench/run.py keeps everything below this line "
     "when it regenerates the file. -->"
@@ -16,31 +32,10 @@ DEFAULT_HAND_WRITTEN = """
 (Not written yet: run `python -m bench.profile` and describe the hot spots here.)
 """
 FLUSH_INTERVAL_MS = 100  # the server default, used by every run
-# The Targets rows of `make bench-long` (bench/report_long.py), by their `item` column.
-LONG_VERSIONS_ITEM = "4 (long)"
-LONG_CHECKPOINT_ITEM = "5 (long)"
-
-
-def _ok(r: dict[str, Any] | None) -> bool:
-    return isinstance(r, dict) and "error" not in r
 
 
 def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "FAIL")
-
-
-def _x(v: float) -> str:
-    return "n/a" if v is None or math.isnan(v) else f"{v:.2f}x"
-
-
-def _n(v: float | None, digits: int = 0) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return f"{v:,.{digits}f}"
-
-
-def _mib(b: float) -> str:
-    return f"{b / 2**20:,.1f} MiB"
 
 
 # Issue 13's throughput targets: ours/redis at -P 1 and -P 16, by redis-benchmark test.
@@ -61,7 +56,6 @@ THROUGHPUT_GOALS = {
 
 
 def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
-    from bench.report_long import long_targets
 
     out: list[dict[str, Any]] = []
 
@@ -298,24 +292,7 @@ def _frozen_targets(fz: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
 # -- rendering -------------------------------------------------------------------------------
 
 
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
-
-
-def _code(*cmds: str) -> list[str]:
-    return ["```sh", *cmds, "```"]
-
-
-def _failed(name: str, r: Any) -> list[str]:
-    if r is None:
-        return [f"_Not run in this invocation ({name})._", ""]
-    return [f"**Failed:** `{r.get('error')}`", ""]
-
-
 def render(res: dict[str, Any], old: str) -> str:
-    from bench.report_long import long_checkpoint, long_versions
 
     m = res["machine"]
     s = res["settings"]
@@ -414,20 +391,6 @@ def render(res: dict[str, Any], old: str) -> str:
     return generated + "\n" + HAND_WRITTEN + "\n" + hand.lstrip("\n").rstrip() + "\n"
 
 
-def _code_measured(code: dict[str, Any], subject: bool = True) -> str:
-    dirty = code["uncommitted_server_files"]
-    return (
-        f"commit `{code['commit']}`"
-        + (f" ({code['subject']})" if subject else "")
-        + (
-            "; with uncommitted changes to " + ", ".join(f"`{x[3:]}`" for x in dirty)
-            if dirty
-            else ""
-        )
-        + f"; server sources sha256 `{code['sources_sha256']}`"
-    )
-
-
 # -- a subset run (--items) keeps the other sections of the existing report ------------------
 
 NOT_RUN = "_Not run in this invocation"
@@ -494,7 +457,6 @@ def _keep_unmeasured(new: str, old: str, res: dict[str, Any]) -> str:
     its Targets rows and its line of "This run", and the header says what was
     re-measured when. A whole `make bench` leaves out the long items (make bench-long):
     it writes its own header and keeps their sections, which say when they were run."""
-    from bench.run import DEFAULT_ITEMS
 
     new_pre, new_secs = _split_sections(new)
     old_pre, old_secs = _split_sections(old)
@@ -910,14 +872,6 @@ def _overwrite_restart(ow: dict[str, Any] | None) -> list[str]:
     return L
 
 
-def med_of(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    if not n:
-        return float("nan")
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
 def _sync_results(res: dict[str, Any]) -> dict[str, Any] | None:
     """Item 6's results: from `--items 6` (sync mode alone) or from item 2."""
     r: dict[str, Any] | None = res.get("sync") or res.get("durability")
@@ -1006,7 +960,7 @@ def _sync_costs(sm: dict[str, Any], s: dict[str, Any]) -> list[str]:
     parts = []
     # The most clients only: /proc counts CPU time in 10 ms ticks, too coarse for
     # the short 1-client runs.
-    for clients in [max(c for c, _n in s["sync_clients"])]:
+    for clients in [max(c for c, _count in s["sync_clients"])]:
         for mode in ("sync", "async"):
             r = sm[f"s3-{mode}"][f"set:c{clients}:P1"]
             if "server_us_per_write" not in r:
@@ -1389,7 +1343,6 @@ def _flush_lag(tp: dict[str, Any] | None, du: dict[str, Any] | None) -> list[str
 
 
 def _profile(pr: dict[str, Any] | None, res: dict[str, Any]) -> list[str]:
-    from bench.report_long import measured_by_long
 
     L = ["## Profile of the server under SET load (py-spy)", ""]
     if not _ok(pr):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import (
+from bench.reportfmt import (
     LONG_CHECKPOINT_ITEM,
     LONG_VERSIONS_ITEM,
     _code,

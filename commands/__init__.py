@@ -1,30 +1,37 @@
-"""The command surface, Redis 7.0.15 exact.
+"""The command surface, Redis 7.0.15 exact, in three layers (import-linter contracts
+in pyproject.toml; docs/design-notes.md, "Layers inside the packages"):
 
-- The command table: `registry` (the `@command` decorator: name, arity, flags, key
-  positions; lookups), `dispatch` and `transactions` (running a request, MULTI/EXEC),
-  `families` (imports every family, in registration order).
-- One module per family: `strings`, `hashes`, `lists`, `sets`, `zsets` (with
-  `zset_ranges`), `streams` (consumer groups in `stream_groups`, XINFO and XSETID
-  in `stream_info`), `keys`, `pubsub`, `connection`, `client`, `acl`, `server`
-  (keyspace-wide commands, SAVE, SHUTDOWN), `info`, `config`, `introspection` (COMMAND),
-  `durability` (WAITAOF, TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT,
-  FUNCTION, FCALL; Lua in `lua_engine`, `lua_convert`, `lua_library`, `lua_libs` and
-  `lua_sandbox.lua`), `tracking` (CLIENT TRACKING/CACHING: client-side caching's
-  invalidations), `redis_repl` (SYNC/PSYNC: Redis replicas, fed by `propagate`, which
-  decides what each write propagates as redis-server 7.0 does), and our own `temporal`
-  (TS.*),
-  `branches`, `tables` (with `ts_docs`, their COMMAND DOCS).
-- Shared parsing and lookups: `parsing` and `longdouble` (numbers as Redis reads them),
-  `common` (typed key lookups, SCAN options, HELP replies), `glob` (Redis' glob
-  patterns in bounded time), `points` (points in time: VERSION/TIME/SNAPSHOT/BACK),
-  `branch_lookup`, `getkeys` (the keys of a command line), `redis_table` (Redis' command
-  and config tables from `redis_commands.json`), `config_table` (CONFIG's parameters),
-  `acl_categories` and `users` (ACL categories, rules and users).
-- Per-connection and server-wide state: `session` (`Session`, `ServerState`, `Config`,
-  and the `Durability` Protocol through which commands reach the durable layer),
-  `limits` (maxmemory, buffer limits), `cleanup` (a closed connection's subscriptions,
-  watches and blocks); replies and errors: `replies`,
-  `errors` (every error text in Redis' words).
+- The core, which imports nothing above it: the command table (`registry`: the
+  `@command` decorator: name, arity, flags, key positions; lookups), per-connection and
+  server-wide state (`session`: `Session`, `ServerState`, `Config`, and the `Durability`
+  Protocol through which commands reach the durable layer; `session_state`, its
+  compiled part; `limits`, `replstate`, `ops_state`, `users` and `acl_categories`),
+  replies and errors (`replies`, `errors`: every error text in Redis' words), the RESP
+  codec (`resp`), parsing (`parsing`, `longdouble`: numbers as Redis reads them; `glob`:
+  Redis' glob patterns in bounded time), `common` (typed key lookups, SCAN options, HELP
+  replies), `getkeys` (the keys of a command line), `redis_table` (Redis' command and
+  config tables from `redis_commands.json`), `access`, `querybuf`, and the hooks the
+  dispatcher calls: `notify` (keyspace notifications), `channels` (Pub/Sub delivery),
+  `invalidation` (client-side caching's tracking table), `cleanup` (a closed
+  connection's subscriptions, watches and blocks).
+- The services two or more families share, built on the core: `dispatch` (running a
+  request), `permissions` (ACL checks), `client_info`, `encodings`, `hotwrites`,
+  `stream_args`, `zset_ranges`, `bitstrings`, `geohash`, `migrate_cache`, `points`
+  (points in time: VERSION/TIME/SNAPSHOT/BACK), `branch_lookup`, `config_table`
+  (CONFIG's parameters), `evict`, `propagate` (what each write propagates as, as
+  redis-server 7.0 decides), the Lua engine (`lua_state`, `lua_engine`, `lua_convert`,
+  `lua_library`, `lua_libs`, `lua_sandbox.lua`), the RDB codec (`rdb`, `rdb_write`,
+  `rdb_file`, `rdb_import`), `slices`, `sampling`, `reload`, ...
+- The command families, leaves that import no other family: `strings`, `hashes`,
+  `lists`, `sets`, `zsets`, `streams` (consumer groups in `stream_groups`, XINFO and
+  XSETID in `stream_info`), `keys`, `pubsub`, `connection`, `client` (with
+  `client_control` and `tracking`, which add CLIENT subcommands to its container),
+  `acl`, `server` (keyspace-wide commands, SAVE, SHUTDOWN), `info`, `config`,
+  `introspection` (COMMAND), `transactions` (MULTI/EXEC), `durability` (WAITAOF,
+  TS.WAITDURABLE, TS.FAULT), `scripting` (EVAL, SCRIPT, FUNCTION, FCALL), `redis_repl`
+  (SYNC/PSYNC: Redis replicas), our own `temporal` (TS.*), `branches`, `tables` (with
+  `ts_docs`, their COMMAND DOCS), ...; and `families`, which imports every family in
+  registration order.
 
 Handlers read and write only through `store`; they never touch sockets or storage, and
 this package imports no other of ours but `store`.

@@ -12,14 +12,13 @@ small versions; whole ranges are counted and searched on big integers, not bit b
 
 from __future__ import annotations
 
-from commands.common import wrongtype
+from commands.bitstrings import string_value, unshare, write_range
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int, string2ll
 from commands.registry import Flag, command
 from commands.replies import Reply
 from commands.session import Session
-from store.ops import DEL, SET, SETRANGE
-from store.values import STRING_TYPES
+from store.ops import DEL, SET
 
 W = Flag.WRITE | Flag.DENYOOM
 OFFSET_ERROR = "ERR bit offset is not an integer or out of range"
@@ -48,26 +47,6 @@ def bit_offset(s: Session, arg: bytes, bits: int = 0) -> int:
     if n < 0 or (n >> 3) >= s.server.limits.proto_max_bulk:
         raise CommandError(OFFSET_ERROR)
     return n
-
-
-def string_value(s: Session, key: bytes) -> bytes | bytearray | None:
-    """The string at `key` as stored (not copied: bitmaps can be large)."""
-    v = s.db.get(key)
-    if v is None or type(v) in STRING_TYPES:
-        return v  # type: ignore[no-any-return]
-    raise wrongtype()
-
-
-def write_range(s: Session, key: bytes, offset: int, data: bytes, length: int) -> None:
-    """Write `data` at `offset` of the string at `key`, now `length` bytes long."""
-    s.store.apply(s.db, key, (SETRANGE, offset, data, length))
-
-
-def unshare(s: Session, key: bytes, v: bytes | bytearray | None) -> None:
-    """A write command that leaves a string as it was still turns it into a raw
-    string in Redis (dbUnshareStringValue): OBJECT ENCODING then says "raw"."""
-    if type(v) is bytes:
-        write_range(s, key, 0, b"", len(v))
 
 
 @command("setbit", 4, W, 1, 1, 1)

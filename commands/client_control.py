@@ -33,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from commands.errors import SYNTAX, CommandError
+import commands.client  # noqa: F401  (declares the CLIENT container these subcommands join)
+from commands.errors import SUBCOMMAND_SYNTAX, SYNTAX, CommandError
 from commands.lua_engine import FLAG_EVAL_COMPAT, FLAG_NO_WRITES
+from commands.lua_state import engine_of, shebang_flags
 from commands.ops_state import (
     MONITOR_LINES,
     PAUSE_ALL,
@@ -46,7 +48,6 @@ from commands.ops_state import (
     REPLY_SKIP_NEXT,
 )
 from commands.parsing import string2ll
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Command, Flag, command
 from commands.replies import (
     NO_REPLY,
@@ -60,7 +61,6 @@ from commands.replies import (
     Push,
     Reply,
 )
-from commands.scripting import engine_of, shebang_flags
 from commands.session import ServerState, Session
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE

@@ -12,9 +12,8 @@ CLUSTER <subcommand> [args...] · READONLY · READWRITE · ASKING
 from __future__ import annotations
 
 from commands.errors import CommandError
-from commands.introspection import FLAG_NAMES
 from commands.redis_table import command_data, typed_names
-from commands.registry import NO_FLAGS, Flag, command, container
+from commands.registry import FLAG_NAMES, NO_FLAGS, Flag, command, container
 from commands.replies import Reply
 from commands.session import Session
 

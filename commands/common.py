@@ -139,3 +139,36 @@ def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, Matcher | No
             raise CommandError(SYNTAX)
         i += 2
     return count, match
+
+
+def string_range(s: Session, argv: list[bytes]) -> bytes:
+    """GETRANGE key start end (and SUBSTR, its old name): the substring, ends inclusive,
+    negative offsets from the end."""
+    start = get_int(argv[2])
+    end = get_int(argv[3])
+    v = get_string(s, argv[1])
+    if v is None:
+        return b""
+    n = len(v)
+    if start < 0 and end < 0 and start > end:
+        return b""
+    if start < 0:
+        start = n + start
+    if end < 0:
+        end = n + end
+    start = max(start, 0)
+    end = max(end, 0)
+    if end >= n:
+        end = n - 1
+    if start > end or n == 0:
+        return b""
+    return v[start : end + 1]
+
+
+def history_keys(s: Session, pattern: bytes | None) -> list[bytes]:
+    """Every key of the selected database with a value or a history."""
+    db = s.store.dbs[s.dbi]
+    keys = dict.fromkeys(db.data)
+    keys.update(dict.fromkeys(db.chains))
+    match = match_filter(pattern)
+    return list(keys) if match is None else [k for k in keys if match(k)]

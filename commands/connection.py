@@ -9,9 +9,8 @@ HELLO [protover [AUTH username password] [SETNAME clientname]]
 
 from __future__ import annotations
 
-from commands.acl import authenticate, default_auth
 from commands.cleanup import tracking_off, unsubscribe_all, unwatch_all
-from commands.client import set_client_name
+from commands.client_info import set_client_name
 from commands.errors import (
     AUTH_NOT_SET,
     DB_INDEX_OUT_OF_RANGE,
@@ -22,6 +21,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.parsing import string2ll
+from commands.permissions import authenticate, default_auth
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import OK, PONG, CloseAfterReply, Reply, Simple

@@ -64,10 +64,10 @@ from typing import Any
 
 from commands import digest
 from commands.access import LRU_CLOCK_MAX, idle_seconds, last_access
+from commands.encodings import object_encoding, refcount
 from commands.errors import NO_SUCH_KEY, CommandError
 from commands.glob import glob_match
 from commands.hotwrites import object_address, writer_of
-from commands.keys import object_encoding, refcount
 from commands.limits import memtoull
 from commands.parsing import get_int, string2ll, strtod
 from commands.rdbsize import quicklist_figures, serialized_length

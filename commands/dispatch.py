@@ -8,7 +8,6 @@ import logging
 import time
 from typing import Final
 
-from commands.acl import denied as acl_denied
 from commands.cleanup import unwatch_all
 from commands.common import get_string
 from commands.errors import (
@@ -30,6 +29,7 @@ from commands.hotwrites import hset_one, incr_by, push
 from commands.limits import OOM, memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
+from commands.permissions import denied as acl_denied
 from commands.propagate import after_call as propagate_after
 from commands.registry import (
     COMMANDS,

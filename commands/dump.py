@@ -21,32 +21,14 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
-from commands.keys import object_encoding
 from commands.parsing import get_int
 from commands.rdb import RdbError, load_payload, payload_ok
-from commands.rdb_write import dump_payload
+from commands.rdb_write import dump_of
 from commands.registry import Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
 from store import now_ms
 from store.ops import DEL, SET
-
-
-def _compress(s: Session) -> bool:
-    return s.server.config.params.get("rdbcompression", "yes") == "yes"
-
-
-def _fill(s: Session) -> int:
-    try:
-        return int(s.server.config.params.get("list-max-listpack-size", "-2"))
-    except ValueError:
-        return -2
-
-
-def dump_of(s: Session, value: object) -> bytes:
-    """DUMP's payload of a value (also what MIGRATE sends)."""
-    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
-    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))
 
 
 @command("dump", 2, Flag.READONLY, 1, 1, 1)
@@ -107,3 +89,8 @@ def cmd_restore(s: Session, argv: list[bytes]) -> Reply:
     s.store.apply(db, key, (SET, value, ttl or None))
     restored(db, key, idle, freq)
     return OK
+
+
+# RESTORE under the name a cluster node sends between nodes (`commands.migrate`'s doc),
+# registered as MIGRATE's module did, right before MIGRATE.
+command("restore-asking", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)(cmd_restore)

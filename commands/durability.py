@@ -16,27 +16,12 @@ TS.FAULT OUTAGE ON|OFF | LATENCY ms | JITTER ms | ERROR-RATE p | FAIL-AFTER-PUT 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from commands.errors import NOT_POSITIVE, SYNTAX, CommandError
-from commands.parsing import LLONG_MAX, get_float, get_range_long, string2ll
+from commands.parsing import LLONG_MAX, get_float, get_range_long, timeout_ms
 from commands.registry import Flag, command
-from commands.replies import OK, Deferred, ErrorReply, Reply
+from commands.replies import OK, Reply, _deferred
 from commands.session import Session
-
-TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
-TIMEOUT_NEGATIVE = "ERR timeout is negative"
-
-
-def timeout_ms(b: bytes) -> float | None:
-    """A millisecond timeout as seconds; None for 0 (wait forever)."""
-    n = string2ll(b)
-    if n is None:
-        raise CommandError(TIMEOUT_NOT_INTEGER)
-    if n < 0:
-        raise CommandError(TIMEOUT_NEGATIVE)
-    return None if n == 0 else n / 1000
 
 
 def durable_lsn(s: Session) -> int:
@@ -49,24 +34,6 @@ async def _wait_local(s: Session, timeout: float | None) -> bool:
     if dur is None:
         return True
     return await dur.wait_durable(s.last_write_lsn, timeout)
-
-
-def deferred(coro: Callable[[], Coroutine[Any, Any, Reply]]) -> Deferred:
-    """A reply computed by a coroutine (the connection waits for it, in order)."""
-    return _deferred(lambda: asyncio.get_running_loop().create_task(coro()))
-
-
-def _deferred(run: Callable[[], asyncio.Future[Reply] | asyncio.Task[Reply]]) -> Deferred:
-    def start(done: Callable[[Reply], None]) -> None:
-        task = run()
-
-        def finished(t: asyncio.Future[Reply]) -> None:
-            exc = t.exception()
-            done(ErrorReply(f"ERR {exc}".encode()) if exc is not None else t.result())
-
-        task.add_done_callback(finished)
-
-    return Deferred(start)
 
 
 @command("waitaof", 4, Flag.NOSCRIPT)

@@ -27,6 +27,7 @@ NOT_POSITIVE = "ERR value is out of range, must be positive"
 STRING_TOO_LONG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 OFFSET_OUT_OF_RANGE = "ERR offset is out of range"
 TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
 TIMEOUT_NEGATIVE = "ERR timeout is negative"
 MIN_MAX_NOT_FLOAT = "ERR min or max is not a float"
 MIN_MAX_NOT_STRING = "ERR min or max not valid string range item"
@@ -152,3 +153,6 @@ CACHING_NOT_TRACKING = (
 )
 CACHING_YES_OPTIN = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
 CACHING_NO_OPTOUT = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+
+# A container command's unknown subcommand (PUBSUB, ACL, SCRIPT, SLOWLOG, XINFO, ...).
+SUBCOMMAND_SYNTAX = b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."

@@ -1,26 +1,17 @@
 """Imports every command family so the command table is complete.
 
 The order is the order commands are registered in, which is the order COMMAND, COMMAND
-LIST and COMMAND DOCS list them: keep it (new families go at the end)."""
+LIST and COMMAND DOCS list them: keep it (new families go at the end). A family imports
+no other family (commands/__init__.py), so each registers where it is listed here."""
 
 # isort: off
-from commands import durability, server, info, config, introspection
-from commands import client, pubsub, acl, branches, connection, strings, hashes, keys
-from commands import lists, sets, streams, tables, temporal, transactions, zsets
-from commands import replication, sentinel
-from commands import geo, sort, lcs
-from commands import bitops, hyperloglog
-from commands import scripting
-from commands import stream_groups, stream_info
-from commands import snapshot_io
-from commands import dump
-from commands import migrate
-from commands import tracking
-from commands import client_control, slowlog, latency, lolwut
-from commands import debug, memory
-from commands import cluster
+from commands import durability, server, pubsub, client, acl, strings, keys, dump
+from commands import migrate, scripting, info, config, introspection, branches
+from commands import connection, hashes, lists, sets, streams, tables, temporal
+from commands import transactions, zsets, replication, sentinel, geo, sort, lcs, bitops
+from commands import hyperloglog, stream_groups, stream_info, snapshot_io, tracking
+from commands import client_control, slowlog, latency, lolwut, debug, memory, cluster
 from commands import redis_repl
-
 # isort: on
 
 __all__ = [

@@ -39,13 +39,12 @@ from commands.errors import (
     CommandError,
 )
 from commands.hotwrites import hset_one
-from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
+from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, incr_float_text, string2ll
 from commands.registry import DIRECT_HSET, Flag, command
 from commands.replies import OK, Reply
 from commands.resp import encode_reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
-from commands.strings import incr_float_text
 from store.commitpath import apply_on
 from store.ops import HDEL, HSET
 

@@ -14,7 +14,7 @@ import random
 from time import monotonic
 
 from commands import hll
-from commands.bitops import string_value, unshare, write_range
+from commands.bitstrings import string_value, unshare, write_range
 from commands.errors import CommandError
 from commands.registry import Flag, command
 from commands.replies import OK, Reply, Simple

@@ -23,12 +23,12 @@ from typing import Any
 from commands.config_table import config_get_value
 from commands.evict import dataset_bytes, held_history_bytes
 from commands.limits import CLIENT_MEMORY, STARTUP_RSS, rss_bytes, used_memory
-from commands.migrate import cached_sockets
+from commands.lua_state import memory as scripting_memory
+from commands.migrate_cache import cached_sockets
 from commands.ops_state import format_percentile, hist_percentile, sync_expired
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
-from commands.scripting import memory as scripting_memory
 from commands.session import Session
 from store import native
 from store.coldhistory import hot_bytes

@@ -20,6 +20,7 @@ from commands.glob import glob_match
 from commands.redis_table import OrderedSet, command_data, redis_entry, to_reply, typed_names
 from commands.registry import (
     COMMANDS,
+    FLAG_NAMES,
     LOADING_STALE,
     Command,
     Flag,
@@ -27,7 +28,7 @@ from commands.registry import (
     container,
     lookup_by_name,
 )
-from commands.replies import Reply, Simple
+from commands.replies import PairsMap, Reply, Simple
 from commands.session import Session
 from commands.ts_docs import docs_for
 
@@ -50,28 +51,6 @@ COMMAND_HELP = [
     "    Return the keys from a full Redis command.",
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
-]
-
-# Our flags as COMMAND INFO names them, in Redis' order (for commands Redis lacks).
-FLAG_NAMES = [
-    (Flag.WRITE, "write"),
-    (Flag.READONLY, "readonly"),
-    (Flag.DENYOOM, "denyoom"),
-    (Flag.MODULE, "module"),
-    (Flag.ADMIN, "admin"),
-    (Flag.PUBSUB, "pubsub"),
-    (Flag.NOSCRIPT, "noscript"),
-    (Flag.BLOCKING, "blocking"),
-    (Flag.LOADING, "loading"),
-    (Flag.STALE, "stale"),
-    (Flag.SKIP_MONITOR, "skip_monitor"),
-    (Flag.SKIP_SLOWLOG, "skip_slowlog"),
-    (Flag.FAST, "fast"),
-    (Flag.NO_AUTH, "no_auth"),
-    (Flag.NO_MANDATORY_KEYS, "no_mandatory_keys"),
-    (Flag.NO_ASYNC_LOADING, "no_async_loading"),
-    (Flag.NO_MULTI, "no_multi"),
-    (Flag.ALLOW_BUSY, "allow_busy"),
 ]
 
 
@@ -185,21 +164,6 @@ def cmd_command_docs(s: Session, argv: list[bytes]) -> Reply:
     if len({name for name, _ in pairs}) == len(pairs):
         return dict(pairs)
     return PairsMap(pairs)
-
-
-class PairsMap(dict[bytes, Any]):
-    """A map reply that may repeat a key (COMMAND DOCS get get repeats the entry, as
-    Redis does); the encoder sees `len` and `items` of the pairs."""
-
-    def __init__(self, pairs: list[tuple[bytes, Any]]) -> None:
-        super().__init__(pairs)
-        self.pairs = pairs
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    def items(self) -> Any:
-        return iter(self.pairs)
 
 
 def _all_commands() -> list[Command]:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from collections import deque
 from itertools import islice
 
 from commands.access import frequency, idle_seconds
 from commands.common import parse_scan_cursor
+from commands.encodings import object_encoding, refcount
 from commands.errors import (
     DB_INDEX_OUT_OF_RANGE,
     INVALID_EXPIRE,
@@ -36,17 +36,16 @@ from commands.errors import (
     CommandError,
 )
 from commands.glob import Matcher, glob_matcher, match_filter
-from commands.hotwrites import shared_integer, writer_of
+from commands.hotwrites import writer_of
 from commands.notify import GENERIC, notify
 from commands.parsing import LLONG_MAX, LLONG_MIN, get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply, Simple
 from commands.session import Session
-from commands.strings import string_encoding
-from store import Database, now_ms
+from commands.session_state import ScanSnapshot
+from store import now_ms
 from store.ops import DEL, EXPIRE, SET
-from store.stream import Stream
-from store.values import HashSet, HashTable, ZSet, type_name
+from store.values import type_name
 
 INT_RANGE = "ERR value is out of range, value must between -2147483648 and 2147483647"
 UNSUPPORTED_OPTION = "ERR Unsupported option {}"
@@ -65,7 +64,6 @@ R = Flag.READONLY | Flag.FAST
 W = Flag.WRITE | Flag.FAST
 
 ULONG_MAX = 2**64 - 1
-SHARED_REFCOUNT = 2**31 - 1  # Redis' refcount of its shared small integers
 _SECONDS_MIN = -(-LLONG_MIN // 1000)  # C's LLONG_MIN / 1000 (truncated toward zero)
 _SECONDS_MAX = LLONG_MAX // 1000
 _HALF = 1 << 63
@@ -73,14 +71,6 @@ _HALF = 1 << 63
 _NX, _XX, _GT, _LT = 1, 2, 4, 8
 _EXPIRE_FLAGS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT}
 
-_ENCODINGS: dict[type, bytes] = {
-    dict: b"listpack",
-    HashTable: b"hashtable",
-    deque: b"quicklist",
-    set: b"intset",
-    HashSet: b"hashtable",
-    Stream: b"stream",
-}
 
 OBJECT_HELP = (
     "ENCODING <key>",
@@ -193,17 +183,6 @@ def cmd_keys(s: Session, argv: list[bytes]) -> Reply:
 def _rank(key: bytes) -> int:
     """A key's position in the cursor space [0, 2**63): its hash, made unsigned."""
     return (hash(key) + _HALF) >> 1
-
-
-class ScanSnapshot:
-    """A database's keys sorted by hash, as of a write mark (LSN, pending ops)."""
-
-    __slots__ = ("data", "keys", "mark")
-
-    def __init__(self, db: Database, mark: tuple[int, int]) -> None:
-        self.data = db.data
-        self.mark = mark
-        self.keys = sorted(db.data, key=hash)
 
 
 def _scan_snapshot(s: Session, starting: bool) -> ScanSnapshot:
@@ -481,15 +460,6 @@ def cmd_persist(s: Session, argv: list[bytes]) -> Reply:
 container("object", -2)
 
 
-def object_encoding(v: object, made_by: str = "") -> bytes:
-    """OBJECT ENCODING of a value, as Redis 7.0 names it."""
-    if isinstance(v, bytes | bytearray):
-        return string_encoding(v, made_by)
-    if isinstance(v, ZSet):
-        return b"skiplist" if v.big else b"listpack"
-    return _ENCODINGS[type(v)]
-
-
 @command("object|encoding", 3, Flag.READONLY, 2, 2, 1)
 def cmd_object_encoding(s: Session, argv: list[bytes]) -> Reply:
     v = s.db.peek(argv[2])
@@ -512,11 +482,6 @@ def cmd_object_idletime(s: Session, argv: list[bytes]) -> Reply:
     if _lfu(s):
         raise CommandError(IDLETIME_LFU)
     return idle_seconds(s.db, argv[2])
-
-
-def refcount(s: Session, v: object) -> int:
-    """OBJECT REFCOUNT of a value: Redis' shared small integers count as INT_MAX."""
-    return 1 if shared_integer(s, v) is None else SHARED_REFCOUNT
 
 
 @command("object|refcount", 3, Flag.READONLY, 2, 2, 1)

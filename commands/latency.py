@@ -19,10 +19,9 @@ from typing import Any
 
 from commands.common import help_reply
 from commands.errors import CommandError
-from commands.introspection import PairsMap
 from commands.ops_state import LatencySeries, hist_cdf
 from commands.registry import Flag, command, container, lookup_by_name
-from commands.replies import Reply, Verbatim
+from commands.replies import PairsMap, Reply, Verbatim
 from commands.session import ServerState, Session
 
 LATENCY_FLAGS = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE

@@ -11,13 +11,12 @@ SUBSTR key start end
 
 from __future__ import annotations
 
-from commands.common import get_string
+from commands.common import get_string, string_range
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.registry import Flag, command
 from commands.replies import Reply
 from commands.session import Session
-from commands.strings import cmd_getrange
 
 NOT_STRINGS = "ERR The specified keys must contain string values"
 LEN_AND_IDX = "ERR If you want both the length and indexes, please just use IDX."
@@ -123,4 +122,4 @@ def cmd_lcs(s: Session, argv: list[bytes]) -> Reply:
 
 @command("substr", 4, Flag.READONLY, 1, 1, 1)
 def cmd_substr(s: Session, argv: list[bytes]) -> Reply:
-    return cmd_getrange(s, argv)
+    return string_range(s, argv)

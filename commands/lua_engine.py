@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import lupa.lua51 as lupa
 
 from commands import lua_bytecode, lua_libs
-from commands.acl import check_user
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
 from commands.errors import NOREPLICAS, READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
 from commands.lua_convert import error_text, to_lua
 from commands.lua_library import NAME_ERROR, library_metadata, valid_name
 from commands.lua_libs import LuaRaise
+from commands.permissions import check_user
 from commands.registry import Command, Flag, lookup_for_call
 from commands.replies import (
     Blocked,

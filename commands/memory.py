@@ -38,10 +38,10 @@ from commands import allocator
 from commands.common import help_reply
 from commands.errors import SYNTAX, CommandError
 from commands.limits import CLIENT_MEMORY, STARTUP_RSS, used_memory
+from commands.lua_state import memory as scripting_memory
 from commands.parsing import get_int
 from commands.registry import LOADING_STALE, Flag, command, container
 from commands.replies import OK, Reply, Verbatim
-from commands.scripting import memory as scripting_memory
 from commands.session import ServerState, Session
 from store.accounting import PACKED_BYTES, entry_bytes
 from store.stream import Stream

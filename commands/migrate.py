@@ -10,21 +10,21 @@ MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
     else meanwhile, bounded by `timeout` ms per connect, write and read), so a MIGRATE
     to this server itself times out, as it does on redis-server.
 RESTORE-ASKING key ttl payload [...]
-    RESTORE under the name a cluster node sends between nodes: the same command here.
+    RESTORE under the name a cluster node sends between nodes: the same command here
+    (registered by `commands.dump`, with RESTORE).
 """
 
 from __future__ import annotations
 
-import errno
 import random
 import socket
 import time
-import weakref
 
 from commands.dispatch import command_stats, count_error
-from commands.dump import cmd_restore, dump_of
 from commands.errors import NOT_INTEGER, SYNTAX, CommandError
+from commands.migrate_cache import _SOCKETS, _Cached, cached_sockets
 from commands.parsing import get_int
+from commands.rdb_write import dump_of
 from commands.registry import COMMANDS, Flag, command
 from commands.replies import OK, ErrorReply, Reply, Simple
 from commands.replstate import encode_command
@@ -39,49 +39,6 @@ CONNECT_FAILED = "IOERR error or timeout connecting to the client"
 TARGET_ERROR = b"ERR Target instance replied with error: %s"
 
 CACHE_ITEMS = 64  # MIGRATE_SOCKET_CACHE_ITEMS
-CACHE_TTL = 10  # MIGRATE_SOCKET_CACHE_TTL, seconds
-LINE_MAX = 1024  # the buffer Redis reads each reply line into
-
-command("restore-asking", -4, Flag.WRITE | Flag.DENYOOM, 1, 1, 1)(cmd_restore)
-
-
-class _Cached:
-    """A connection MIGRATE keeps to one target (migrateCachedSocket)."""
-
-    __slots__ = ("buf", "last_dbid", "last_use", "sock")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.last_dbid = -1
-        self.last_use = time.time()
-        self.buf = b""  # read past the last line
-
-    def read_line(self) -> bytes:
-        """syncReadLine: one line without its CRLF; OSError (or timeout) on failure,
-        an empty read (connection closed) included."""
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise OSError(errno.ECONNRESET, "connection closed")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line.rstrip(b"\r")[: LINE_MAX - 1]
-
-
-_SOCKETS: weakref.WeakKeyDictionary[ServerState, dict[bytes, _Cached]] = weakref.WeakKeyDictionary()
-
-
-def cached_sockets(server: ServerState) -> int:
-    """INFO's migrate_cached_sockets (idle ones closed first, as Redis' cron does)."""
-    cache = _SOCKETS.get(server)
-    if not cache:
-        return 0
-    now = time.time()
-    for name, cs in list(cache.items()):
-        if now - cs.last_use > CACHE_TTL:
-            cs.sock.close()
-            del cache[name]
-    return len(cache)
 
 
 def _close(server: ServerState, name: bytes) -> None:

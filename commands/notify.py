@@ -18,11 +18,13 @@ a command emits its event once per key it wrote, in the order of its first write
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from commands.pubsub import publish
-from commands.session import ServerState, Session
+from commands.channels import publish
 from store.ops import CREATED, DEL, EXPIRE, KEEP_TTL, SET
+
+if TYPE_CHECKING:
+    from commands.session import ServerState, Session
 
 # notify.c's class bits.
 KEYSPACE = 1 << 0  # K
@@ -121,7 +123,7 @@ AFTER = 0
 ONLY = 1
 
 Entry = tuple[int, bytes, int]
-Special = Callable[[ServerState, Session, list[bytes], list[Any]], None]
+Special = Callable[["ServerState", "Session", list[bytes], list[Any]], None]
 
 EVENTS: dict[str, Entry] = {}
 SPECIAL: dict[str, Special] = {}

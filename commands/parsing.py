@@ -13,10 +13,12 @@ from mypy_extensions import i64
 
 from commands import longdouble
 from commands.errors import (
+    INCR_NAN_OR_INF,
     NOT_FLOAT,
     NOT_INTEGER,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_FLOAT,
+    TIMEOUT_NOT_INTEGER,
     CommandError,
 )
 
@@ -172,3 +174,27 @@ def format_double(d: float) -> bytes:
     if d == -math.inf:
         return b"-inf"
     return b"%.17g" % d
+
+
+def timeout_ms(b: bytes) -> float | None:
+    """A millisecond timeout as seconds; None for 0 (wait forever)."""
+    n = string2ll(b)
+    if n is None:
+        raise CommandError(TIMEOUT_NOT_INTEGER)
+    if n < 0:
+        raise CommandError(TIMEOUT_NEGATIVE)
+    return None if n == 0 else n / 1000
+
+
+def incr_float_text(current: bytes | None, incr: bytes, value_error: str = NOT_FLOAT) -> bytes:
+    """current + incr as Redis' long double arithmetic prints it (shared with HINCRBYFLOAT)."""
+    value = longdouble.parse(current) if current is not None else longdouble.ZERO
+    if value is None:
+        raise CommandError(value_error)
+    by = longdouble.parse(incr)
+    if by is None:
+        raise CommandError(NOT_FLOAT)
+    total = longdouble.add(value, by)
+    if total is None:
+        raise CommandError(INCR_NAN_OR_INF)
+    return longdouble.format_human(total)

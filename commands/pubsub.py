@@ -28,22 +28,20 @@ and SHARDNUMSUB answer as Redis does with none.
 
 from __future__ import annotations
 
+from commands.channels import publish
 from commands.cleanup import PATTERN_ORDER, leave
-from commands.errors import CommandError
+from commands.errors import SUBCOMMAND_SYNTAX, CommandError
 from commands.glob import glob_match
 from commands.registry import Flag, command, container
 from commands.replies import Frames, Push, Reply, Simple
-from commands.session import ServerState, Session
+from commands.session import Session
 
 PS = Flag.PUBSUB | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE | Flag.SENTINEL | Flag.SUBSCRIBE_OK
-SUBCOMMAND_SYNTAX = b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."
 
 SUBSCRIBE = b"subscribe"
 UNSUBSCRIBE = b"unsubscribe"
 PSUBSCRIBE = b"psubscribe"
 PUNSUBSCRIBE = b"punsubscribe"
-MESSAGE = b"message"
-PMESSAGE = b"pmessage"
 
 PUBSUB_HELP = [
     Simple(line.encode())
@@ -153,41 +151,6 @@ def cmd_publish(s: Session, argv: list[bytes]) -> Reply:
         own.append(receivers)
         return own
     return receivers
-
-
-def publish(
-    server: ServerState, ch: bytes, msg: bytes, sender: Session | None = None
-) -> tuple[int, Frames | None]:
-    """Deliver a message to the channel's and matching patterns' subscribers: (how
-    many got it, the messages for `sender` itself, which go before its reply)."""
-    receivers = 0
-    own: Frames | None = None
-    subs = server.channels.get(ch)
-    if subs:
-        m = Push([MESSAGE, ch, msg])
-        for sub in tuple(subs.values()):
-            if sub is sender:
-                if own is None:
-                    own = Frames()
-                own.append(m)
-            else:
-                sub.push(m)
-            receivers += 1
-    if server.patterns:
-        for pat, psubs in tuple(server.patterns.items()):
-            if not glob_match(pat, ch):
-                continue
-            m = Push([PMESSAGE, pat, ch, msg])
-            for sub in tuple(psubs.values()):
-                if sub is sender:
-                    if own is None:
-                        own = Frames()
-                    own.append(m)
-                else:
-                    sub.push(m)
-                receivers += 1
-    server.stats.pubsub_messages += receivers
-    return receivers, own
 
 
 # -- introspection ----------------------------------------------------------------

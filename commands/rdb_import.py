@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from commands.errors import CommandError
+from commands.lua_state import engine_of
 from commands.rdb_file import RdbContents
-from commands.scripting import engine_of
 from commands.session import ServerState
 from store import now_ms
 from store.ops import SET

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lzf
 
+from commands.encodings import object_encoding
 from commands.parsing import string2ll
 from commands.rdb import (
     QUICKLIST_PACKED,
@@ -46,6 +47,9 @@ from commands.zset_ranges import listpack_score
 from store.stream import Node, Stream, StreamID
 from store.stream import _backlen as backlen_size
 from store.values import HashSet, HashTable, ZSet
+
+if TYPE_CHECKING:
+    from commands.session import Session
 
 U64 = (1 << 64) - 1
 _QUICKLIST_LEVELS = (4096, 8192, 16384, 32768, 65536)  # list-max-listpack-size -1 .. -5
@@ -371,3 +375,20 @@ def rdb_file(
     out.append(bytes((OP_EOF,)))
     body = b"".join(out)
     return body + crc64(body).to_bytes(8, "little")
+
+
+def _compress(s: Session) -> bool:
+    return s.server.config.params.get("rdbcompression", "yes") == "yes"
+
+
+def _fill(s: Session) -> int:
+    try:
+        return int(s.server.config.params.get("list-max-listpack-size", "-2"))
+    except ValueError:
+        return -2
+
+
+def dump_of(s: Session, value: object) -> bytes:
+    """DUMP's payload of a value (also what MIGRATE sends)."""
+    # The form OBJECT ENCODING reports is the form written (as Redis writes its own).
+    return dump_payload(value, _compress(s), _fill(s), object_encoding(value))

@@ -26,15 +26,14 @@ import contextlib
 import time
 from typing import Any
 
-from commands.dump import _compress, _fill
+from commands.encodings import object_encoding
 from commands.errors import CommandError
-from commands.geo import encode as geo_encode
-from commands.keys import object_encoding
+from commands.geohash import encode as geo_encode
 from commands.limits import rss_bytes
 from commands.notify import set_expiry_hook
 from commands.ops_state import REPLY_OFF
 from commands.propagate import RULES, Out
-from commands.rdb_write import dump_payload, rdb_file, serialize
+from commands.rdb_write import _compress, _fill, dump_payload, rdb_file, serialize
 from commands.registry import Flag, command
 from commands.replies import NO_REPLY, Encoded, Reply
 from commands.replstate import PING_ARGV, RedisReplica, ReplStream

@@ -50,8 +50,9 @@ class Flag(enum.Flag):
 
 NO_FLAGS = Flag(0)
 # Flag sets many server commands share (Redis' "admin" commands, and those answered
-# while loading or stale).
-ADMIN = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+# while loading or stale, and the connection commands of CLIENT and CLIENT TRACKING).
+CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
+ADMIN = Flag.ADMIN | CONN
 LOADING_STALE = Flag.LOADING | Flag.STALE
 
 
@@ -256,3 +257,26 @@ class CommandStats:
         self.extra.clear()
         self.counts = [0] * HIST_BUCKETS
         self.run_calls = 0
+
+
+# Our flags as COMMAND INFO names them, in Redis' order (for commands Redis lacks).
+FLAG_NAMES = [
+    (Flag.WRITE, "write"),
+    (Flag.READONLY, "readonly"),
+    (Flag.DENYOOM, "denyoom"),
+    (Flag.MODULE, "module"),
+    (Flag.ADMIN, "admin"),
+    (Flag.PUBSUB, "pubsub"),
+    (Flag.NOSCRIPT, "noscript"),
+    (Flag.BLOCKING, "blocking"),
+    (Flag.LOADING, "loading"),
+    (Flag.STALE, "stale"),
+    (Flag.SKIP_MONITOR, "skip_monitor"),
+    (Flag.SKIP_SLOWLOG, "skip_slowlog"),
+    (Flag.FAST, "fast"),
+    (Flag.NO_AUTH, "no_auth"),
+    (Flag.NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (Flag.NO_ASYNC_LOADING, "no_async_loading"),
+    (Flag.NO_MULTI, "no_multi"),
+    (Flag.ALLOW_BUSY, "allow_busy"),
+]

@@ -15,9 +15,8 @@ import logging
 from typing import Any
 
 from commands.access import policy_changed
-from commands.durability import deferred
 from commands.errors import CommandError
-from commands.replies import OK, ErrorReply, Reply
+from commands.replies import OK, ErrorReply, Reply, deferred
 from commands.session import ServerState, Session
 from store import PrunedError, Store
 from store.values import LIMITS, HashSet, HashTable, ZSet, is_int_member

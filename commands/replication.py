@@ -24,11 +24,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from commands.durability import _deferred, timeout_ms
 from commands.errors import READONLY, SYNTAX, CommandError
-from commands.parsing import get_range_long, string2ll
+from commands.parsing import get_range_long, string2ll, timeout_ms
 from commands.registry import Flag, command
-from commands.replies import OK, Frames, Reply, Simple
+from commands.replies import OK, Frames, Reply, Simple, _deferred
 from commands.replstate import ReplicationState
 from commands.session import Session
 

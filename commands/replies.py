@@ -7,7 +7,8 @@ rest. `commands.resp` encodes them as RESP2 or RESP3 for the connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,3 +124,36 @@ class Deferred:
     """The reply comes later: `start` is called with a callback taking the reply."""
 
     start: Callable[[Callable[[Reply], None]], None]
+
+
+def deferred(coro: Callable[[], Coroutine[Any, Any, Reply]]) -> Deferred:
+    """A reply computed by a coroutine (the connection waits for it, in order)."""
+    return _deferred(lambda: asyncio.get_running_loop().create_task(coro()))
+
+
+def _deferred(run: Callable[[], asyncio.Future[Reply] | asyncio.Task[Reply]]) -> Deferred:
+    def start(done: Callable[[Reply], None]) -> None:
+        task = run()
+
+        def finished(t: asyncio.Future[Reply]) -> None:
+            exc = t.exception()
+            done(ErrorReply(f"ERR {exc}".encode()) if exc is not None else t.result())
+
+        task.add_done_callback(finished)
+
+    return Deferred(start)
+
+
+class PairsMap(dict[bytes, Any]):
+    """A map reply that may repeat a key (COMMAND DOCS get get repeats the entry, as
+    Redis does); the encoder sees `len` and `items` of the pairs."""
+
+    def __init__(self, pairs: list[tuple[bytes, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def items(self) -> Any:
+        return iter(self.pairs)

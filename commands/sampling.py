@@ -16,9 +16,8 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any
 
-from commands.durability import deferred
 from commands.errors import CommandError
-from commands.replies import Encoded, Frames, Reply
+from commands.replies import Encoded, Frames, Reply, deferred
 from commands.resp import encode_reply
 from commands.session import Session
 

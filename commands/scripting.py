@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from commands.common import help_reply
 from commands.dispatch import command_stats, count_error
-from commands.durability import deferred
-from commands.errors import NOREPLICAS, CommandError
+from commands.errors import NOREPLICAS, SUBCOMMAND_SYNTAX, CommandError
 from commands.glob import glob_match
 from commands.lua_convert import to_resp
 from commands.lua_engine import (
@@ -39,61 +36,18 @@ from commands.lua_engine import (
     Worker,
     sha1hex,
 )
-from commands.lua_library import dump_payload, parse_payload, shebang_parts
+from commands.lua_library import dump_payload, parse_payload
+from commands.lua_state import engine_of, shebang_flags
 from commands.parsing import get_int
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container, lookup_by_name
-from commands.replies import OK, Encoded, ErrorReply, Reply
-from commands.session import ServerState, Session
+from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
+from commands.session import Session
 from store.database import fix_time, now_ms
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 NOTBUSY = "NOTBUSY No scripts in execution right now."
 EVAL_FLAGS = Flag.NOSCRIPT | Flag.SKIP_MONITOR | Flag.MAY_REPLICATE | Flag.NO_MANDATORY_KEYS
 EVAL_FLAGS |= Flag.STALE
-
-_ENGINES: weakref.WeakKeyDictionary[ServerState, ScriptEngine] = weakref.WeakKeyDictionary()
-
-
-def engine_of(server: ServerState) -> ScriptEngine:
-    eng = _ENGINES.get(server)
-    if eng is None:
-        eng = _ENGINES[server] = ScriptEngine(server)
-    return eng
-
-
-@dataclass
-class LuaMemory:
-    """INFO memory's scripting fields (bytes, counts)."""
-
-    vm_eval: int = 0
-    vm_functions: int = 0
-    scripts_eval: int = 0
-    cached_scripts: int = 0
-    functions: int = 0
-    libraries: int = 0
-    functions_mem: int = 0
-
-
-SCRIPT_OVERHEAD = 96  # per cached script or function: its entry and name, roughly
-
-
-def memory(server: ServerState) -> LuaMemory:
-    eng = _ENGINES.get(server)
-    if eng is None:
-        return LuaMemory()
-    busy = eng.run is not None  # the interpreters belong to the script meanwhile
-    return LuaMemory(
-        vm_eval=0 if busy else eng.eval_state.memory(),
-        vm_functions=0 if busy else eng.fn_state.memory(),
-        scripts_eval=sum(len(body) + SCRIPT_OVERHEAD for body, _f, _fn in eng.scripts.values()),
-        cached_scripts=len(eng.scripts),
-        functions=len(eng.functions),
-        libraries=len(eng.libraries),
-        functions_mem=sum(
-            len(code) + SCRIPT_OVERHEAD * (1 + len(fns)) for code, fns in eng.libraries.values()
-        ),
-    )
 
 
 def _script_session(eng: ScriptEngine, caller: Session) -> Session:
@@ -114,27 +68,6 @@ def _script_session(eng: ScriptEngine, caller: Session) -> Session:
 
 
 # -- shebang and flags -----------------------------------------------------------------
-
-
-def shebang_flags(body: bytes) -> tuple[int, int]:
-    """Redis' evalExtractShebangFlags: (flags, length of the shebang line)."""
-    if not body.startswith(b"#!"):
-        return FLAG_EVAL_COMPAT, 0
-    parts, end = shebang_parts(
-        body, "ERR Invalid script shebang", "ERR Invalid engine in script shebang"
-    )
-    if parts[0] != b"#!lua":
-        raise CommandError(b"ERR Unexpected engine in script shebang: " + parts[0])
-    flags = 0
-    for p in parts[1:]:
-        if not p.startswith(b"flags="):
-            raise CommandError(b"ERR Unknown lua shebang option: " + p)
-        for f in p[6:].split(b",") if p[6:] else ():
-            bit = SCRIPT_FLAGS.get(f)
-            if bit is None:
-                raise CommandError(b"ERR Unexpected flag in script shebang: " + f)
-            flags |= bit
-    return flags, end
 
 
 def _numkeys(argv: list[bytes], error: str | None = None) -> int:

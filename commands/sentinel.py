@@ -17,8 +17,8 @@ in failover mode, or from the node's own role otherwise. When the primary change
 
 from __future__ import annotations
 
+from commands.channels import publish
 from commands.errors import CommandError
-from commands.pubsub import publish
 from commands.registry import Flag, command, container
 from commands.replies import Reply
 from commands.replstate import GroupView

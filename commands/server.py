@@ -18,11 +18,10 @@ import asyncio
 import logging
 import time
 
-from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import string2ll
 from commands.registry import ADMIN, LOADING_STALE, Flag, command
-from commands.replies import OK, CloseAfterReply, ErrorReply, Frames, Reply, Simple
+from commands.replies import OK, CloseAfterReply, ErrorReply, Frames, Reply, Simple, deferred
 from commands.session import Session
 from store.ops import DEL
 

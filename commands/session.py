@@ -29,7 +29,7 @@ from store import Database, Store
 from store.settings import DEFAULTS
 
 if TYPE_CHECKING:
-    from commands.keys import ScanSnapshot
+    from commands.session_state import ScanSnapshot
 
 
 @dataclass

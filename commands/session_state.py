@@ -1,7 +1,8 @@
 """What compiled code reads per command: `Session` (one client connection's state),
 `ServerCore` (the server-wide fields the dispatcher and the connection's loop test on
-every command) and `Stats`. A compiled module (tools/compiled.py): compiled callers
-read these attributes directly instead of looking them up in an instance dict.
+every command), `Stats` and SCAN's `ScanSnapshot` (kept per database by the server).
+A compiled module (tools/compiled.py): compiled callers read these attributes
+directly instead of looking them up in an instance dict.
 
 `commands.session.ServerState` derives from `ServerCore` (it stays a Python class:
 it keys weak references) and re-exports `Session` and `Stats`; import them from there.
@@ -23,11 +24,11 @@ from commands.registry import CommandStats
 from store import Database, Writer
 
 if TYPE_CHECKING:
+    from commands.invalidation import ClientTracking, Tracking
     from commands.limits import Limits
     from commands.replies import Reply
     from commands.replstate import ReplicationState, ReplStream
     from commands.session import Durability, ServerState
-    from commands.tracking import ClientTracking, Tracking
 
 
 @dataclass
@@ -188,3 +189,14 @@ class Session(Writer):
     @property
     def subscriptions(self) -> int:
         return len(self.channels) + len(self.patterns)
+
+
+class ScanSnapshot:
+    """A database's keys sorted by hash, as of a write mark (LSN, pending ops)."""
+
+    __slots__ = ("data", "keys", "mark")
+
+    def __init__(self, db: Database, mark: tuple[int, int]) -> None:
+        self.data = db.data
+        self.mark = mark
+        self.keys = sorted(db.data, key=hash)

@@ -13,10 +13,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
-from commands.durability import deferred
 from commands.errors import CommandError
 from commands.notify import notify_command
-from commands.replies import ErrorReply, Reply
+from commands.replies import ErrorReply, Reply, deferred
 from commands.session import Session
 
 SLICE_MS = 3.0

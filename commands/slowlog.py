@@ -9,9 +9,8 @@ SLOWLOG GET [count] · SLOWLOG LEN · SLOWLOG RESET · SLOWLOG HELP
 from __future__ import annotations
 
 from commands.common import help_reply
-from commands.errors import CommandError
+from commands.errors import SUBCOMMAND_SYNTAX, CommandError
 from commands.parsing import string2ll
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
 from commands.session import Session

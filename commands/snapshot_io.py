@@ -21,6 +21,7 @@ from bisect import bisect_right
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from commands.common import history_keys
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.points import Point, parse_point, state_as_of
@@ -36,7 +37,6 @@ from commands.snapshot_codec import (
     enc,
     encode_value,
 )
-from commands.temporal import history_keys
 from store import now_ms
 from store.ops import RESTORE
 

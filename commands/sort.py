@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from commands.acl import full_key_access
 from commands.common import HASH_TYPES, SET_TYPES, store_result, wrongtype
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int, strtod
+from commands.permissions import full_key_access
 from commands.pqsort import pqsort
 from commands.registry import Flag, command, lookup_for_call
 from commands.replies import Reply

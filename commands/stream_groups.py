@@ -13,12 +13,15 @@ from typing import Any
 from commands.common import help_reply
 from commands.errors import CommandError
 from commands.parsing import get_int
-from commands.pubsub import SUBCOMMAND_SYNTAX
 from commands.registry import Flag, command, container
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session
-from commands.streams import (
+from commands.stream_args import (
     XREAD_BLOCKED_DEFAULT_COUNT,
+    _has_tombstones,
+    _nogroup,
+    _nogroup_key,
+    _subcommand_syntax,
     get_stream,
     parse_end,
     parse_id,
@@ -75,31 +78,6 @@ XGROUP_HELP = [
     "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
     "    Set the current group ID and entries_read counter.",
 ]
-
-
-def _nogroup(group: bytes, key: bytes) -> CommandError:
-    return CommandError(b"NOGROUP No such consumer group '%s' for key name '%s'" % (group, key))
-
-
-def _nogroup_key(key: bytes, group: bytes, suffix: bytes = b"") -> CommandError:
-    return CommandError(b"NOGROUP No such key '%s' or consumer group '%s'%s" % (key, group, suffix))
-
-
-def _subcommand_syntax(argv: list[bytes]) -> CommandError:
-    return CommandError(SUBCOMMAND_SYNTAX % (argv[1][:128], argv[0].upper()))
-
-
-# -- entries-read bookkeeping (Redis 7.0's lag tracking) ------------------------------
-
-
-def _has_tombstones(st: Stream, start: StreamID) -> bool:
-    """streamRangeHasTombstones(s, start, NULL)."""
-    mdel = st.max_deleted_id
-    if not st.entries or mdel == MIN_ID:
-        return False
-    if st.first_id > mdel:
-        return False
-    return start <= mdel
 
 
 # -- XGROUP ---------------------------------------------------------------------------

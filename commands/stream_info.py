@@ -10,11 +10,7 @@ from commands.parsing import get_int
 from commands.registry import Flag, command, container
 from commands.replies import OK, Reply
 from commands.session import Session
-from commands.stream_groups import _has_tombstones, _nogroup, _subcommand_syntax
-from commands.streams import (
-    get_stream,
-    parse_id,
-)
+from commands.stream_args import _has_tombstones, _nogroup, _subcommand_syntax, get_stream, parse_id
 from store import now_ms
 from store.stream import (
     INVALID_ENTRIES_READ,

@@ -8,12 +8,9 @@ INCR · DECR · INCRBY · DECRBY · INCRBYFLOAT
 
 from __future__ import annotations
 
-from commands import longdouble
-from commands.common import get_string, wrongtype
+from commands.common import get_string, string_range, wrongtype
 from commands.errors import (
-    INCR_NAN_OR_INF,
     INVALID_EXPIRE,
-    NOT_FLOAT,
     OFFSET_OUT_OF_RANGE,
     STRING_TOO_LONG,
     SYNTAX,
@@ -21,7 +18,7 @@ from commands.errors import (
     CommandError,
 )
 from commands.hotwrites import incr_by
-from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, string2ll
+from commands.parsing import LLONG_MAX, LLONG_MIN, get_int, incr_float_text
 from commands.registry import DIRECT_DECR, DIRECT_GET, DIRECT_INCR, DIRECT_SET, Flag, command
 from commands.replies import OK, Reply
 from commands.session import Session
@@ -236,20 +233,6 @@ def cmd_decrby(s: Session, argv: list[bytes]) -> Reply:
     return incr_by(s, argv[1], -n)
 
 
-def incr_float_text(current: bytes | None, incr: bytes, value_error: str = NOT_FLOAT) -> bytes:
-    """current + incr as Redis' long double arithmetic prints it (shared with HINCRBYFLOAT)."""
-    value = longdouble.parse(current) if current is not None else longdouble.ZERO
-    if value is None:
-        raise CommandError(value_error)
-    by = longdouble.parse(incr)
-    if by is None:
-        raise CommandError(NOT_FLOAT)
-    total = longdouble.add(value, by)
-    if total is None:
-        raise CommandError(INCR_NAN_OR_INF)
-    return longdouble.format_human(total)
-
-
 @command("incrbyfloat", 3, W | Flag.FAST, 1, 1, 1)
 def cmd_incrbyfloat(s: Session, argv: list[bytes]) -> Reply:
     cur = get_string(s, argv[1])
@@ -284,25 +267,7 @@ def cmd_strlen(s: Session, argv: list[bytes]) -> Reply:
 
 @command("getrange", 4, Flag.READONLY, 1, 1, 1)
 def cmd_getrange(s: Session, argv: list[bytes]) -> Reply:
-    start = get_int(argv[2])
-    end = get_int(argv[3])
-    v = get_string(s, argv[1])
-    if v is None:
-        return b""
-    n = len(v)
-    if start < 0 and end < 0 and start > end:
-        return b""
-    if start < 0:
-        start = n + start
-    if end < 0:
-        end = n + end
-    start = max(start, 0)
-    end = max(end, 0)
-    if end >= n:
-        end = n - 1
-    if start > end or n == 0:
-        return b""
-    return v[start : end + 1]
+    return string_range(s, argv)
 
 
 @command("setrange", 4, W, 1, 1, 1)
@@ -327,13 +292,3 @@ def cmd_setrange(s: Session, argv: list[bytes]) -> Reply:
     buf[offset : offset + len(value)] = value
     s.store.apply(s.db, key, (SET, buf, KEEP_TTL))
     return len(buf)
-
-
-def string_encoding(v: bytes | bytearray, made_by: str = "") -> bytes:
-    """OBJECT ENCODING of a string value. `made_by` is the command that wrote it:
-    INCRBYFLOAT stores its result as a plain string even when it reads as an integer."""
-    if type(v) is bytearray:
-        return b"raw"
-    if made_by != "incrbyfloat" and len(v) <= 20 and string2ll(bytes(v)) is not None:
-        return b"int"
-    return b"embstr" if len(v) <= 44 else b"raw"

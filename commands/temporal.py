@@ -39,8 +39,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from commands.branch_lookup import checkout_branch, get_branch
+from commands.common import history_keys
 from commands.config_table import config_get_value
-from commands.durability import deferred
 from commands.errors import SYNTAX, CommandError
 from commands.glob import match_filter
 from commands.limits import OOM
@@ -58,7 +58,7 @@ from commands.points import (
     state_as_of,
 )
 from commands.registry import Flag, command
-from commands.replies import OK, Encoded, ErrorReply, Reply
+from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
 from commands.resp import encode_reply
 from commands.session import Session
 from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices
@@ -110,15 +110,6 @@ def read_shape(s: Session, value: Any) -> Reply:
         # XDEL has been undone).
         return value.range(MIN_ID, MAX_ID)
     raise CommandError("ERR unsupported value type")
-
-
-def history_keys(s: Session, pattern: bytes | None) -> list[bytes]:
-    """Every key of the selected database with a value or a history."""
-    db = s.store.dbs[s.dbi]
-    keys = dict.fromkeys(db.data)
-    keys.update(dict.fromkeys(db.chains))
-    match = match_filter(pattern)
-    return list(keys) if match is None else [k for k in keys if match(k)]
 
 
 # The values one TS.HISTORY WITHVALUES reply may carry, as for one bulk string.

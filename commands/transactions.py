@@ -22,7 +22,6 @@ was already expired when watched.
 
 from __future__ import annotations
 
-from commands.acl import exec_denied
 from commands.cleanup import unwatch_all
 from commands.dispatch import DISPATCHER
 from commands.errors import (
@@ -33,6 +32,7 @@ from commands.errors import (
     WATCH_IN_MULTI,
     CommandError,
 )
+from commands.permissions import exec_denied
 from commands.registry import Flag, command
 from commands.replies import NULL_ARRAY, OK, Blocked, Reply
 from commands.session import Session

@@ -1,5 +1,6 @@
 """Sorted-set ranges and results, shared by the ZRANGE family, ZCOUNT/ZLEXCOUNT,
-ZREMRANGEBY*, the set operations and the pops (`commands.zsets`).
+ZREMRANGEBY*, the set operations and the pops (`commands.zsets`), and ZADD's core
+(`_zadd`: ZADD, ZINCRBY and GEOADD, which `commands.geo` builds on it).
 
 Score, lex and rank ranges as Redis parses them and the spans of a `ZSet` they select;
 building a result set (as Redis encodes it: listpack or skiplist) and its reply.
@@ -9,14 +10,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from sortedcontainers import SortedList
 
-from commands.errors import MIN_MAX_NOT_FLOAT, MIN_MAX_NOT_STRING, NOT_POSITIVE, CommandError
-from commands.parsing import get_range_long, strtod
+from commands.common import get_zset
+from commands.errors import (
+    MIN_MAX_NOT_FLOAT,
+    MIN_MAX_NOT_STRING,
+    NOT_POSITIVE,
+    SCORE_NAN,
+    SYNTAX,
+    CommandError,
+)
+from commands.parsing import get_float, get_range_long, strtod
 from commands.replies import Reply
 from commands.session import Session
+from store.ops import ZADD
 from store.values import LIMITS, ZSet
 
 LONG_MAX = 2**63 - 1
@@ -245,3 +255,108 @@ def entries_reply(s: Session, items: Iterable[tuple[float, bytes]], withscores: 
         for sc, m in items:
             out.append([m, sc])
     return out
+
+
+# Error texts of this family (Redis' words).
+XX_AND_NX = "ERR XX and NX options at the same time are not compatible"
+
+
+GT_LT_NX = "ERR GT, LT, and/or NX options at the same time are not compatible"
+
+
+INCR_ONE_PAIR = "ERR INCR option supports a single increment-element pair"
+
+
+# Final: compiled, constants (and a C static), not reads of the module's dict.
+_NX: Final = 1
+
+
+_XX: Final = 2
+
+
+_GT: Final = 4
+
+
+_LT: Final = 8
+
+
+_INCR: Final = 16
+
+
+_ZADD_OPTS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"incr": _INCR}
+
+
+def _zadd(s: Session, argv: list[bytes], flags: int) -> Reply:
+    key = argv[1]
+    ch = False
+    i = 2
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        f = _ZADD_OPTS.get(opt)
+        if f is not None:
+            flags |= f
+        elif opt == b"ch":
+            ch = True
+        else:
+            break
+        i += 1
+    elements = n - i
+    if elements % 2 or not elements:
+        raise CommandError(SYNTAX)
+    nx = flags & _NX
+    xx = flags & _XX
+    gt = flags & _GT
+    lt = flags & _LT
+    incr = flags & _INCR
+    if nx and xx:
+        raise CommandError(XX_AND_NX)
+    if (gt and nx) or (lt and nx) or (gt and lt):
+        raise CommandError(GT_LT_NX)
+    if incr and elements > 2:
+        raise CommandError(INCR_ONE_PAIR)
+    scores = [get_float(argv[j]) for j in range(i, n, 2)]
+    z = get_zset(s, key)
+    if z is None:
+        if xx:
+            return None if incr else 0
+        current: dict[bytes, float] = {}
+        big = LIMITS.zset_entries == 0 or len(argv[i + 1]) > LIMITS.zset_value
+        size = 0
+    else:
+        current = z.scores
+        big = z.big
+        size = len(z)
+    changes: dict[bytes, float] = {}
+    added = updated = processed = 0
+    score = 0.0
+    for j, score in enumerate(scores):
+        m = argv[i + 1 + 2 * j]
+        cur = changes.get(m)
+        if cur is None:
+            cur = current.get(m)
+        if cur is not None:
+            if nx:
+                continue
+            if incr:
+                score += cur
+                if score != score:
+                    raise CommandError(SCORE_NAN)
+            if (lt and score >= cur) or (gt and score <= cur):
+                continue
+            processed += 1
+            if score != cur:
+                changes[m] = 0.0 if not big and score == 0.0 else score
+                updated += 1
+        elif not xx:
+            if not big and (size + 1 > LIMITS.zset_entries or len(m) > LIMITS.zset_value):
+                big = True
+            size += 1
+            changes[m] = 0.0 if not big and score == 0.0 else score
+            added += 1
+            processed += 1
+    if changes:
+        s.store.apply(s.db, key, (ZADD, tuple(changes.items())))
+    if incr:
+        return score if processed else None
+    return added + updated if ch else added

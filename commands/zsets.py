@@ -36,7 +36,7 @@ import random
 import re
 import struct
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from commands.common import (
     SET_TYPES,
@@ -49,7 +49,6 @@ from commands.common import (
 from commands.errors import (
     COUNT_POSITIVE,
     NUMKEYS_POSITIVE,
-    SCORE_NAN,
     SYNTAX,
     WEIGHT_NOT_FLOAT,
     CommandError,
@@ -67,8 +66,10 @@ from commands.resp import encode_reply
 from commands.sampling import fragments, sample_reply
 from commands.session import Session
 from commands.zset_ranges import (
+    _INCR,
     LONG_MAX,
     TOP,
+    _zadd,
     build_zset,
     entries_reply,
     get_positive_long,
@@ -83,13 +84,9 @@ from commands.zset_ranges import (
     uniform,
     walk,
 )
-from store.ops import ZADD, ZREM
+from store.ops import ZREM
 from store.values import LIMITS, ZSet
 
-# Error texts of this family (Redis' words).
-XX_AND_NX = "ERR XX and NX options at the same time are not compatible"
-GT_LT_NX = "ERR GT, LT, and/or NX options at the same time are not compatible"
-INCR_ONE_PAIR = "ERR INCR option supports a single increment-element pair"
 LIMIT_NEEDS_RANGE = (
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
 )
@@ -107,90 +104,6 @@ def _zset_or_set(s: Session, key: bytes) -> Any:
 
 
 # -- ZADD / ZINCRBY / ZREM ----------------------------------------------------------------
-
-# Final: compiled, constants (and a C static), not reads of the module's dict.
-_NX: Final = 1
-_XX: Final = 2
-_GT: Final = 4
-_LT: Final = 8
-_INCR: Final = 16
-_ZADD_OPTS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"incr": _INCR}
-
-
-def _zadd(s: Session, argv: list[bytes], flags: int) -> Reply:
-    key = argv[1]
-    ch = False
-    i = 2
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        f = _ZADD_OPTS.get(opt)
-        if f is not None:
-            flags |= f
-        elif opt == b"ch":
-            ch = True
-        else:
-            break
-        i += 1
-    elements = n - i
-    if elements % 2 or not elements:
-        raise CommandError(SYNTAX)
-    nx = flags & _NX
-    xx = flags & _XX
-    gt = flags & _GT
-    lt = flags & _LT
-    incr = flags & _INCR
-    if nx and xx:
-        raise CommandError(XX_AND_NX)
-    if (gt and nx) or (lt and nx) or (gt and lt):
-        raise CommandError(GT_LT_NX)
-    if incr and elements > 2:
-        raise CommandError(INCR_ONE_PAIR)
-    scores = [get_float(argv[j]) for j in range(i, n, 2)]
-    z = get_zset(s, key)
-    if z is None:
-        if xx:
-            return None if incr else 0
-        current: dict[bytes, float] = {}
-        big = LIMITS.zset_entries == 0 or len(argv[i + 1]) > LIMITS.zset_value
-        size = 0
-    else:
-        current = z.scores
-        big = z.big
-        size = len(z)
-    changes: dict[bytes, float] = {}
-    added = updated = processed = 0
-    score = 0.0
-    for j, score in enumerate(scores):
-        m = argv[i + 1 + 2 * j]
-        cur = changes.get(m)
-        if cur is None:
-            cur = current.get(m)
-        if cur is not None:
-            if nx:
-                continue
-            if incr:
-                score += cur
-                if score != score:
-                    raise CommandError(SCORE_NAN)
-            if (lt and score >= cur) or (gt and score <= cur):
-                continue
-            processed += 1
-            if score != cur:
-                changes[m] = 0.0 if not big and score == 0.0 else score
-                updated += 1
-        elif not xx:
-            if not big and (size + 1 > LIMITS.zset_entries or len(m) > LIMITS.zset_value):
-                big = True
-            size += 1
-            changes[m] = 0.0 if not big and score == 0.0 else score
-            added += 1
-            processed += 1
-    if changes:
-        s.store.apply(s.db, key, (ZADD, tuple(changes.items())))
-    if incr:
-        return score if processed else None
-    return added + updated if ch else added
 
 
 @command("zadd", -4, W | Flag.FAST, 1, 1, 1)

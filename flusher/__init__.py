@@ -1,8 +1,10 @@
 """The durable log in object storage, and the running durable layer.
 
-- `objectstore` (the `ObjectStore` interface, a local directory, the fault
-  wrapper), `s3` (S3 via aiobotocore), `memory` (in-memory, for tests), `metered`
-  (requests counted, PUT latency, for monitoring);
+- `objectapi` (the `ObjectStore` interface, its errors and key rules: the contract,
+  importing no store), `objectstore` (a local directory, the fault wrapper, and
+  `open_object_store`, which chooses a store by URL), `s3` (S3 via aiobotocore, built
+  on `objectapi`), `memory` (in-memory, for tests), `metered` (requests counted, PUT
+  latency, for monitoring);
 - `paths` (every object name), `segment` (the framed, compressed object format),
   `codec` (records and values as msgpack);
 - `flusher` (the store's record sink: batching, group commit, retries,

@@ -20,7 +20,7 @@ from typing import Any
 from flusher import paths, segment
 from flusher.codec import pack, pack_plain, stream_items
 from flusher.flusher import Flusher
-from flusher.objectstore import ObjectStore
+from flusher.objectapi import ObjectStore
 from store import Store
 from store.image import PLAIN_TAGS
 

@@ -24,7 +24,7 @@ from flusher.flusher import FencedError, Flusher
 from flusher.log import LogGap, MissingSegment, SegmentLog
 from flusher.manifest import Manifest, new_manifest, newest_manifest
 from flusher.metered import OPS, MeteredObjectStore
-from flusher.objectstore import ObjectStore, ObjectStoreError
+from flusher.objectapi import ObjectStore, ObjectStoreError
 from store import R_LSN, HistoryPolicy, PrunedError, Store
 from store.settings import DEFAULTS
 

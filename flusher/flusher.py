@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from flusher import paths, segment
 from flusher.capacity import Capacity
 from flusher.codec import encode_record, encode_records, record_offsets
-from flusher.objectstore import InvalidObjectStore, ObjectStore, Unavailable
+from flusher.objectapi import InvalidObjectStore, ObjectStore, Unavailable
 from flusher.putlimit import PutLimit
 from store import R_LSN, R_TIME, UpdateRecord
 from store.settings import DEFAULTS

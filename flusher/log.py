@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from flusher import paths, segment
 from flusher.codec import DecodedRecords, decode_records, iter_records
-from flusher.objectstore import ObjectStore
+from flusher.objectapi import ObjectStore
 from store import UpdateRecord
 
 

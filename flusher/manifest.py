@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flusher import paths, segment
-from flusher.objectstore import ObjectStore
+from flusher.objectapi import ObjectStore
 
 MANIFEST_FORMAT = 2  # 2: with a checksum (format 1 manifests are still read)
 

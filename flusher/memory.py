@@ -4,7 +4,7 @@ contract suite as the directory and S3 stores (tests/test_objectstore.py)."""
 
 from __future__ import annotations
 
-from flusher.objectstore import ObjectStore, _check_key, _check_prefix
+from flusher.objectapi import ObjectStore, _check_key, _check_prefix
 
 
 class MemoryObjectStore(ObjectStore):

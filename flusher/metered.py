@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from flusher.objectstore import ObjectStore, ObjectStoreError
+from flusher.objectapi import ObjectStore, ObjectStoreError
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """`S3ObjectStore`: object storage on S3 or an S3-compatible service (MinIO, moto)
 through one long-lived aiobotocore client. The interface, its errors and its
-contract are `flusher.objectstore`'s; this module is imported only when an
+contract are `flusher.objectapi`'s; this module is imported only when an
 ``s3://`` URL is opened (see `flusher.objectstore.open_object_store`).
 """
 
@@ -22,7 +22,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.utils import determine_content_length
 
-from flusher.objectstore import (
+from flusher.objectapi import (
     InvalidObjectStore,
     ObjectStore,
     ObjectStoreError,

@@ -11,7 +11,8 @@ from tqdm import tqdm
 from flusher import paths, segment
 from flusher.log import SegmentLog
 from flusher.manifest import Manifest
-from flusher.objectstore import ObjectStore, ObjectStoreError, open_object_store
+from flusher.objectapi import ObjectStore, ObjectStoreError
+from flusher.objectstore import open_object_store
 
 
 async def inspect(objects: ObjectStore, out: list[str]) -> int:

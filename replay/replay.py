@@ -25,7 +25,7 @@ from flusher.checkpoint import read_checkpoint
 from flusher.codec import decode_records
 from flusher.log import LogError, SegmentLog, SegmentRef
 from flusher.manifest import Manifest, newest_manifest
-from flusher.objectstore import ObjectStore, ObjectStoreError
+from flusher.objectapi import ObjectStore, ObjectStoreError
 from flusher.plainunpack import body_records, replay_records
 from store import Store
 from store.keyspace import LsnMismatch

@@ -28,7 +28,7 @@ from flusher import paths
 from flusher.flusher import put_record
 from flusher.log import SegmentRef
 from flusher.manifest import Manifest, new_manifest, newest_manifest
-from flusher.objectstore import ObjectStore
+from flusher.objectapi import ObjectStore
 from replay.replay import Progress, Recovery, ReplayError, recover
 from store import Store, UpdateRecord, WriteMeta, now_ms
 

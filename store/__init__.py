@@ -1,10 +1,11 @@
 """The versioned keyspace, with no knowledge of sockets or object storage.
 
 The package owns: numbered databases of values with expiry (`database`), values
-and the ops that change them with their undo (`values`, `ops`, `stream`), each
-key's version chain (`chains`), what history is kept (`policy`), reads in the past
-(`asof`), branches (`branches`), the update records a commit produces and the
-sink that receives them (`records`), and the `Store` (`keyspace`): the
+and the ops that change them with their undo (`values`, `ops`, `stream`; what an op
+is, at the bottom: `opnames`), each key's version chain (`chains`), what history is
+kept (`policy`), reads in the past (`asof`), branches (`branches`), the update records
+a commit produces and the sink that receives them (`records`), and the `Store`
+(`keyspace`): the
 transaction (begin, apply, commit or roll back) at the single commit point that
 assigns LSNs and hands records to the sink, and replay of persisted records (in
 bulk where it can: `bulkreplay`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from store.ops import CREATED, RESTORE, Undo
+from store.opnames import CREATED, RESTORE, Undo
 from store.records import WriteMeta
 
 # What a version entry keeps of its undo: the ops, or (the common retained version,

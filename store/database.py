@@ -11,7 +11,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from store.chains import Chains
-from store.ops import lookup
+from store.opnames import lookup
 
 _time = time.time
 

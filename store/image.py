@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from store import keyspace, windex
+from store import windex
 from store.chains import (
     V_CMD,
     V_LSN,
@@ -44,13 +44,18 @@ from store.chains import (
     V_UNDO,
     VersionEntry,
     _cmd_codes,
+    cmd_names,
     compact_undo,
+    translate_codes,
     undo_ops,
 )
 from store.ops import CREATED
+from store.policy import Snapshot
+from store.records import WriteMeta
 
 if TYPE_CHECKING:
-    from store.keyspace import Database, Store
+    from store.database import Database
+    from store.keyspace import Store
 
 BATCH = 4096
 """Keys per batch item."""
@@ -74,7 +79,7 @@ def export_image(store: Store) -> Iterator[Any]:
         # A seal without META is saved as before snapshots had metadata.
         "snapshots": [tuple(snap) if snap.meta else snap[:4] for snap in store.snapshots.values()],
         "extra": store.checkpoint_extra(),
-        "cmd_names": keyspace.cmd_names(),
+        "cmd_names": cmd_names(),
     }
     for db in store.dbs:
         yield from _db_items(db)
@@ -218,8 +223,8 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
         store.index_from = int(head["lsn"]) + 1
     dbs = store.dbs
     names: list[str] = list(head.get("cmd_names", ()))
-    table = keyspace.translate_codes(names)
-    write_meta = keyspace.WriteMeta
+    table = translate_codes(names)
+    write_meta = WriteMeta
     for item in items:
         if item[0] == BATCH_TAG:
             _tag, dbi, keys, values, packed = item
@@ -258,7 +263,7 @@ def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> in
             db.floors[key] = floor
             db.floor_mark = max(db.floor_mark, floor)
     store.snapshots = {
-        name: keyspace.Snapshot(name, lsn, t, trigger, *rest)
+        name: Snapshot(name, lsn, t, trigger, *rest)
         for name, lsn, t, trigger, *rest in head["snapshots"]
     }
     store.load_checkpoint_extra(head["extra"])

@@ -9,14 +9,41 @@ carry the same ops, so replay applies exactly what the live server applied.
 Every op is deterministic: times are absolute, random choices are already made,
 and values that enter the keyspace are copied so a record never aliases a live
 object.
+
+What an op is (`Op`, `Undo`, the op names, the shared undos) is `store.opnames`'s, the
+bottom of the store, and importable from here.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from store.opnames import CREATED as CREATED
+from store.opnames import DEL as DEL
+from store.opnames import EXPIRE as EXPIRE
+from store.opnames import HDEL as HDEL
+from store.opnames import HSET as HSET
+from store.opnames import HSETF as HSETF
+from store.opnames import KEEP_TTL as KEEP_TTL
+from store.opnames import LPOP as LPOP
+from store.opnames import LPUSH as LPUSH
+from store.opnames import LSET as LSET
+from store.opnames import POP_ONE_LEFT as POP_ONE_LEFT
+from store.opnames import POP_ONE_RIGHT as POP_ONE_RIGHT
+from store.opnames import RESTORE as RESTORE
+from store.opnames import RPOP as RPOP
+from store.opnames import RPUSH as RPUSH
+from store.opnames import SADD as SADD
+from store.opnames import SET as SET
+from store.opnames import SETRANGE as SETRANGE
+from store.opnames import SREM as SREM
+from store.opnames import ZADD as ZADD
+from store.opnames import ZREM as ZREM
+from store.opnames import Op as Op
+from store.opnames import Undo as Undo
+from store.opnames import lookup as lookup
 from store.values import (
     LIMITS,
     HashSet,
@@ -29,42 +56,7 @@ from store.values import (
 if TYPE_CHECKING:
     from store.database import Database
 
-Op = tuple[Any, ...]
-Undo = tuple[Op, ...]
 
-KEEP_TTL: Final = -1  # ("set", value, KEEP_TTL) leaves the key's expiry as it was
-
-# Op names (Final: the compiled build inlines them, no module-dict lookup).
-SET: Final = "set"  # (SET, value, ttl): ttl is an absolute ms time, None (persist) or KEEP_TTL
-RESTORE: Final = "restore"  # (RESTORE, value | None, expire_ms | None): exact prior state
-DEL: Final = "del"  # (DEL,)
-EXPIRE: Final = "expire"  # (EXPIRE, at_ms | None)
-HSET: Final = "hset"  # (HSET, ((field, value), ...))
-HDEL: Final = "hdel"  # (HDEL, (field, ...))
-# (HSETF, field, value): one field set. The undo of an HSET that replaced one field's
-# value: two tuples fewer than (HSET, ((field, value),)) to build, keep in history and
-# free when it is cut.
-HSETF: Final = "hsetf"
-LPUSH: Final = "lpush"  # (LPUSH, (item, ...)) each pushed to the head in turn
-RPUSH: Final = "rpush"  # (RPUSH, (item, ...))
-LPOP: Final = "lpop"  # (LPOP, count)
-RPOP: Final = "rpop"  # (RPOP, count)
-LSET: Final = "lset"  # (LSET, index, value)
-SADD: Final = "sadd"  # (SADD, (member, ...))
-SREM: Final = "srem"  # (SREM, (member, ...))
-ZADD: Final = "zadd"  # (ZADD, ((member, score), ...))
-ZREM: Final = "zrem"  # (ZREM, (member, ...))
-# (SETRANGE, offset, data, length): the string resized to `length` (zero padded or cut),
-# then `data` written at `offset`; a bitmap or HyperLogLog write carries only the bytes
-# it changed.
-SETRANGE: Final = "setrange"
-
-# The undo of creating a key (shared: most keys' first version holds it).
-CREATED: Final[Undo] = ((RESTORE, None, None),)
-# The undos of pushing one item onto a list (shared: most pushes push one, and their
-# versions keep these: nothing to build per push, nor to free when history is cut).
-POP_ONE_LEFT: Final[Undo] = ((LPOP, 1),)
-POP_ONE_RIGHT: Final[Undo] = ((RPOP, 1),)
 # deque's methods as plain callables: the compiled build calls them directly, where a
 # method call on an untyped value looks its name up on the type each time.
 _appendleft: Final = deque.appendleft
@@ -84,15 +76,6 @@ def register(name: str) -> Callable[[ApplyFn], ApplyFn]:
         return fn
 
     return deco
-
-
-def lookup(data: MutableMapping[bytes, Any], key: bytes) -> Any:
-    """`data.get(key)`: a C call in the compiled build when `data` is a plain dict (a
-    main-line database's), instead of a method looked up by name."""
-    if type(data) is dict:
-        d: dict[bytes, Any] = data
-        return d.get(key)
-    return data.get(key)
 
 
 def apply_op(db: Database, key: bytes, op: Op) -> Undo:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple, Protocol
 
-from store.ops import Op
+from store.opnames import Op
 
 
 class WriteMeta(NamedTuple):

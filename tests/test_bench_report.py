@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report import HAND_WRITTEN, evaluate, render
-from bench.run import DEFAULT_ITEMS, Settings
+from bench.shared import DEFAULT_ITEMS, Settings
 
 
 def _results(items: list[str], when: str) -> dict[str, Any]:

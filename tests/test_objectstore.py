@@ -18,17 +18,14 @@ import botocore.validate
 import pytest
 
 from flusher.memory import MemoryObjectStore
-from flusher.objectstore import (
+from flusher.objectapi import (
     TEMP_PREFIX,
-    FaultyObjectStore,
     InvalidObjectStore,
-    LocalObjectStore,
     ObjectStore,
     ObjectStoreError,
     Unavailable,
-    _os_error,
-    open_object_store,
 )
+from flusher.objectstore import FaultyObjectStore, LocalObjectStore, _os_error, open_object_store
 from flusher.s3 import (
     EXPECT_CONTINUE_BYTES,
     SKIPPED_HANDLERS,

@@ -1,0 +1,56 @@
+"""Pub/Sub delivery, the core's: `publish` hands a message to a channel's and the
+matching patterns' subscribers (`ServerState.channels`, `ServerState.patterns`).
+PUBLISH and the SUBSCRIBE family (`commands.pubsub`), keyspace notifications
+(`commands.notify`) and Sentinel's hello messages (`commands.sentinel`) all publish
+through it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from commands.glob import glob_match
+from commands.replies import Frames, Push
+
+if TYPE_CHECKING:
+    from commands.session import ServerState, Session
+
+
+MESSAGE = b"message"
+
+
+PMESSAGE = b"pmessage"
+
+
+def publish(
+    server: ServerState, ch: bytes, msg: bytes, sender: Session | None = None
+) -> tuple[int, Frames | None]:
+    """Deliver a message to the channel's and matching patterns' subscribers: (how
+    many got it, the messages for `sender` itself, which go before its reply)."""
+    receivers = 0
+    own: Frames | None = None
+    subs = server.channels.get(ch)
+    if subs:
+        m = Push([MESSAGE, ch, msg])
+        for sub in tuple(subs.values()):
+            if sub is sender:
+                if own is None:
+                    own = Frames()
+                own.append(m)
+            else:
+                sub.push(m)
+            receivers += 1
+    if server.patterns:
+        for pat, psubs in tuple(server.patterns.items()):
+            if not glob_match(pat, ch):
+                continue
+            m = Push([PMESSAGE, pat, ch, msg])
+            for sub in tuple(psubs.values()):
+                if sub is sender:
+                    if own is None:
+                        own = Frames()
+                    own.append(m)
+                else:
+                    sub.push(m)
+                receivers += 1
+    server.stats.pubsub_messages += receivers
+    return receivers, own
