@@ -23,6 +23,7 @@ from commands.registry import CommandStats
 from store import Database, Writer
 
 if TYPE_CHECKING:
+    from commands.cluster_mode import ClusterView
     from commands.limits import Limits
     from commands.replies import Reply
     from commands.replstate import ReplicationState, ReplStream
@@ -108,6 +109,9 @@ class ServerCore:
         self.latency_tracking = True
         self.monitors: dict[int, Session] = {}
         self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
+        # Cluster mode's slot map and this node in it (commands.cluster_mode), else
+        # None: the dispatcher's one test per command.
+        self.cluster: ClusterView | None = None
 
 
 class Session(Writer):
