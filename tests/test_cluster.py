@@ -211,3 +211,27 @@ def test_create_then_cluster_clients(cluster: Cluster) -> None:
         [cli, "-c", "-p", str(ports[0]), "GET", "key:7"], capture_output=True, text=True, timeout=30
     )
     assert out.stdout.strip() == "value:7", out
+
+
+def test_redis_benchmark_cluster(cluster: Cluster) -> None:
+    """`redis-benchmark --cluster` finds the three masters and spreads its SETs and GETs
+    over them, with no error reply."""
+    assert cluster.create().returncode == 0
+    ports = [n.port for n in cluster.nodes]
+    for port in ports:
+        until(lambda port=port: _info(port)["cluster_state"] == "ok", 20)
+    exe = shutil.which("redis-benchmark")
+    assert exe is not None
+    out = subprocess.run(
+        [exe, "--cluster", "-p", str(ports[0]), "-t", "set,get", "-n", "3000", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Cluster has 3 master nodes" in out.stdout
+    assert "error" not in (out.stdout + out.stderr).lower()
+    for port in ports:
+        stats = redis.Redis(port=port).info("commandstats")
+        assert stats["cmdstat_set"]["calls"] > 0 and stats["cmdstat_get"]["calls"] > 0
+        assert stats["cmdstat_set"]["rejected_calls"] == 0
