@@ -1,7 +1,8 @@
-"""Redis Cluster mode (`--cluster-enabled yes`): the slot map this node serves, the
-routing check the dispatcher makes before each command, and the CLUSTER subcommands
-that answer from the map (commands.cluster registers them; without cluster mode they
-answer "cluster support disabled", as before).
+"""Redis Cluster mode (`--cluster-enabled yes`): the routing check the dispatcher
+makes before each command, by the slot map this node serves (`ServerCore.cluster`, a
+store.slots.ClusterView), and the CLUSTER subcommands that answer from the map
+(commands.cluster registers them; without cluster mode they answer "cluster support
+disabled", as before).
 
 The map itself is etcd's (flusher.slotmap); the node's poller (proxy.cluster_node)
 hands every new one to `ClusterView.apply`. The routing check is Redis 7.0's
@@ -23,7 +24,7 @@ from commands.getkeys import get_keys, keys_at_positions
 from commands.parsing import string2ll
 from commands.registry import Command
 from commands.replies import OK, Reply, Verbatim
-from store.slots import SLOTS, SlotMap, key_slot
+from store.slots import SLOTS, ClusterView, key_slot
 
 if TYPE_CHECKING:
     from commands.session import Session
@@ -35,24 +36,6 @@ DOWN = b"CLUSTERDOWN The cluster is down"
 SELECT_REFUSED = b"ERR SELECT is not allowed in cluster mode"
 INVALID_SLOT = "ERR Invalid slot"
 INVALID_SLOT_OR_COUNT = "ERR Invalid slot or number of keys"
-
-
-class ClusterView:
-    """What this node knows of the cluster: itself and the latest slot map."""
-
-    def __init__(self, node_id: str, host: str, port: int) -> None:
-        self.node_id = node_id
-        self.host = host
-        self.port = port
-        self.map = SlotMap()
-        self.me = -1  # this node's shard in `map` (-1: none)
-        self.ok = False  # the map covers every slot
-
-    def apply(self, new: SlotMap) -> None:
-        """Serve `new` from now on."""
-        self.me = next((i for i, s in enumerate(new.shards) if s.node_id == self.node_id), -1)
-        self.map = new
-        self.ok = new.assigned == SLOTS
 
 
 def command_keys(cmd: Command, argv: list[bytes]) -> list[bytes]:

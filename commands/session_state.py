@@ -23,12 +23,12 @@ from commands.registry import CommandStats
 from store import Database, Writer
 
 if TYPE_CHECKING:
-    from commands.cluster_mode import ClusterView
     from commands.limits import Limits
     from commands.replies import Reply
     from commands.replstate import ReplicationState, ReplStream
     from commands.session import Durability, ServerState
     from commands.tracking import ClientTracking, Tracking
+    from store.slots import ClusterView
 
 
 @dataclass
@@ -109,8 +109,9 @@ class ServerCore:
         self.latency_tracking = True
         self.monitors: dict[int, Session] = {}
         self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
-        # Cluster mode's slot map and this node in it (commands.cluster_mode), else
-        # None: the dispatcher's one test per command.
+        # Cluster mode's slot map and this node in it (store.slots.ClusterView, which
+        # proxy.cluster_node keeps current), else None: the dispatcher's one test per
+        # command (commands.cluster_mode routes by it).
         self.cluster: ClusterView | None = None
 
 

@@ -18,11 +18,11 @@ import logging
 import sys
 from typing import Any
 
-from commands.cluster_mode import ClusterView
 from commands.session import ServerState
 from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
-from flusher.slotmap import SlotMapConflict, even_map, node_id_for, nodes, read_map, registry
+from flusher.slotmap import even_map, node_id_for, nodes, read_map, registry
 from flusher.slotmap import write_map as put_map
+from store.slots import ClusterView
 
 log = logging.getLogger("temporalstore")
 
@@ -118,7 +118,7 @@ async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]
         await put_map(client, cluster, new, revision)
     except (CoordinationError, ValueError) as exc:
         print(f"temporalstore cluster create: {exc}", file=sys.stderr)
-        return 1 if not isinstance(exc, SlotMapConflict) else 2
+        return 1
     finally:
         await client.close()
     for shard in new.shards:

@@ -1,7 +1,8 @@
 """Redis Cluster's hash slots: CRC16 (XMODEM, as Redis' crc16.c) of a key, or of its
 `{hash tag}`, modulo 16384; and the slot map a cluster of shards serves (which shard
 owns which slot ranges, at which config epoch), as plain data (etcd keeps it:
-flusher.slotmap; the commands read it: commands.cluster_mode).
+flusher.slotmap; the commands read it: commands.cluster_mode), and a node's view of
+it (`ClusterView`, which the server state holds in cluster mode).
 
 The hash tag, as Redis' keyHashSlot: the bytes between the first `{` and the first
 `}` after it, when there is at least one byte between them; otherwise the whole key.
@@ -122,3 +123,21 @@ class SlotMap:
             ranges = [(int(a), int(b)) for a, b in item["ranges"]]
             shards.append(Shard(str(item["node_id"]), str(item["host"]), int(item["port"]), ranges))
         return cls(int(doc["epoch"]), shards)  # type: ignore[call-overload]
+
+
+class ClusterView:
+    """What this node knows of the cluster: itself and the latest slot map."""
+
+    def __init__(self, node_id: str, host: str, port: int) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.map = SlotMap()
+        self.me = -1  # this node's shard in `map` (-1: none)
+        self.ok = False  # the map covers every slot
+
+    def apply(self, new: SlotMap) -> None:
+        """Serve `new` from now on."""
+        self.me = next((i for i, s in enumerate(new.shards) if s.node_id == self.node_id), -1)
+        self.map = new
+        self.ok = new.assigned == SLOTS
