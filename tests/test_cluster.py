@@ -6,6 +6,7 @@ hash slots themselves: tests/test_slots.py).
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import subprocess
@@ -17,7 +18,9 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from store.slots import key_slot, spread
+from flusher.coordination import etcd_client
+from flusher.slotmap import node_id_for, write_map
+from store.slots import Shard, SlotMap, key_slot, spread
 from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, unique_group
 from tests.reliability import sized
@@ -235,3 +238,26 @@ def test_redis_benchmark_cluster(cluster: Cluster) -> None:
         stats = redis.Redis(port=port).info("commandstats")
         assert stats["cmdstat_set"]["calls"] > 0 and stats["cmdstat_get"]["calls"] > 0
         assert stats["cmdstat_set"]["rejected_calls"] == 0
+
+
+def test_partial_map_is_down(cluster: Cluster) -> None:
+    """A map that leaves slots unserved: those answer -CLUSTERDOWN Hash slot not served,
+    the served ones -CLUSTERDOWN The cluster is down (cluster_state:fail), as Redis."""
+    first = cluster.nodes[0].port
+    partial = SlotMap(1, [Shard(node_id_for("127.0.0.1", first), "127.0.0.1", first, [(0, 5460)])])
+
+    async def write() -> None:
+        client = etcd_client(cluster.endpoints)
+        try:
+            await write_map(client, cluster.name, partial, 0)
+        finally:
+            await client.close()
+
+    asyncio.run(write())
+    until(lambda: _info(first)["cluster_slots_assigned"] == "5461", 20)
+    assert _info(first)["cluster_state"] == "fail"
+    assert _wire(first, b"GET", b"b") == b"-CLUSTERDOWN The cluster is down\r\n"  # slot 3300
+    assert _wire(first, b"GET", b"foo") == b"-CLUSTERDOWN Hash slot not served\r\n"
+    assert _wire(first, b"PING") == b"+PONG\r\n"
+    done = cluster.create()  # a map exists: refused, nothing changed
+    assert done.returncode == 1 and "has a slot map already (epoch 1" in done.stderr
