@@ -21,6 +21,7 @@ from mypy_extensions import mypyc_attr
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
 from store import Database, Writer
+from store.slots import ClusterView
 
 if TYPE_CHECKING:
     from commands.limits import Limits
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from commands.replstate import ReplicationState, ReplStream
     from commands.session import Durability, ServerState
     from commands.tracking import ClientTracking, Tracking
-    from store.slots import ClusterView
 
 
 @dataclass
