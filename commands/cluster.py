@@ -1,16 +1,20 @@
 """CLUSTER, READONLY, READWRITE and ASKING, as a redis-server 7.0 not in cluster mode
-answers them (TemporalStore has no Redis Cluster mode: INFO says `cluster_enabled:0`).
+answers them; in cluster mode (`--cluster-enabled yes`) the subcommands
+commands.cluster_mode implements answer from the slot map instead.
 
 CLUSTER <subcommand> [args...] · READONLY · READWRITE · ASKING
     Every subcommand Redis 7.0 has is known, with its arity and flags (so a wrong
     argument count, an unknown subcommand, and a call from a script are refused as
     Redis refuses them: CLUSTER RESET is not allowed from scripts); each then answers
     "ERR This instance has cluster support disabled", as Redis does with
-    cluster-enabled no.
+    cluster-enabled no. In cluster mode: SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT,
+    COUNTKEYSINSLOT, GETKEYSINSLOT, READONLY, READWRITE and ASKING answer
+    (commands.cluster_mode); the others still answer that.
 """
 
 from __future__ import annotations
 
+from commands.cluster_mode import HANDLERS
 from commands.errors import CommandError
 from commands.redis_table import command_data, typed_names
 from commands.registry import FLAG_NAMES, NO_FLAGS, Flag, command, container
@@ -37,10 +41,10 @@ def _register() -> None:
     top = table["cluster"]["info"]
     container("cluster", top[1], _flags(top))
     for sub in top[9]:
-        command(sub[0], sub[1], _flags(sub))(_disabled)
+        command(sub[0], sub[1], _flags(sub))(HANDLERS.get(sub[0], _disabled))
     for name in ("readonly", "readwrite", "asking"):
         info = table[name]["info"]
-        command(name, info[1], _flags(info))(_disabled)
+        command(name, info[1], _flags(info))(HANDLERS.get(name, _disabled))
 
 
 _register()

@@ -9,6 +9,7 @@ import time
 from typing import Final
 
 from commands.cleanup import unwatch_all
+from commands.cluster_mode import route as cluster_route
 from commands.common import get_string
 from commands.errors import (
     FENCED,
@@ -155,6 +156,8 @@ class Dispatcher:
         if not s.acl_all and (denied := acl_denied(s, cmd, argv)) is not None:
             return self.reject(s, denied, argv, cmd)  # NOPERM (ACL users: commands.acl)
         server: ServerCore = s.server  # its per-command fields, read directly when compiled
+        if server.cluster is not None and (moved := cluster_route(s, cmd, argv)) is not None:
+            return self.reject(s, moved, None, cmd)  # MOVED, CROSSSLOT (commands.cluster_mode)
         if server.limits.maxmemory and memory_pressed(s.server):  # commands.evict
             if memory_check(s.server) and oom_rejects(s, cmd):
                 return self.reject(s, OOM.encode(), argv, cmd)  # evicting freed too little

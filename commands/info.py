@@ -600,7 +600,7 @@ _SECTIONS: list[tuple[str, tuple[str, ...], Callable[[Session], str]]] = [
     ("Commandstats", ("commandstats",), _info_commandstats),
     ("Errorstats", ("errorstats",), _info_errorstats),
     ("Latencystats", ("latencystats",), _info_latencystats),
-    ("Cluster", ("cluster",), lambda s: "cluster_enabled:0\r\n"),
+    ("Cluster", ("cluster",), lambda s: f"cluster_enabled:{int(s.server.cluster is not None)}\r\n"),
     ("Keyspace", ("keyspace",), _info_keyspace),
 ]
 

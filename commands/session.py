@@ -43,6 +43,10 @@ class Config:
     replicaof: tuple[str, int] | None = None  # --replicaof: (host, port) of the primary
     group: str | None = None  # --group: the Sentinel protocol's master name
     etcd_endpoints: str | None = None  # --etcd-endpoints: failover and raft tables
+    # --cluster-enabled yes: a node of a Redis Cluster whose slot map is in etcd at
+    # these endpoints, under /<cluster_name>/cluster/ (flusher.slotmap); None: not.
+    cluster_etcd: str | None = None
+    cluster_name: str = "temporalstore"
     announce_host: str = "127.0.0.1"
     announce_port: int = 0  # 0: the port listened on
     flush_interval_ms: int = DEFAULTS.flush_interval_ms

@@ -22,6 +22,7 @@ from mypy_extensions import mypyc_attr
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
 from store import Database, Writer
+from store.slots import ClusterView
 
 if TYPE_CHECKING:
     from commands.invalidation import ClientTracking, Tracking
@@ -109,6 +110,10 @@ class ServerCore:
         self.latency_tracking = True
         self.monitors: dict[int, Session] = {}
         self.gate: Callable[[Session, Any, list[bytes]], Any] | None = None
+        # Cluster mode's slot map and this node in it (store.slots.ClusterView, which
+        # proxy.cluster_node keeps current), else None: the dispatcher's one test per
+        # command (commands.cluster_mode routes by it).
+        self.cluster: ClusterView | None = None
 
 
 class Session(Writer):

@@ -158,6 +158,13 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("min-replicas-max-lag", None, "as Redis: the lag in seconds (default 10)"),
     ("etcd-endpoints", None, "URL[,URL...]: join a group on etcd (failover, raft tables)"),
     (
+        "cluster-enabled",
+        "no",
+        "yes: a Redis Cluster node, primary of its own shard; the slot map is in etcd "
+        "(needs --etcd-endpoints; `temporalstore cluster create` writes it)",
+    ),
+    ("cluster-name", "temporalstore", "the cluster's name in etcd (with --cluster-enabled yes)"),
+    (
         "group",
         None,
         "answer the Sentinel protocol for this group (default with etcd: temporalstore)",
@@ -249,6 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
     export = sub.add_parser("export", help="write a point of history to a file (JSON Lines)")
     add_export_flags(export)
+    cluster = sub.add_parser("cluster", help="manage a Redis Cluster of TemporalStore nodes")
+    actions = cluster.add_subparsers(dest="action", required=True)
+    create = actions.add_parser(
+        "create", help="one shard per node, the 16384 slots spread evenly (redis-cli's way)"
+    )
+    create.add_argument("--etcd-endpoints", required=True, help="URL[,URL...] of etcd")
+    create.add_argument("--cluster-name", default="temporalstore", help="the cluster in etcd")
+    create.add_argument("nodes", nargs="+", metavar="HOST:PORT", help="the nodes (announce)")
     return p
 
 
@@ -304,6 +319,16 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     config.group = ns.group or ("temporalstore" if config.etcd_endpoints else None)
     if config.etcd_endpoints and ns.replicaof:
         raise SystemExit("temporalstore: --replicaof and --etcd-endpoints: etcd picks the primary")
+    if ns.cluster_enabled not in ("yes", "no"):
+        raise SystemExit("temporalstore: --cluster-enabled must be yes or no")
+    if ns.cluster_enabled == "yes":
+        # One node per shard for now: etcd holds the slot map, no group (failover).
+        if not config.etcd_endpoints:
+            raise SystemExit("temporalstore: --cluster-enabled yes needs --etcd-endpoints")
+        if ns.group:
+            raise SystemExit("temporalstore: --cluster-enabled yes and --group: not yet")
+        config.cluster_etcd, config.cluster_name = config.etcd_endpoints, ns.cluster_name
+        config.etcd_endpoints = config.group = None
     config.announce_host = ns.announce_host or (
         ns.host if ns.host not in ("0.0.0.0", "::") else "127.0.0.1"
     )
@@ -468,6 +493,16 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
             await server.close()
             await node.close()
             return 1
+    cluster_node = None
+    if config.cluster_etcd:
+        from proxy.cluster_node import ClusterNode
+
+        cluster_node = ClusterNode(state, config.cluster_etcd, config.cluster_name, *node.announce)
+        if (failed := await cluster_node.start()) is not None:
+            log.error("%s", failed)
+            await server.close()
+            await node.close()
+            return 1
     state.loading = False
     # Everything alive now (imports, the replayed store) is long-lived and holds no
     # cycles that matter: keep the cyclic collector from walking it again and again.
@@ -479,6 +514,8 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     await server.serve_until_stopped()
     if http is not None:
         await http.close()
+    if cluster_node is not None:
+        await cluster_node.close()
     await node.close()
     return 0
 
@@ -517,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from replay.inspect import main as inspect_main
 
         return inspect_main(ns.storage, ns.s3_endpoint_url)
+    if ns.command == "cluster":
+        from proxy.cluster_node import cluster_main
+
+        return cluster_main(ns)
     if ns.command == "export":
         from temporalstore.cli import export_main
 

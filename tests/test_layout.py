@@ -27,6 +27,7 @@ DEFERRED = {
     ("proxy/replication.py", "proxy.group"),
     ("proxy/cli.py", "proxy.metrics"),
     ("proxy/cli.py", "proxy.web"),
+    ("proxy/cli.py", "proxy.cluster_node"),  # --cluster-enabled: etcd's client
     # The command line's other subcommands (inspect: tqdm; export, import: redis-py).
     ("proxy/cli.py", "replay.inspect"),
     ("proxy/cli.py", "temporalstore.cli"),

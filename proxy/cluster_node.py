@@ -1,0 +1,135 @@
+"""A node of a Redis Cluster (`--cluster-enabled yes --etcd-endpoints URL`), and
+`temporalstore cluster create`.
+
+The node is the primary of its own shard, on its own --storage prefix (one shard per
+node in this version: no replicas, no failover per shard). It registers its announce
+address in etcd and polls the cluster's slot map there every `POLL_S`
+(flusher.slotmap), handing each new one to the commands (commands.cluster_mode), which
+route by it. Until `cluster create` has written a map, keyed commands answer
+-CLUSTERDOWN Hash slot not served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from typing import Any
+
+from commands.session import ServerState
+from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
+from flusher.slotmap import even_map, node_id_for, nodes, read_map, registry
+from flusher.slotmap import write_map as put_map
+from store.slots import ClusterView
+
+log = logging.getLogger("temporalstore")
+
+POLL_S = 0.5
+
+
+class ClusterNode:
+    """This node's registration and its view of the slot map, kept current."""
+
+    def __init__(self, state: ServerState, endpoints: str, cluster: str, host: str, port: int):
+        self.state = state
+        self.cluster = cluster
+        self.client: Any = etcd_client(endpoints)
+        self.view = ClusterView(node_id_for(host, port), host, port)
+        self.registry: NodeRegistry = registry(self.client, cluster, host, port)
+        self.revision = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> str | None:
+        """Route by the map from now on (none yet: every slot unserved), register, and
+        poll; or why not (etcd does not answer, the map is malformed)."""
+        self.state.cluster = self.view
+        try:
+            await self.registry.start()
+            await self.refresh()
+        except (CoordinationError, ValueError) as exc:
+            return f"cluster {self.cluster}: {exc}"
+        self._task = asyncio.get_running_loop().create_task(self._poll())
+        log.info("cluster %s: node %s registered", self.cluster, self.view.node_id)
+        return None
+
+    async def refresh(self) -> None:
+        """Read the map; apply it if it changed."""
+        found, revision = await read_map(self.client, self.cluster)
+        if found is not None and revision != self.revision:
+            self.view.apply(found)
+            self.revision = revision
+            log.info(
+                "cluster %s: slot map epoch %d, %d slots assigned, %s",
+                self.cluster,
+                found.epoch,
+                found.assigned,
+                "this node serves a shard" if self.view.me >= 0 else "this node has no slots",
+            )
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_S)
+            try:
+                await self.refresh()
+            except (CoordinationError, ValueError) as exc:
+                log.warning("cluster %s: cannot read the slot map (%s)", self.cluster, exc)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(CoordinationError):
+            await self.registry.close()
+        await self.client.close()
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SystemExit(f"temporalstore cluster: {text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]) -> int:
+    client = etcd_client(endpoints)
+    try:
+        old, revision = await read_map(client, cluster)
+        if old is not None:
+            print(
+                f"temporalstore cluster create: cluster {cluster} has a slot map already "
+                f"(epoch {old.epoch}, {len(old.shards)} shards)",
+                file=sys.stderr,
+            )
+            return 1
+        registered = {n.addr for n in await nodes(client, cluster)}
+        missing = [f"{h}:{p}" for h, p in addresses if f"{h}:{p}" not in registered]
+        if missing:
+            print(
+                f"temporalstore cluster create: not registered in cluster {cluster}: "
+                f"{', '.join(missing)} (started with --cluster-enabled yes and "
+                "--etcd-endpoints, at that announce address?)",
+                file=sys.stderr,
+            )
+            return 1
+        new = even_map(addresses, 1)
+        await put_map(client, cluster, new, revision)
+    except (CoordinationError, ValueError) as exc:
+        print(f"temporalstore cluster create: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await client.close()
+    for shard in new.shards:
+        first, last = shard.ranges[0]
+        print(f"{shard.node_id} {shard.host}:{shard.port} slots {first}-{last}")
+    print(f"cluster {cluster}: {len(new.shards)} shards, 16384 slots, config epoch {new.epoch}")
+    return 0
+
+
+def cluster_main(ns: argparse.Namespace) -> int:
+    addresses = [_address(a) for a in ns.nodes]
+    if len(set(addresses)) != len(addresses):
+        raise SystemExit("temporalstore cluster create: a node is named twice")
+    return asyncio.run(_create(ns.etcd_endpoints, ns.cluster_name, addresses))

@@ -1,0 +1,263 @@
+"""Redis Cluster mode (issue 28, first slice), with real processes: etcd, three nodes
+started with --cluster-enabled yes (each on its own storage), `temporalstore cluster
+create`, then redis-py's RedisCluster, `redis-cli -c` and raw sockets against them (the
+hash slots themselves: tests/test_slots.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from flusher.coordination import etcd_client
+from flusher.slotmap import node_id_for, write_map
+from store.slots import Shard, SlotMap, key_slot, spread
+from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
+from tests.etcd import EtcdCluster, unique_group
+from tests.reliability import sized
+
+KEYS = sized(10_000, 100_000)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class Cluster:
+    name: str
+    endpoints: str
+    nodes: list[ServerProcess]
+
+    def create(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "proxy.cli",
+                "cluster",
+                "create",
+                "--etcd-endpoints",
+                self.endpoints,
+                "--cluster-name",
+                self.name,
+                *(f"127.0.0.1:{n.port}" for n in self.nodes),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture
+def cluster(etcd: EtcdCluster) -> Iterator[Cluster]:
+    name = unique_group("cluster")
+    endpoints = ",".join(etcd.endpoints)
+    args = ["--cluster-enabled", "yes", "--etcd-endpoints", endpoints, "--cluster-name", name]
+    nodes: list[ServerProcess] = []
+    try:
+        for _ in range(3):
+            nodes.append(start_temporalstore(args))
+        for n in nodes:
+            until(lambda n=n: any("registered" in line for line in n.log_lines), 20)
+        yield Cluster(name, endpoints, nodes)
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def _raw(port: int, *args: object) -> object:
+    """A reply as sent (redis-py parses some CLUSTER replies into dicts)."""
+    conn = redis.Connection(port=port)
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        conn.disconnect()
+
+
+def _wire(port: int, *words: bytes) -> bytes:
+    """The bytes a node answers to inline commands (one per word group: MULTI, GET k, ...)."""
+    lines, cur = [], []
+    for w in words:
+        if w.isupper() and cur:
+            lines.append(b" ".join(cur))
+            cur = []
+        cur.append(w)
+    lines.append(b" ".join(cur))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"".join(line + b"\r\n" for line in lines))
+        out = b""
+        while out.count(b"\r\n") < len(lines):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+def _info(port: int) -> dict[str, str]:
+    """CLUSTER INFO's fields (redis-py parses the text into a dict)."""
+    info = redis.Redis(port=port, decode_responses=True).execute_command("CLUSTER INFO")
+    return {k: str(v) for k, v in info.items()}
+
+
+def test_before_create_slots_are_not_served(cluster: Cluster) -> None:
+    r = redis.Redis(port=cluster.nodes[0].port)
+    assert _info(cluster.nodes[0].port)["cluster_state"] == "fail"
+    assert _wire(cluster.nodes[0].port, b"SET", b"foo", b"bar") == (
+        b"-CLUSTERDOWN Hash slot not served\r\n"
+    )
+    assert r.ping()  # a command without keys runs
+    assert r.execute_command("CLUSTER KEYSLOT", "foo") == 12182
+    assert r.info("cluster") == {"cluster_enabled": 1}
+
+
+def test_create_then_cluster_clients(cluster: Cluster) -> None:
+    done = cluster.create()
+    assert done.returncode == 0, done.stderr
+    again = cluster.create()
+    assert again.returncode == 1 and "has a slot map already" in again.stderr
+    ports = [n.port for n in cluster.nodes]
+    for port in ports:
+        until(lambda port=port: _info(port)["cluster_state"] == "ok", 20)
+    info = _info(ports[0])
+    assert info["cluster_slots_assigned"] == "16384" and info["cluster_size"] == "3"
+
+    plain = redis.Redis(port=ports[0])
+    myid = plain.execute_command("CLUSTER MYID")
+    assert len(myid) == 40
+    slots = plain.execute_command("CLUSTER SLOTS")
+    assert [(s[0], s[1], s[2][1]) for s in slots] == [
+        (0, 5460, ports[0]),
+        (5461, 10922, ports[1]),
+        (10923, 16383, ports[2]),
+    ]
+    nodes_text = _raw(ports[0], "CLUSTER", "NODES").decode()  # type: ignore[attr-defined]
+    assert f"{myid.decode()} 127.0.0.1:{ports[0]}@{ports[0] + 10000} myself,master" in nodes_text
+    assert nodes_text.count("\n") == 3 and " 0-5460\n" in nodes_text
+    shards = plain.execute_command("CLUSTER SHARDS")
+    assert len(shards) == 3
+    for word in ("READONLY", "READWRITE", "ASKING"):
+        assert _raw(ports[0], word) == b"OK"
+
+    # MOVED with Redis' text: "foo" is slot 12182, the third node's.
+    with pytest.raises(redis.exceptions.MovedError) as moved:
+        plain.set("foo", "bar")
+    assert str(moved.value) == f"12182 127.0.0.1:{ports[2]}"
+    assert _wire(ports[0], b"GET", b"foo") == b"-MOVED 12182 127.0.0.1:%d\r\n" % ports[2]
+    # CROSSSLOT: two keys of different slots on one node (both of the first node's).
+    a, b = "b", "bar"  # slots 3300 and 5061
+    assert key_slot(a.encode()) < 5461 and key_slot(b.encode()) < 5461
+    assert key_slot(a.encode()) != key_slot(b.encode())
+    assert _wire(ports[0], b"MSET", a.encode(), b"1", b.encode(), b"2") == (
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    )
+    with pytest.raises(redis.ResponseError, match="hash to the same slot"):
+        plain.mset({a: 1, b: 2})
+    # In a transaction: the command is refused, EXEC then aborts (Redis' flagTransaction).
+    assert _wire(ports[0], b"MULTI", b"GET", b"foo", b"EXEC") == (
+        b"+OK\r\n-MOVED 12182 127.0.0.1:%d\r\n"
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n" % ports[2]
+    )
+    assert plain.mset({"{b}x": 1, "{b}y": 2})  # one slot: fine
+
+    # EXEC looks at every queued command: two slots -> CROSSSLOT, the transaction is gone.
+    assert _wire(ports[0], b"MULTI", b"SET", b"b", b"1", b"SET", b"bar", b"1", b"EXEC") == (
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    )
+    assert _wire(ports[0], b"SELECT", b"1") == b"-ERR SELECT is not allowed in cluster mode\r\n"
+    assert _wire(ports[0], b"SELECT", b"0") == b"+OK\r\n"
+
+    # redis-py's RedisCluster: writes and reads back KEYS keys across the shards.
+    rc = RedisCluster(host="127.0.0.1", port=ports[0], decode_responses=False)
+    try:
+        pipe = rc.pipeline(transaction=False)
+        for i in range(KEYS):
+            pipe.set(f"key:{i}", f"value:{i}")
+            if i % 1000 == 999:
+                pipe.execute()
+        pipe.execute()
+        got = rc.mget_nonatomic([f"key:{i}" for i in range(KEYS)])
+        assert got == [f"value:{i}".encode() for i in range(KEYS)]
+        assert rc.get("key:7") == b"value:7"
+    finally:
+        rc.close()
+    # Each key is on the shard that owns its slot, and only there.
+    total = 0
+    for port, (first, last) in zip(ports, spread(3), strict=True):
+        node = redis.Redis(port=port)
+        keys = [k for k in node.scan_iter(match="key:*", count=1000)]
+        total += len(keys)
+        assert all(first <= key_slot(k) <= last for k in keys)
+        slot = key_slot(keys[0])
+        assert node.execute_command("CLUSTER COUNTKEYSINSLOT", slot) == sum(
+            1 for k in keys if key_slot(k) == slot
+        )
+        in_slot = _raw(port, "CLUSTER", "GETKEYSINSLOT", slot, 10_000)
+        assert sorted(in_slot) == sorted(k for k in keys if key_slot(k) == slot)  # type: ignore[call-overload]
+    assert total == KEYS
+
+    # redis-cli -c follows the MOVED.
+    cli = shutil.which("redis-cli")
+    assert cli is not None
+    out = subprocess.run(
+        [cli, "-c", "-p", str(ports[0]), "GET", "key:7"], capture_output=True, text=True, timeout=30
+    )
+    assert out.stdout.strip() == "value:7", out
+
+
+def test_redis_benchmark_cluster(cluster: Cluster) -> None:
+    """`redis-benchmark --cluster` finds the three masters and spreads its SETs and GETs
+    over them, with no error reply."""
+    assert cluster.create().returncode == 0
+    ports = [n.port for n in cluster.nodes]
+    for port in ports:
+        until(lambda port=port: _info(port)["cluster_state"] == "ok", 20)
+    exe = shutil.which("redis-benchmark")
+    assert exe is not None
+    out = subprocess.run(
+        [exe, "--cluster", "-p", str(ports[0]), "-t", "set,get", "-n", "3000", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Cluster has 3 master nodes" in out.stdout
+    assert "error" not in (out.stdout + out.stderr).lower()
+    for port in ports:
+        stats = redis.Redis(port=port).info("commandstats")
+        assert stats["cmdstat_set"]["calls"] > 0 and stats["cmdstat_get"]["calls"] > 0
+        assert stats["cmdstat_set"]["rejected_calls"] == 0
+
+
+def test_partial_map_is_down(cluster: Cluster) -> None:
+    """A map that leaves slots unserved: those answer -CLUSTERDOWN Hash slot not served,
+    the served ones -CLUSTERDOWN The cluster is down (cluster_state:fail), as Redis."""
+    first = cluster.nodes[0].port
+    partial = SlotMap(1, [Shard(node_id_for("127.0.0.1", first), "127.0.0.1", first, [(0, 5460)])])
+
+    async def write() -> None:
+        client = etcd_client(cluster.endpoints)
+        try:
+            await write_map(client, cluster.name, partial, 0)
+        finally:
+            await client.close()
+
+    asyncio.run(write())
+    until(lambda: _info(first)["cluster_slots_assigned"] == "5461", 20)
+    assert _info(first)["cluster_state"] == "fail"
+    assert _wire(first, b"GET", b"b") == b"-CLUSTERDOWN The cluster is down\r\n"  # slot 3300
+    assert _wire(first, b"GET", b"foo") == b"-CLUSTERDOWN Hash slot not served\r\n"
+    assert _wire(first, b"PING") == b"+PONG\r\n"
+    done = cluster.create()  # a map exists: refused, nothing changed
+    assert done.returncode == 1 and "has a slot map already (epoch 1" in done.stderr
