@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bench import rb
 from bench.client import Client, wait_flushed
@@ -31,6 +32,8 @@ from bench.shared import (
     set_commands,
     show_server,
 )
+
+T = TypeVar("T")
 
 
 def _memory(p: Proc) -> dict[str, int]:
@@ -144,7 +147,7 @@ def item_memory_restart(s: Settings) -> dict[str, Any]:
     rs["written_lsn"] = int(_persistence(ours.port)["last_lsn"])
     rs["ours_server"] = show_server(ours)
     ours.kill9()
-    redis, rs["aof_bytes"] = _aof_redis(s.mem_keys, s)
+    redis, rs["aof_bytes"], _keys, _loaded = _aof_redis(_item4_loader(s.mem_keys, s))
     rs["redis_server"] = show_server(redis)
     ours_runs, redis_runs = _restarts(s, ours, redis, s.mem_keys, "segments")
     serving = med([r["serving_s"] for r in ours_runs])
@@ -185,24 +188,33 @@ def item_long(s: Settings) -> dict[str, Any]:
     return out
 
 
-def _aof_redis(records: int, s: Settings, *flags: str) -> tuple[Proc, int]:
-    """redis-server with an AOF holding `records` SETs (the item 4 loader), killed."""
+def _aof_redis(loader: Callable[[int], T], *flags: str) -> tuple[Proc, int, int, T]:
+    """redis-server with an AOF of what `loader(port)` wrote, killed once the AOF is
+    written: (the server, the AOF's bytes, the keys it held, what `loader` returned)."""
     aof_dir = tmpdir("aof")
     redis = start_redis("--appendonly", "yes", "--appendfsync", "no", *flags, workdir=aof_dir)
-    load(redis.port, set_commands(records, s.value_bytes))
+    loaded = loader(redis.port)
     with Client(redis.port) as c:
         while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
             time.sleep(0.1)
     time.sleep(1.5)  # appendfsync no: the AOF is written at once, fsync'd within ~1 s
+    keys = _dbsize(redis)
     redis.kill9()
-    return redis, sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file())
+    return redis, sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file()), keys, loaded
+
+
+def _item4_loader(records: int, s: Settings) -> Callable[[int], tuple[int, float]]:
+    """The item 4 loader's `records` SETs, for `_aof_redis`."""
+    return lambda port: load(port, set_commands(records, s.value_bytes))
 
 
 def _restarts(
-    s: Settings, ours: Proc, redis: Proc, records: int, what: str
+    s: Settings, ours: Proc, redis: Proc, records: int, what: str, redis_records: int = -1
 ) -> tuple[list[dict[str, Any]], list[float]]:
     """Restart both (killed) servers `s.runs` times each, alternating, each timed from
-    process creation to the first PONG and checked to hold `records` keys."""
+    process creation to the first PONG and checked to hold `records` keys (redis
+    `redis_records`, where it held another count)."""
+    want = {"ours": records, "redis": records if redis_records < 0 else redis_records}
     ours_runs: list[dict[str, Any]] = []
     redis_runs: list[float] = []
     for rep in range(s.runs):
@@ -211,10 +223,9 @@ def _restarts(
                 srv = ours = restart(ours)
             else:
                 srv = redis = restart(redis)
-            with Client(srv.port) as c:
-                keys = c.call("DBSIZE")
-            if keys != records:
-                raise RuntimeError(f"{srv.name} came back with {keys} keys, not {records}")
+            keys = _dbsize(srv)
+            if keys != want[kind]:
+                raise RuntimeError(f"{srv.name} came back with {keys} keys, not {want[kind]}")
             if kind == "ours":
                 p = _persistence(ours.port)
                 ours_runs.append(
@@ -259,7 +270,7 @@ def _checkpoint_restart(s: Settings, records: int) -> dict[str, Any]:
     }
     ours.kill9()
     children = (*_child_cpus("--aof_rewrite_cpulist"), *_child_cpus("--bgsave_cpulist"))
-    redis, out["aof_bytes"] = _aof_redis(records, s, *children)
+    redis, out["aof_bytes"], _keys, _loaded = _aof_redis(_item4_loader(records, s), *children)
     out["redis_server"] = show_server(redis)
     ours_runs, redis_runs = _restarts(s, ours, redis, records, "checkpoint")
     serving = med([r["serving_s"] for r in ours_runs])
@@ -319,50 +330,16 @@ def item_overwrite_restart(s: Settings) -> dict[str, Any]:
     out["ours_server"] = show_server(ours)
     ours.kill9()
 
-    aof_dir = tmpdir("ovwaof")
     children = (*_child_cpus("--aof_rewrite_cpulist"), *_child_cpus("--bgsave_cpulist"))
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "no", *children, workdir=aof_dir)
-    _a, out["redis_load_s"] = _overwrite_load(redis.port, s)
-    with Client(redis.port) as c:
-        while c.info("persistence").get("aof_rewrite_in_progress", "0") != "0":
-            time.sleep(0.1)
-    time.sleep(1.5)  # appendfsync no: the AOF is written at once, fsync'd within ~1 s
-    out["redis_keys"] = _dbsize(redis)
-    redis.kill9()
-    out["aof_bytes"] = sum(f.stat().st_size for f in aof_dir.rglob("*") if f.is_file())
+    redis, out["aof_bytes"], out["redis_keys"], (_a, out["redis_load_s"]) = _aof_redis(
+        lambda port: _overwrite_load(port, s), *children
+    )
     out["redis_server"] = show_server(redis)
     log(
         f"overwrite restart: ours {keys:,} keys, LSN {out['written_lsn']:,}, checkpoint "
         f"at {out['last_checkpoint_lsn']:,}; redis {out['redis_keys']:,} keys"
     )
-    ours_runs: list[dict[str, Any]] = []
-    redis_runs: list[float] = []
-    for rep in range(s.runs):
-        for kind in ["ours", "redis"] if rep % 2 == 0 else ["redis", "ours"]:
-            if kind == "ours":
-                srv = ours = restart(ours)
-                want = keys
-            else:
-                srv = redis = restart(redis)
-                want = out["redis_keys"]
-            got = _dbsize(srv)
-            if got != want:
-                raise RuntimeError(f"{srv.name} came back with {got} keys, not {want}")
-            if kind == "ours":
-                p = _persistence(ours.port)
-                ours_runs.append(
-                    {
-                        "serving_s": ours.serving_s,
-                        "checkpoint_lsn": int(p["last_checkpoint_lsn"]),
-                        "replay_records": int(p["replay_records"]),
-                        "replay_seconds": float(p["replay_seconds"]),
-                        "rss": ours.rss_bytes(),
-                    }
-                )
-            else:
-                redis_runs.append(redis.serving_s)
-            srv.kill9()
-        log(f"overwrite restart run {rep + 1}/{s.runs}: ours {ours_runs[-1]['serving_s']:.2f} s")
+    ours_runs, redis_runs = _restarts(s, ours, redis, keys, "overwrites", out["redis_keys"])
     out.update(
         {
             "ours_runs": ours_runs,
