@@ -30,27 +30,27 @@ def publish(
     own: Frames | None = None
     subs = server.channels.get(ch)
     if subs:
-        m = Push([MESSAGE, ch, msg])
-        for sub in tuple(subs.values()):
-            if sub is sender:
-                if own is None:
-                    own = Frames()
-                own.append(m)
-            else:
-                sub.push(m)
-            receivers += 1
+        receivers += len(subs)  # counted first: a push may close its client
+        own = _deliver(subs, Push([MESSAGE, ch, msg]), sender, own)
     if server.patterns:
         for pat, psubs in tuple(server.patterns.items()):
-            if not glob_match(pat, ch):
-                continue
-            m = Push([PMESSAGE, pat, ch, msg])
-            for sub in tuple(psubs.values()):
-                if sub is sender:
-                    if own is None:
-                        own = Frames()
-                    own.append(m)
-                else:
-                    sub.push(m)
-                receivers += 1
+            if glob_match(pat, ch):
+                receivers += len(psubs)
+                own = _deliver(psubs, Push([PMESSAGE, pat, ch, msg]), sender, own)
     server.stats.pubsub_messages += receivers
     return receivers, own
+
+
+def _deliver(
+    subs: dict[int, Session], m: Push, sender: Session | None, own: Frames | None
+) -> Frames | None:
+    """Push `m` to each of `subs`, but add it to `own` (made when needed) for `sender`,
+    whose messages go before its reply; returns `own`."""
+    for sub in tuple(subs.values()):
+        if sub is sender:
+            if own is None:
+                own = Frames()
+            own.append(m)
+        else:
+            sub.push(m)
+    return own
