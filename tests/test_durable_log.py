@@ -329,15 +329,9 @@ def test_checkpoints_fall_due_by_bytes_logged_counting_what_a_restart_replayed()
 
     async def body() -> None:
         objects = MemoryObjectStore()
-        store = Store(databases=2)
-        manifest, rec = await take_over(store, objects)
-        config = DurabilityConfig(
-            checkpoint_every_records=10**9,
-            checkpoint_every_seconds=10**9,
-            checkpoint_every_bytes=4000,
-        )
-        durable = DurableStore(store, objects, config, manifest, rec, FakeClock())
-        store.sink = durable.flusher
+        config = _by_bytes(4000)
+        durable = await _writer(objects, config)
+        store = durable.store
 
         async def write(target: Store, n: int, size: int) -> None:
             for i in range(n):
@@ -377,16 +371,8 @@ def test_a_big_checkpoint_falls_due_once_as_much_was_logged_after_it() -> None:
     checkpointed over and over)."""
 
     async def body() -> None:
-        objects = MemoryObjectStore()
-        store = Store(databases=2)
-        manifest, rec = await take_over(store, objects)
-        config = DurabilityConfig(
-            checkpoint_every_records=10**9,
-            checkpoint_every_seconds=10**9,
-            checkpoint_every_bytes=100,
-        )
-        durable = DurableStore(store, objects, config, manifest, rec, FakeClock())
-        store.sink = durable.flusher
+        durable = await _writer(MemoryObjectStore(), _by_bytes(100))
+        store = durable.store
         for i in range(2000):  # values zstd cannot shrink much
             store.apply(store.dbs[0], b"k%d" % i, ("set", b"%032x" % (i * 7919**5), None))
             store.commit()
@@ -409,13 +395,24 @@ def test_a_big_checkpoint_falls_due_once_as_much_was_logged_after_it() -> None:
     run(body())
 
 
-async def _writer(objects: MemoryObjectStore) -> DurableStore:
+async def _writer(
+    objects: MemoryObjectStore, config: DurabilityConfig | None = None
+) -> DurableStore:
     """A server that took `objects` over, its durable layer the store's sink."""
     store = Store(databases=2)
     manifest, rec = await take_over(store, objects)
-    durable = DurableStore(store, objects, DurabilityConfig(), manifest, rec, FakeClock())
+    durable = DurableStore(store, objects, config or DurabilityConfig(), manifest, rec, FakeClock())
     store.sink = durable.flusher
     return durable
+
+
+def _by_bytes(every: int) -> DurabilityConfig:
+    """Checkpoints by bytes logged only (`every`), never by records or time."""
+    return DurabilityConfig(
+        checkpoint_every_records=10**9,
+        checkpoint_every_seconds=10**9,
+        checkpoint_every_bytes=every,
+    )
 
 
 def test_a_fenced_server_cannot_drain() -> None:
