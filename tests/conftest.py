@@ -132,9 +132,13 @@ def start_redis(extra: list[str] | None = None) -> ServerProcess:
 
 
 def start_temporalstore(
-    extra: list[str] | None = None, env: dict[str, str] | None = None, workdir: Path | None = None
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    workdir: Path | None = None,
+    cwd: Path = ROOT,
 ) -> ServerProcess:
-    """Start `temporalstore serve --port 0` and read the port from its log line."""
+    """Start `temporalstore serve --port 0` and read the port from its log line; `cwd`:
+    the checkout whose server runs (another commit's, tools/old_image.py)."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ts-"))
     cmd = [
         sys.executable,
@@ -149,7 +153,7 @@ def start_temporalstore(
     full_env = dict(os.environ)
     full_env.update(env or {})
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env
+        cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env
     )
     assert proc.stderr is not None
     lines: list[str] = []

@@ -14,10 +14,7 @@ and its answers to the test's `queries` are kept as OUT_DIR/replies.json.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,40 +24,24 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.conftest import ServerProcess, start_temporalstore
+from tests.test_durability import kill9
 from tests.test_old_checkpoint import queries, workload
 
+NO_CHECKPOINTS = ["--checkpoint-every-records", "100000000", "--checkpoint-every-seconds", "100000"]
 
-def _start(old: Path, data: Path) -> tuple[subprocess.Popen[bytes], redis.Redis]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "proxy.cli",
-        "serve",
-        "--port",
-        "0",
-        "--storage",
-        f"file://{data}",
-        "--checkpoint-every-records",
-        "100000000",
-        "--checkpoint-every-seconds",
-        "100000",
-    ]
-    env = dict(os.environ, TEMPORALSTORE_PURE="1")
-    p = subprocess.Popen(cmd, cwd=old, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    assert p.stderr is not None
-    port = 0
-    while not port:
-        line = p.stderr.readline().decode()
-        if not line:
-            raise SystemExit("the old server exited")
-        if "listening on" in line:
-            port = int(line.rsplit(":", 1)[1].split()[0])
-    return p, redis.Redis(port=port, socket_timeout=30)
+
+def _start(old: Path, workdir: Path) -> tuple[ServerProcess, redis.Redis]:
+    """The old checkout's server (pure Python) on `workdir`/data, and a client of it."""
+    p = start_temporalstore(
+        NO_CHECKPOINTS, env={"TEMPORALSTORE_PURE": "1"}, workdir=workdir, cwd=old
+    )
+    return p, redis.Redis(port=p.port, socket_timeout=30)
 
 
 def main(old: Path, out: Path) -> None:
-    work = Path(tempfile.mkdtemp(prefix="ts-old-image-"))
-    p, r = _start(old, work / "data")
+    first = Path(tempfile.mkdtemp(prefix="ts-old-image-"))
+    p, r = _start(old, first)
     workload(r)
     r.execute_command("TS.WAITDURABLE", "0")
     r.bgsave()
@@ -70,18 +51,18 @@ def main(old: Path, out: Path) -> None:
             raise SystemExit("no checkpoint")
         time.sleep(0.05)
     r.close()
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    kill9(p)
     shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(work / "data", out / "data")
-    shutil.copytree(work / "data", work / "again")
-    p, r = _start(old, work / "again")
+    shutil.copytree(first / "data", out / "data")
+    again = Path(tempfile.mkdtemp(prefix="ts-old-image-"))
+    shutil.copytree(first / "data", again / "data")
+    p, r = _start(old, again)
     replies = queries(r)
     r.close()
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    kill9(p)
     (out / "replies.json").write_text(json.dumps(replies, indent=0) + "\n")
-    shutil.rmtree(work)
+    shutil.rmtree(first)
+    shutil.rmtree(again)
 
 
 if __name__ == "__main__":
