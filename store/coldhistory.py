@@ -210,7 +210,6 @@ class Spill:
         # how many entries they hold
         self._cache: dict[int, list[Any]] = {}
         self.cached = 0
-        self.stored = 0  # bytes held (in the file: `size`; in memory: compressed)
 
     def fresh(self) -> Spill:
         """An empty spill of the same kind, place and codec (`compact` writes into it)."""
@@ -230,22 +229,18 @@ class Spill:
             self.size = len(_HEADER)
         return self._file
 
-    def _append(self, data: bytes, at: int) -> None:
-        fd = self._fd()
-        done = 0
-        while done < len(data):
-            done += os.pwrite(fd, data[done:], at + done)
-
     def write(self, runs: list[Any]) -> list[tuple[int, int]]:
         """Append `runs` (`codec.encode`'s, one write); their (offset, length)."""
-        if self.size == 0:
-            self._fd()
+        fd = self._fd()  # made first: the file starts with its header
         offsets = []
         at = self.size
         for run in runs:
             offsets.append((at, len(run)))
             at += len(run)
-        self._append(b"".join(runs), self.size)
+        data = b"".join(runs)
+        done = 0
+        while done < len(data):
+            done += os.pwrite(fd, data[done:], self.size + done)
         self.size = at
         self.runs += len(runs)
         return offsets
@@ -264,35 +259,23 @@ class Spill:
         found = cache.pop(ref, None)
         if found is not None:
             self.cached -= len(found)
-            if not free:
-                cache[ref] = found  # the newest again
-                self.cached += len(found)
-                return found
-        first = ref
-        runs: list[list[Any]] = []
-        while ref:
-            offset, length = _ref_span(ref)
-            if free:
-                self.dead += length
+        if found is None or free:  # read the runs: for their entries, or to free them
+            runs: list[list[Any]] = []
+            link = ref
+            while link:
+                offset, length = _ref_span(link)
+                if free:
+                    self.dead += length
+                link, run = self.codec.decode(self.read(offset, length))
+                runs.append(run)
             if found is None:
-                ref, entries = self.codec.decode(self.read(offset, length))
-                runs.append(entries)
-            else:
-                ref = self.codec.decode(self.read(offset, length))[0] if free else 0
-        if found is not None:
-            return found
-        if len(runs) == 1:
-            out = runs[0]
-        else:
-            out = []
-            for entries in reversed(runs):
-                out.extend(entries)
-        if not free:
+                found = runs[0] if len(runs) == 1 else [e for r in reversed(runs) for e in r]
+        if not free:  # kept at hand, the newest
             while cache and (len(cache) >= _CACHE_RUNS or self.cached > _CACHE_ENTRIES):
                 self.cached -= len(cache.pop(next(iter(cache))))
-            cache[first] = out
-            self.cached += len(out)
-        return out
+            cache[ref] = found
+            self.cached += len(found)
+        return found
 
     def close(self) -> None:
         self._cache.clear()
@@ -339,6 +322,7 @@ class MemorySpill(Spill):
         self._pages: list[bytes] = []
         self._open: dict[int, bytes] = {}  # page -> its bytes, the newest _OPEN_PAGES
         self.size = 0  # bytes of runs written, before compression (`dead` is of them)
+        self.stored = 0  # the compressed pages' bytes
 
     def fresh(self) -> Spill:
         return MemorySpill(self.directory, self.codec)
@@ -383,8 +367,7 @@ class MemorySpill(Spill):
         return data[at : at + length]
 
     def close(self) -> None:
-        self._cache.clear()
-        self.cached = 0
+        super().close()
         self._open.clear()
         self._pages = []
 
