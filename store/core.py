@@ -10,9 +10,8 @@ kept in checkpoints. The features (reads in the past `asof`, `views`, `branches`
 history out of memory `coldhistory`, the commit's common cases `commitpath`,
 checkpoint images `image`, replay in bulk `bulkreplay`) take a `StoreCore` and
 never import the Store; `store.keyspace.Store` extends it with the commit and with
-what the features make (branches, views, the tierer) and is the only module that
-imports them. Where a feature needs the Store's own work, the core declares it as a
-hook the Store implements (`replay`).
+what the features make (branches, views, the tierer). Where a feature needs the
+Store's own work, the core declares it as a hook the Store implements (`replay`).
 
 A real class, not a Protocol: compiled (tools/compiled.py), the features read its
 fields and call its methods natively.
@@ -385,7 +384,7 @@ class StoreCore:
 
     def _take_tails(self) -> None:
         """Move the commits' LSNs and times from the tails into the arrays: the LSNs
-        as bytes made from the range (`bulkreplay.lsn_bytes`), the times one run at a
+        as bytes made from the range (`lsn_bytes`), the times one run at a
         time, the bytes of its time repeated (one `struct` call per run, where one per
         commit cost ~280 instructions a commit)."""
         n = self._tail_n

@@ -5,8 +5,8 @@ of store/'s layers.
 build on) with the commit and with what the features make of the keyspace: reads in
 the past (`store.asof`), views (`store.views`), branches (`store.branches`), history
 out of memory (`store.coldhistory`), checkpoint images (`store.image`) and replay in
-bulk (`store.bulkreplay`). It is the one module of the package that imports them;
-none of them imports it.
+bulk (`store.bulkreplay`). None of them imports it (the layers contract of store/ in
+pyproject.toml).
 
 A write is a transaction on the store. `begin` names the command (and who it
 writes for) and returns a savepoint; `apply` (the core's) mutates through `store.ops`
