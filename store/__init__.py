@@ -3,12 +3,14 @@
 The package owns: numbered databases of values with expiry (`database`), values
 and the ops that change them with their undo (`values`, `ops`, `stream`; what an op
 is, at the bottom: `opnames`), each key's version chain (`chains`), what history is
-kept (`policy`), reads in the past (`asof`), branches (`branches`), the update records
-a commit produces and the sink that receives them (`records`), and the `Store`
-(`keyspace`): the
+kept (`policy`), the update records a commit produces and the sink that receives them
+(`records`); the keyspace's state and the operations its features build on
+(`core`: `StoreCore`); the features, built on it and never importing the `Store`:
+reads in the past (`asof`), views (`views`), branches (`branches`), history out of
+memory (`coldhistory`), the commit's common cases (`commitpath`), checkpoint images
+(`image`) and replay in bulk (`bulkreplay`); and on top the `Store` (`keyspace`): the
 transaction (begin, apply, commit or roll back) at the single commit point that
-assigns LSNs and hands records to the sink, and replay of persisted records (in
-bulk where it can: `bulkreplay`)."""
+assigns LSNs and hands records to the sink, and replay of persisted records."""
 
 from store.native import extend as _extend
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn, undo_ops
+from store.core import StoreCore
 from store.database import Database
 from store.ops import RESTORE, apply_op
 from store.values import copy_value
-
-if TYPE_CHECKING:
-    from store.keyspace import Store
 
 
 class PrunedError(Exception):
@@ -44,7 +42,7 @@ def undo_versions(
     return scratch.data.get(key), scratch.expires.get(key)
 
 
-def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
+def value_as_of(store: StoreCore, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:
     """The key's (value, expire_ms) just after `lsn`: find the version by bisection,
     start from the nearest newer full copy (or the latest value) and undo at most
     SNAPSHOT-EVERY versions. Raises PrunedError where retention has removed it.
@@ -93,7 +91,7 @@ def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int 
 
 
 def states_back(
-    store: Store, ident: Any, key: bytes, chain: Sequence[VersionEntry], lsns: Iterable[int]
+    store: StoreCore, ident: Any, key: bytes, chain: Sequence[VersionEntry], lsns: Iterable[int]
 ) -> Iterator[tuple[Any, int | None]]:
     """The key's (value, expire_ms) just after each of `lsns` (descending LSNs of
     `chain`, the chain the caller reads: a view's is a prefix of the main line's).

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from store import database as _database
 from store.accounting import payload_bytes
-from store.asof import undo_versions
+from store.asof import undo_versions, value_as_of
 from store.chains import V_CMD, V_LSN, V_META, V_TIME, V_UNDO, _entry_lsn, compact_undo, undo_ops
+from store.core import StoreCore
 from store.database import Database
 from store.records import WriteMeta
 from store.values import copy_value
-
-if TYPE_CHECKING:
-    from store.keyspace import Store
 
 _MISSING = object()
 
@@ -108,7 +106,7 @@ class Overlay(MutableMapping[bytes, Any]):
 class _BaseAt:
     """The parent's values (or expiries) as of the fork, computed on first use."""
 
-    def __init__(self, store: Store, source: Any, fork_lsn: int, expiries: bool) -> None:
+    def __init__(self, store: StoreCore, source: Any, fork_lsn: int, expiries: bool) -> None:
         self.store = store
         self.source = source  # the parent database: a number (main line) or (branch, number)
         self.fork_lsn = fork_lsn
@@ -120,7 +118,7 @@ class _BaseAt:
     def state(self, key: bytes) -> tuple[Any, int | None]:
         st = self.cache.get(key)
         if st is None:
-            st = self.store.value_as_of(self.source, key, self.fork_lsn)
+            st = value_as_of(self.store, self.source, key, self.fork_lsn)
             self.cache[key] = st
         return st
 
@@ -157,7 +155,7 @@ class BranchDatabase(Database):
     """One numbered database of a branch."""
 
     def __init__(
-        self, store: Store, branch: bytes, index: int, fork_lsn: int, parent: bytes | None
+        self, store: StoreCore, branch: bytes, index: int, fork_lsn: int, parent: bytes | None
     ) -> None:
         super().__init__(index, store._expired)
         self.chains.time_of = store.time_of
@@ -211,7 +209,7 @@ class BranchDatabase(Database):
         """The key on this branch just after `lsn`."""
         chain = self.chains.get(key)
         if not chain or lsn < chain[0][V_LSN]:
-            return self.store.value_as_of(self.parent_ident, key, min(lsn, self.fork_lsn))
+            return value_as_of(self.store, self.parent_ident, key, min(lsn, self.fork_lsn))
         newer = chain[bisect_right(chain, lsn, key=_entry_lsn) :]
         return undo_versions(key, self.data.get(key), self.expires.get(key), reversed(newer))
 
@@ -219,7 +217,7 @@ class BranchDatabase(Database):
 class Branch:
     def __init__(
         self,
-        store: Store,
+        store: StoreCore,
         name: bytes,
         fork_lsn: int,
         created_ms: int,
@@ -249,7 +247,7 @@ class Branches(dict[bytes, Branch]):
     checkpoints. A branch of a branch names its parent; one of the main line has none
     (records written before branches of branches existed have no fourth field)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreCore) -> None:
         super().__init__()
         self.store = store
 

@@ -7,20 +7,19 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from store.accounting import COMPACT_STRING_BYTES, PACKED_BYTES, entry_bytes
 from store.chains import _CMD_BITS, _CMD_MASK, StoredUndo, VersionEntry, _cmd_codes, _cmd_names
+from store.core import StoreCore, lsn_bytes
 from store.dataset import STRING_KEY_BYTES
 from store.ops import CREATED, RESTORE, SET
 from store.records import LsnMismatch, UpdateRecord
 
 if TYPE_CHECKING:
     from store.database import Database
-    from store.keyspace import Store
 
 _FIRST = operator.itemgetter(0)
 _dict_get: Final = dict.get  # a slot as it is (Chains.get unpacks)
@@ -28,45 +27,9 @@ BULK_RUN = 256
 """Records replay tries to apply in bulk at a time (`_replay_run`): runs this
 short keep what the passes over them touch in the CPU's caches."""
 
-# `lsn_bytes`: the 256 low bytes, each alone, joined by the other seven bytes of an LSN.
-_LOW_BYTES = [bytes([i]) for i in range(256)]
-_LITTLE = sys.byteorder == "little"
-_LSN_LIMIT = 1 << 63
-_pack_q = struct.Struct("=q").pack  # an `array("q")` item: native order and size
-
-
-def _joined(high: int, lows: list[bytes]) -> bytes:
-    """The LSNs `high * 256 + low` for each of `lows` (one byte each, at least one)
-    as `array('q')` holds them."""
-    rest = high.to_bytes(7, sys.byteorder)
-    joined = rest.join(lows)
-    return joined + rest if _LITTLE else rest + joined
-
-
-def run_bytes(times: list[int], starts: list[int], n: int) -> bytes:
-    """The `array("q")` bytes of `n` commit times given as runs: run i is
-    `times[i]`, from item `starts[i]` up to the next run's start (or `n`)."""
-    ends = [*starts[1:], n]
-    return b"".join([_pack_q(t) * (e - s) for t, s, e in zip(times, starts, ends, strict=True)])
-
-
-def lsn_bytes(first: int, n: int) -> bytes:
-    """The LSNs `first` to `first + n - 1` as the version index's `array('q')`
-    holds them (its bytes), without an int object per LSN for `struct.pack` to
-    parse or `array.extend` to convert: up to 256 consecutive LSNs span at most two
-    blocks of 256 that share their seven high bytes, so their bytes are the low
-    bytes joined by those seven (`bytes.join`, in C; half the instructions)."""
-    if not 0 < n <= 256 or first < 0 or first + n > _LSN_LIMIT:
-        return struct.pack(f"{n}q", *range(first, first + n))
-    high, low = divmod(first, 256)
-    end = low + n
-    if end <= 256:
-        return _joined(high, _LOW_BYTES[low:end])
-    return _joined(high, _LOW_BYTES[low:]) + _joined(high + 1, _LOW_BYTES[: end - 256])
-
 
 def replay_records(
-    store: Store,
+    store: StoreCore,
     rows: Iterator[Any],
     typed: Callable[[Any], UpdateRecord],
     expected: int,
@@ -97,7 +60,7 @@ def replay_records(
     return expected, applied
 
 
-def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
+def _replay_run(store: StoreCore, chunk: list[Any], lo: int, hi: int, expected: int) -> bool:
     """Apply `chunk[lo:hi]` at once if every record in it is the common one (a
     SET without TTL, no metadata, creating a distinct key absent from one main
     database, LSNs from `expected` on) as `replay_rows` would; False (nothing
@@ -142,7 +105,7 @@ def _replay_run(store: Store, chunk: list[Any], lo: int, hi: int, expected: int)
 
 
 def apply_run(
-    store: Store,
+    store: StoreCore,
     dbi: int,
     keys: Sequence[bytes],
     values: Sequence[bytes],
@@ -205,7 +168,9 @@ def apply_run(
     return True
 
 
-def _index_run(store: Store, dbi: int, keys: Sequence[bytes], time_bytes: bytes, lsn: int) -> None:
+def _index_run(
+    store: StoreCore, dbi: int, keys: Sequence[bytes], time_bytes: bytes, lsn: int
+) -> None:
     """The time and version index of a run of one-key commits from `lsn` on, one
     per key of `keys` in database `dbi` (as `Store.replay` adds them, one by one)."""
     n = len(keys)
@@ -225,7 +190,7 @@ def _index_run(store: Store, dbi: int, keys: Sequence[bytes], time_bytes: bytes,
 
 
 def _apply_overwrites(
-    store: Store,
+    store: StoreCore,
     db: Database,
     keys: Sequence[bytes],
     values: Sequence[bytes],
@@ -335,7 +300,7 @@ def _apply_overwrites(
 
 
 def replay_rows(
-    store: Store,
+    store: StoreCore,
     rows: Iterable[Any],
     typed: Callable[[Any], UpdateRecord],
     expected: int,

@@ -12,8 +12,8 @@ again after more writes costs only its new entries.
 Readers see nothing of it: `Chains.get` (and `[]`, `items`, `values`) gives the whole
 chain, the cold entries read back (`pread`) in front of the ones in memory. Writers
 append to the part in memory; retention that cuts a chain first takes its cold entries
-back in (`warm`), and the tierer flattens a key's runs into one, cut by retention,
-once they hold twice what retention keeps.
+back in (`StoreCore.warm`, store.core), and the tierer flattens a key's runs into one,
+cut by retention, once they hold twice what retention keeps.
 
 The spill file is a cache of this process: object storage stays the durable copy
 (checkpoints read the cold entries through `Chains.get`, in the checkpoint child too:
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, Final
 import zstandard
 
 from store.accounting import PACKED_BYTES, chain_bytes
+from store.core import StoreCore
 
 if TYPE_CHECKING:
     from store.database import Database
-    from store.keyspace import Store
 
 # A cold reference packs, from the high bits down: the run's offset in the file, its
 # length (32 bits), the key's cold entries when its runs were last flattened (`base`,
@@ -415,7 +415,7 @@ class MemorySpill(Spill):
         self._pages = []
 
 
-def attach(store: Store, directory: str | None, memory: bool = False) -> Spill:
+def attach(store: StoreCore, directory: str | None, memory: bool = False) -> Spill:
     """Give `store`'s databases a spill file in `directory` (made when first used), or
     with `memory`, frozen history in memory (`MemorySpill`)."""
     spill = store.spill = MemorySpill(directory) if memory else Spill(directory)
@@ -424,7 +424,7 @@ def attach(store: Store, directory: str | None, memory: bool = False) -> Spill:
     return spill
 
 
-def use_kind(store: Store, kind: str) -> None:
+def use_kind(store: StoreCore, kind: str) -> None:
     """Make `store`'s spill of `kind` ("memory" or "file"), moving what the other one
     holds (`compact`: stop-the-world, O(history out of plain entries)); a setting
     changed at run time (`history-memory`) takes effect this way."""
@@ -442,28 +442,14 @@ def make_ref(offset: int, length: int, base: int, total: int, runs: int = 1) -> 
     return ((span << _COUNT_BITS | base) << _COUNT_BITS | total) << _RUN_BITS | min(runs, _RUN_MASK)
 
 
-def hot_bytes(store: Store) -> int:
+def hot_bytes(store: StoreCore) -> int:
     """Estimated bytes of the main line's history in memory that could move out (not
     the packed creations: one int each, as small as a cold reference)."""
     mem = store.mem
     return mem.main_bytes - mem.cold_bytes - mem.main_packed * PACKED_BYTES
 
 
-def warm(store: Store, db: Database, key: bytes, chain: list[Any]) -> int:
-    """Take `key`'s cold entries back into memory, in front of `chain` (the part in
-    memory, changed in place); how many came back."""
-    chains = db.chains
-    ref = chains.cold.pop(key, None)
-    if ref is None:
-        return 0
-    entries = chains.spill.entries(ref, free=True)
-    chain[:0] = entries
-    store.mem.cold_bytes -= chain_bytes(entries)
-    store.mem.cold_versions -= len(entries)
-    return len(entries)
-
-
-def _flatten_due(store: Store, key: bytes, ref: int, n: int) -> bool:
+def _flatten_due(store: StoreCore, key: bytes, ref: int, n: int) -> bool:
     """Whether `key`'s runs (`ref`) and its `n` entries in memory are to be cut by
     retention and written as one run now. Frozen in memory, also before a key would
     have more than `_FREEZE_RUNS` runs: a reader decompresses a page for each."""
@@ -481,7 +467,7 @@ class Tierer:
     the keys of every database in turn (a list of them taken per round), a step at a
     time (`step`)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreCore) -> None:
         self.store = store
         self._db = -1  # the database being walked (the first step starts at 0)
         self._keys: list[bytes] = []
@@ -546,7 +532,7 @@ class Tierer:
                 continue
             ref = cold.get(key, 0) if cold else 0
             if ref and _flatten_due(store, key, ref, len(chain)):
-                warm(store, db, key, chain)
+                store.warm(db, key, chain)
                 cut = store._retention_cut(key, chain)
                 if cut:
                     store._trim(db, key, chain, cut)
@@ -583,7 +569,7 @@ class Tierer:
         return len(moved)
 
 
-def compact(store: Store, into: Spill | None = None) -> None:
+def compact(store: StoreCore, into: Spill | None = None) -> None:
     """Write every key's cold entries, one run per key, to a new spill (`into`, else
     one of the same kind) and drop the old one (its dead runs with it)."""
     old: Spill | None = store.spill

@@ -30,6 +30,7 @@ from store.accounting import (
     entry_bytes,
 )
 from store.chains import V_META, V_TIME, V_UNDO, StoredUndo, VersionEntry, _entry_time, compact_undo
+from store.core import TRIM_STEP, StoreCore
 from store.dataset import STRING_KEY_BYTES, counted_apply_on
 from store.ops import CREATED, HSETF, POP_ONE_LEFT, POP_ONE_RIGHT, RESTORE, SET, Op, Undo
 from store.records import WriteMeta
@@ -37,13 +38,9 @@ from store.values import copy_value
 
 if TYPE_CHECKING:
     from store.database import Database
-    from store.keyspace import Store
 
 _dict_get: Final = dict.get
 UNREAD: Final = object()  # set_string's `read` when the caller has not read the key
-# A chain that a pin stopped trimming is tried again after this many more versions, so
-# the check (and its pinned accounting) costs O(1) amortized per write.
-TRIM_STEP: Final = 64  # a power of two (`Store.trim_versions` masks with it)
 
 
 class _OneCmd:
@@ -74,7 +71,7 @@ def one_cmd(cmd: str) -> tuple[str, ...]:
 
 
 def version_one(
-    store: Store,
+    store: StoreCore,
     dbi: Any,
     key: bytes,
     undo: Undo,
@@ -147,7 +144,7 @@ def version_one(
 
 
 def version_key(
-    store: Store,
+    store: StoreCore,
     dbi: Any,
     key: bytes,
     undo: Undo,
@@ -226,7 +223,7 @@ def version_key(
 
 
 def set_string(
-    store: Store, db: Database, key: bytes, value: bytes, ttl: Any = None, read: Any = UNREAD
+    store: StoreCore, db: Database, key: bytes, value: bytes, ttl: Any = None, read: Any = UNREAD
 ) -> None:
     """`store.apply(db, key, (SET, value, ttl))` for a bytes `value` and `ttl` None (the
     key's expiry cleared) or KEEP_TTL: the same op, undo, expiry change and dataset
@@ -258,7 +255,7 @@ def set_string(
     store.pending.append((db.ident, key, (SET, value, ttl), undo, store.cmd))
 
 
-def apply_on(store: Store, db: Database, key: bytes, op: Op, old: Any) -> Undo:
+def apply_on(store: StoreCore, db: Database, key: bytes, op: Op, old: Any) -> Undo:
     """`store.apply(db, key, op)` where `old` is what `db.get(key)` just returned (a
     handler's read of the value it changes): the op and the dataset's count take it
     instead of looking the key up again (`get` removed an expired key, so it is what

@@ -49,13 +49,13 @@ from store.chains import (
     translate_codes,
     undo_ops,
 )
+from store.core import StoreCore
 from store.ops import CREATED
 from store.policy import Snapshot
 from store.records import WriteMeta
 
 if TYPE_CHECKING:
     from store.database import Database
-    from store.keyspace import Store
 
 BATCH = 4096
 """Keys per batch item."""
@@ -66,7 +66,7 @@ _INT = {int}
 _BYTES = {bytes}
 
 
-def export_image(store: Store) -> Iterator[Any]:
+def export_image(store: StoreCore) -> Iterator[Any]:
     """The header map, then every item, of the store as it is now."""
     yield {
         "lsn": store.lsn,
@@ -209,7 +209,7 @@ def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) ->
     return (db.index, key, value, db.expires.get(key), chain, db.floors.get(key))
 
 
-def import_image(store: Store, head: dict[str, Any], items: Iterator[Any]) -> int:
+def import_image(store: StoreCore, head: dict[str, Any], items: Iterator[Any]) -> int:
     """Fill an empty store from an image's header and items; return its LSN. The
     caller has checked that the store has at least `head["databases"]` databases."""
     store.index_lsns = array("q", head["index_lsns"])

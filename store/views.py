@@ -17,15 +17,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from store.accounting import payload_bytes
 from store.asof import PrunedError, value_as_of
 from store.chains import VersionEntry, _entry_lsn
+from store.core import StoreCore
 from store.database import Database
-
-if TYPE_CHECKING:
-    from store.keyspace import Store
 
 _MISSING = (None, None)
 
@@ -33,7 +31,7 @@ _MISSING = (None, None)
 class _PointStates:
     """Each key's (value, expire) at the point, computed on first use."""
 
-    def __init__(self, store: Store, dbi: int, lsn: int, at_ms: int) -> None:
+    def __init__(self, store: StoreCore, dbi: int, lsn: int, at_ms: int) -> None:
         self.store = store
         self.dbi = dbi
         self.lsn = lsn
@@ -151,7 +149,7 @@ class _Chains(Mapping[bytes, list[VersionEntry]]):
 class ViewDatabase(Database):
     """Database `dbi` just after `lsn`, read-only, with its clock stopped at `at_ms`."""
 
-    def __init__(self, store: Store, dbi: int, lsn: int, at_ms: int) -> None:
+    def __init__(self, store: StoreCore, dbi: int, lsn: int, at_ms: int) -> None:
         super().__init__(dbi)
         main = store.dbs[dbi]
         self.lsn = lsn
@@ -166,7 +164,7 @@ class ViewDatabase(Database):
         return self.states.nbytes
 
 
-def make_view(store: Store, dbi: int, lsn: int, at_ms: int) -> ViewDatabase:
+def make_view(store: StoreCore, dbi: int, lsn: int, at_ms: int) -> ViewDatabase:
     """A view of database `dbi` at `lsn` (O(1)); PrunedError if trimming has dropped
     some key's state there."""
     main = store.dbs[dbi]

@@ -17,7 +17,8 @@ import pytest
 from flusher.codec import decode_records, encode_records
 from flusher.plainunpack import BodyRecords, replay_records
 from store import R_LSN, Store
-from store.bulkreplay import BULK_RUN, apply_run, lsn_bytes
+from store.bulkreplay import BULK_RUN, apply_run
+from store.core import lsn_bytes
 from store.policy import HistoryPolicy
 from store.records import UpdateRecord
 from store.values import copy_value

@@ -1,7 +1,7 @@
 """The package layout the code review holds us to: modules of a readable size, no
 project import hidden inside a function, and no import loop between project modules
 (the import-linter contracts in pyproject.toml, run by `make test`, hold the direction
-of the imports between packages and between the layers of `commands`)."""
+of the imports between packages and between the layers of `commands` and of `store`)."""
 
 from __future__ import annotations
 
@@ -31,30 +31,6 @@ DEFERRED = {
     # The command line's other subcommands (inspect: tqdm; export, import: redis-py).
     ("proxy/cli.py", "replay.inspect"),
     ("proxy/cli.py", "temporalstore.cli"),
-}
-
-
-# Import loops not yet taken apart, each the set of modules that reach each other.
-# When a loop is gone, delete its entry here (test_known_import_loops_still_exist fails
-# until it is).
-KNOWN_IMPORT_LOOPS = {
-    # store/: at run time the keyspace imports the features it is made of and none of
-    # them imports it (store.image did, for names the keyspace re-exports); they name
-    # `Store` in annotations only (`if TYPE_CHECKING:`), which the compiled build needs
-    # to read its fields directly. Putting the keyspace at the bottom means a base class
-    # of the fields they read, below them, and the composed `Store` above them.
-    frozenset(
-        {
-            "store.asof",
-            "store.branches",
-            "store.bulkreplay",
-            "store.coldhistory",
-            "store.commitpath",
-            "store.image",
-            "store.keyspace",
-            "store.views",
-        }
-    ),
 }
 
 
@@ -147,12 +123,11 @@ def _type_checking_imports(tree: ast.Module) -> set[ast.AST]:
     }
 
 
-def import_graph(annotations: bool = True) -> dict[str, set[str]]:
+def import_graph() -> dict[str, set[str]]:
     """Which project modules each project module imports: every import statement
     counts, at module level, under `if TYPE_CHECKING:` (annotations are read too) and
     inside functions (the DEFERRED ones), but for imports of ANNOTATION_ONLY modules
-    made only under `if TYPE_CHECKING:` (none of those with `annotations=False`: the
-    imports that run). `from package import name` is an import of
+    made only under `if TYPE_CHECKING:`. `from package import name` is an import of
     `package.name` when that is a module, else of `package`; the package a module sits
     in, which Python imports first, is not counted (as import-linter does not)."""
     names = _module_names()
@@ -185,9 +160,7 @@ def import_graph(annotations: bool = True) -> dict[str, set[str]]:
         graph[name] = {
             t
             for t, at_run_time in targets.items()
-            if t is not None
-            and t != name
-            and (at_run_time or (annotations and t not in ANNOTATION_ONLY))
+            if t is not None and t != name and (at_run_time or t not in ANNOTATION_ONLY)
         }
     return graph
 
@@ -236,22 +209,10 @@ def import_loops(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 def test_no_import_loop_between_project_modules() -> None:
     """No two project modules import each other, directly or through others (issue
-    30), but for KNOWN_IMPORT_LOOPS."""
-    new = [sorted(loop) for loop in import_loops(import_graph()) if loop not in KNOWN_IMPORT_LOOPS]
-    assert not new, f"modules that import each other (directly or through others): {new}"
-
-
-def test_no_import_loop_at_run_time() -> None:
-    """What runs (imports at module level and deferred ones) has no loop at all, the
-    known loops included: theirs close through annotations only."""
-    loops = [sorted(loop) for loop in import_loops(import_graph(annotations=False))]
-    assert not loops, f"modules that import each other at run time: {loops}"
-
-
-def test_known_import_loops_still_exist() -> None:
-    loops = import_loops(import_graph())
-    gone = [sorted(loop) for loop in KNOWN_IMPORT_LOOPS if loop not in loops]
-    assert not gone, f"no longer loops: delete them from KNOWN_IMPORT_LOOPS: {gone}"
+    30): counting the imports made for annotations only (`if TYPE_CHECKING:`, but
+    for ANNOTATION_ONLY's), so also none of the imports that run."""
+    loops = [sorted(loop) for loop in import_loops(import_graph())]
+    assert not loops, f"modules that import each other (directly or through others): {loops}"
 
 
 def test_the_loop_finder_finds_loops() -> None:

@@ -17,7 +17,8 @@ from flusher import plainunpack
 from flusher.codec import decode_records, encode_record, encode_records
 from flusher.plainunpack import BodyRecords, replay_records
 from store import R_LSN, R_META, R_TIME, Store, native
-from store.bulkreplay import BULK_RUN, apply_run, lsn_bytes
+from store.bulkreplay import BULK_RUN, apply_run
+from store.core import lsn_bytes
 from store.keyspace import LsnMismatch
 from store.records import UpdateRecord
 from store.values import copy_value

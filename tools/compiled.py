@@ -70,6 +70,7 @@ MODULES = [
     "store/bulkreplay.py",
     "store/chains.py",
     "store/commitpath.py",
+    "store/core.py",
     "store/database.py",
     "store/dataset.py",
     "store/image.py",
