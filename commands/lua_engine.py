@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import lupa.lua51 as lupa
 
 from commands import lua_bytecode, lua_libs
+from commands.cluster_mode import DOWN, SELECT_REFUSED
+from commands.cluster_mode import route as cluster_route
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
 from commands.errors import NOREPLICAS, READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
@@ -93,6 +95,11 @@ TS_ALLOWED = frozenset(
 LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
 SLICE = 0.05  # seconds a timed-out script's commands run at a stretch (the loop waits)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
+# Redis 7.0's scriptVerifyClusterState, in cluster mode: a command of the script whose
+# keys this node would not serve (another shard's slot, an unserved slot, two slots in
+# one command) fails; so does any keyed command while the cluster is down.
+NON_LOCAL = b"ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
 
@@ -698,9 +705,25 @@ class ScriptEngine:
             and cmd.flags & Flag.DENYOOM
         ):
             return OOM.encode()
+        if server.cluster is not None:
+            return _cluster_refusal(run.session, cmd, argv)
         return None
 
-    # -- conversions ------------------------------------------------------------------
+
+def _cluster_refusal(s: Session, cmd: Command, argv: list[bytes]) -> bytes | None:
+    """Why a script's command may not run on this node of a cluster (Redis 7.0's
+    scriptVerifyClusterState), else None: the routing check a client's command gets,
+    its redirections turned into the script's errors. Keys of another slot that this
+    node also serves are allowed, as in Redis (only the declared keys route the call)."""
+    if cmd.name in ("exec", "select"):  # EXEC is not allowed; SELECT: its own error
+        return SELECT_REFUSED if cmd.name == "select" and argv[1] != b"0" else None
+    refused = cluster_route(s, cmd, argv)
+    if refused is None:
+        return None
+    return SCRIPT_DOWN if refused == DOWN else NON_LOCAL
+
+
+# -- conversions ----------------------------------------------------------------------
 
 
 def _number(v: Any) -> float | None:
