@@ -62,17 +62,22 @@ def test_compose_wires_minio_bucket_etcd_and_three_nodes() -> None:
     assert f"local/{bucket}" in services["create-bucket"]["entrypoint"]
 
 
-@pytest.mark.parametrize("name", sorted(NODES))
-def test_each_node_reads_its_environment_as_that_node(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The image's command line (its CMD) with the node's environment."""
-    for var, value in _services()[name]["environment"].items():
+def _image_config(environment: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The server's config from the image's command line (its CMD) with a service's
+    environment."""
+    for var, value in environment.items():
         monkeypatch.setenv(var, str(value))
     cmd = next(
         line for line in (DOCKER / "Dockerfile").read_text().splitlines() if line.startswith("CMD")
     )
-    config = config_from_args(build_parser().parse_args(["serve", *json.loads(cmd[3:])]))
+    return config_from_args(build_parser().parse_args(["serve", *json.loads(cmd[3:])]))
+
+
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_each_node_reads_its_environment_as_that_node(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _image_config(_services()[name]["environment"], monkeypatch)
     assert (config.host, config.port) == ("0.0.0.0", 6379)
     assert config.group == "temporalstore"
     assert (config.announce_host, config.announce_port) == (name, 6379)
@@ -231,12 +236,7 @@ def test_cluster_compose_wires_three_shards_and_cluster_create() -> None:
 def test_each_shard_reads_its_environment_as_a_cluster_node(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for var, value in _cluster_services()[name]["environment"].items():
-        monkeypatch.setenv(var, str(value))
-    cmd = next(
-        line for line in (DOCKER / "Dockerfile").read_text().splitlines() if line.startswith("CMD")
-    )
-    config = config_from_args(build_parser().parse_args(["serve", *json.loads(cmd[3:])]))
+    config = _image_config(_cluster_services()[name]["environment"], monkeypatch)
     assert (config.cluster_etcd, config.cluster_name) == ("http://etcd:2379", "temporalstore")
     assert (config.announce_host, config.announce_port) == (name, 6379)
     assert config.storage == f"s3://temporalstore/{name}"
