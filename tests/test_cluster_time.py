@@ -15,7 +15,8 @@ import redis
 from redis.cluster import RedisCluster
 
 from flusher.slotmap import node_id_for
-from tests.conftest import until
+from tests.conftest import start_temporalstore, until
+from tests.etcd import EtcdCluster, unique_group
 from tests.test_cluster import Cluster, _created, cluster  # noqa: F401
 from tests.test_cluster_clients import owner
 
@@ -119,3 +120,30 @@ def test_seal_and_checkout_across_shards(cluster: Cluster) -> None:  # noqa: F81
     assert isinstance(conns[ports[0]].execute_command("TS.SHARDSEAL", "mine"), int)
     assert b"mine" in _snapshots(ports[0]) and b"mine" not in _snapshots(ports[1])
     assert _shards(ports[0], b"mine") == {}
+
+
+def test_seal_across_shards_with_a_password(etcd: EtcdCluster) -> None:
+    """With requirepass (the same on every node) a node seals the others as the
+    default user with its own password; META reaches every shard too."""
+    name = unique_group("cluster")
+    endpoints = ",".join(etcd.endpoints)
+    args = ["--cluster-enabled", "yes", "--etcd-endpoints", endpoints, "--cluster-name", name]
+    nodes = []
+    try:
+        for _ in range(3):
+            nodes.append(start_temporalstore([*args, "--requirepass", "pw"]))
+        for n in nodes:
+            until(lambda n=n: any("registered" in line for line in n.log_lines), 20)
+        assert Cluster(name, endpoints, nodes).create().returncode == 0
+        conns = [redis.Redis(port=n.port, password="pw") for n in nodes]
+        for c in conns:
+            until(lambda c=c: c.execute_command("CLUSTER INFO")["cluster_state"] == "ok", 20)
+        lsn = conns[0].execute_command("TS.SEAL", "locked", "META", "by", "test")
+        assert isinstance(lsn, int)
+        for c in conns[1:]:
+            (entry,) = map(_fields, c.execute_command("TS.SNAPSHOTS"))
+            assert entry[b"name"] == b"locked"
+            assert _fields(entry[b"meta"]) == {b"by": b"test"}
+    finally:
+        for n in nodes:
+            n.stop()
