@@ -61,6 +61,22 @@ CASES: list[list[bytes]] = [
     [b"EVALSHA", b"6b1bf486c81ceb7edf3c093f4c48582e38c0e791", b"0"],
     [b"FCALL", b"getfoo", b"1", b"b"],
     [b"FCALL_RO", b"getfoo", b"1", b"b"],
+    # With a shebang (or in a function) the keys must also stay in one slot, unless
+    # the script says allow-cross-slot-keys; EVAL without one may (Redis 7.0).
+    [b"EVAL", b"\"#!lua\\nreturn redis.call('get','bar')\"", b"1", b"b"],
+    [b"EVAL", b"\"#!lua\\nreturn redis.pcall('get','bar')\"", b"1", b"b"],
+    [b"EVAL", b"\"#!lua\\nredis.call('get','b'); return redis.call('get','bar')\"", b"0"],
+    [b"EVAL", b"\"#!lua\\nreturn redis.call('get','bar')\"", b"0"],
+    [
+        b"EVAL",
+        b"\"#!lua flags=allow-cross-slot-keys\\nreturn redis.call('get','bar')\"",
+        b"1",
+        b"b",
+    ],
+    [b"EVAL", b'"#!lua flags=no-cluster\\nreturn 1"', b"0"],
+    [b"FCALL", b"getbar", b"1", b"b"],
+    [b"FCALL", b"getbar", b"0"],
+    [b"FCALL", b"getbar2", b"1", b"b"],
     [b"GET", b"foo"],
     [b"MSET", b"b", b"1", b"bar", b"2"],
     [b"MULTI", b"GET", b"foo", b"EXEC"],
@@ -71,7 +87,10 @@ CASES: list[list[bytes]] = [
 LIBRARY = (
     "#!lua name=cl\n"
     "redis.register_function{function_name='getfoo', callback=function(keys, args)"
-    " return redis.call('get', 'foo') end, flags={'no-writes'}}"
+    " return redis.call('get', 'foo') end, flags={'no-writes'}}\n"
+    "redis.register_function('getbar', function(keys, args) return redis.call('get', 'bar') end)\n"
+    "redis.register_function{function_name='getbar2', callback=function(keys, args)"
+    " return redis.call('get', 'bar') end, flags={'allow-cross-slot-keys'}}"
 )
 
 
@@ -88,6 +107,7 @@ def test_script_and_routing_replies_as_a_redis_cluster(
     ours = _created(cluster)
     for ports in (ours, redis_cluster):
         assert redis.Redis(port=ports[0]).function_load(LIBRARY) == b"cl"
+        assert redis.Redis(port=ports[0]).set("bar", "here")
     for words in CASES:
         theirs = _named(_wire(redis_cluster[0], *words), redis_cluster)
         got = _named(_wire(ours[0], *words), ours)
