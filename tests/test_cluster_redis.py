@@ -8,13 +8,15 @@ scriptVerifyClusterState), redirections and CROSSSLOT, in and out of MULTI.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
 
 from store.slots import spread
 from tests.conftest import ServerProcess, free_port, start_redis, until
-from tests.test_cluster import Cluster, _created, _wire, cluster  # noqa: F401
+from tests.test_cluster import Cluster, _created, _raw, _wire, cluster  # noqa: F401
+from tests.test_cluster_time import _fields
 
 
 @pytest.fixture
@@ -115,4 +117,41 @@ def test_script_and_routing_replies_as_a_redis_cluster(
     # The script's position in the error names the function as Redis does.
     assert b"script: getfoo, on @user_function:2." in _wire(
         ours[0], b"FCALL", b"getfoo", b"1", b"b"
+    )
+
+
+def _ids_named(reply: bytes, ports: list[int]) -> bytes:
+    """A reply with each node's port and id named by the node's index."""
+    for i, port in enumerate(ports):
+        node_id = redis.Redis(port=port).execute_command("CLUSTER MYID")
+        reply = reply.replace(node_id, b"<id %d>" % i).replace(
+            b":%d\r\n" % port, b":<port %d>\r\n" % i
+        )
+    return reply
+
+
+def test_cluster_slots_and_shards_as_a_redis_cluster(
+    cluster: Cluster,  # noqa: F811
+    redis_cluster: list[int],
+) -> None:
+    """What cluster clients read to find the masters (ioredis and redis-py: CLUSTER
+    SLOTS) is the same bytes; CLUSTER SHARDS has Redis' fields in Redis' order."""
+    ours = _created(cluster)
+    assert _ids_named(_wire(ours[0], b"CLUSTER", b"slots"), ours) == _ids_named(
+        _wire(redis_cluster[0], b"CLUSTER", b"slots"), redis_cluster
+    )
+
+    def shards(port: int) -> list[tuple[list[int], list[bytes]]]:
+        raw: Any = _raw(port, "CLUSTER", "SHARDS")
+        out = []
+        for shard in raw:
+            fields = _fields(shard)
+            (node,) = fields[b"nodes"]
+            out.append((list(fields[b"slots"]), list(_fields(node))))
+        return sorted(out)
+
+    assert shards(ours[0]) == shards(redis_cluster[0])
+    assert shards(ours[0])[0] == (
+        [0, 5460],
+        [b"id", b"port", b"ip", b"endpoint", b"role", b"replication-offset", b"health"],
     )
