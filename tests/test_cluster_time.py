@@ -106,6 +106,13 @@ def test_seal_and_checkout_across_shards(cluster: Cluster) -> None:  # noqa: F81
         assert b"release-1" not in _snapshots(port)
     assert conns[ports[2]].execute_command("TS.UNSEAL", "release-1") == 0
 
+    # Inside MULTI/EXEC, TS.SEAL seals this shard only (a transaction waits on no node).
+    pipe = conns[ports[1]].pipeline(transaction=True)
+    pipe.execute_command("TS.SEAL", "in-multi")
+    (in_multi,) = pipe.execute()
+    assert isinstance(in_multi, int)
+    assert _shards(ports[1], b"in-multi") == {}
+    assert b"in-multi" not in _snapshots(ports[0])
     # A shard down: TS.SEAL fails, naming it, and no shard keeps the seal.
     down = ports[2]
     cluster.nodes[2].stop()
@@ -134,8 +141,12 @@ def test_seal_across_shards_with_a_password(etcd: EtcdCluster) -> None:
             nodes.append(start_temporalstore([*args, "--requirepass", "pw"]))
         for n in nodes:
             until(lambda n=n: any("registered" in line for line in n.log_lines), 20)
-        assert Cluster(name, endpoints, nodes).create().returncode == 0
         conns = [redis.Redis(port=n.port, password="pw") for n in nodes]
+        # Before `cluster create` no node serves a shard: refused, nothing kept.
+        with pytest.raises(redis.ResponseError, match=r"^this node serves no slots"):
+            conns[0].execute_command("TS.SEAL", "early")
+        assert conns[0].execute_command("TS.SNAPSHOTS") == []
+        assert Cluster(name, endpoints, nodes).create().returncode == 0
         for c in conns:
             until(lambda c=c: c.execute_command("CLUSTER INFO")["cluster_state"] == "ok", 20)
         lsn = conns[0].execute_command("TS.SEAL", "locked", "META", "by", "test")
