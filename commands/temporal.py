@@ -405,22 +405,19 @@ def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
         # has it; a seal not yet committed (inside EXEC) has only its own.
         t = store.time_of(snap.lsn) if snap.lsn <= store.lsn else snap.time_ms
         nbytes, versions = store.mem.pinned_between(snap.lsn, _next_pin(store, snap.lsn))
-        out.append(
-            {
-                b"name": snap.name,
-                b"version": snap.lsn,
-                b"time": t,
-                b"trigger": snap.trigger,
-                b"pinned_bytes": nbytes,
-                b"pinned_versions": versions,
-                b"meta": dict(zip(snap.meta[::2], snap.meta[1::2], strict=True)),
-            }
-        )
+        entry: dict[bytes, Reply] = {
+            b"name": snap.name,
+            b"version": snap.lsn,
+            b"time": t,
+            b"trigger": snap.trigger,
+            b"pinned_bytes": nbytes,
+            b"pinned_versions": versions,
+            b"meta": dict(zip(snap.meta[::2], snap.meta[1::2], strict=True)),
+        }
         if seals is not None:  # cluster mode: each shard's LSN of a cluster snapshot
             shards = seals.recorded(snap.name) or {}
-            entry = out[-1]
-            assert isinstance(entry, dict)
             entry[b"shards"] = {k.encode(): v for k, v in sorted(shards.items())}
+        out.append(entry)
     return out
 
 

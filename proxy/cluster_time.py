@@ -62,6 +62,9 @@ class ClusterTime:
         self.cluster = cluster
         self.view = view
         self.known: dict[bytes, ClusterSnapshot] = {}
+        # Bumped by this node's own seals and unseals: a poll that read etcd before one
+        # of them does not replace what it set.
+        self._changes = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -75,8 +78,11 @@ class ClusterTime:
 
     async def _poll(self) -> None:
         while True:
+            before = self._changes
             try:
-                self.known = await recorded(self.client, self.cluster)
+                found = await recorded(self.client, self.cluster)
+                if self._changes == before:
+                    self.known = found
             except CoordinationError as exc:
                 log.warning("cluster %s: cannot read its snapshots (%s)", self.cluster, exc)
             await asyncio.sleep(POLL_S)
@@ -157,6 +163,7 @@ class ClusterTime:
                 "every shard's seal was dropped"
             ) from None
         self.known[name] = snap
+        self._changes += 1
 
     async def unseal(self, name: bytes) -> None:
         try:
@@ -166,6 +173,7 @@ class ClusterTime:
                 f"snapshot '{_name(name)}' unsealed on this node only: etcd ({exc})"
             ) from None
         self.known.pop(name, None)
+        self._changes += 1
         _, failed = await self._on_all(self._others(), b"TS.SHARDUNSEAL", name)
         if failed:
             why = "; ".join(f"shard {sh.host}:{sh.port}: {reason}" for sh, reason in failed)
