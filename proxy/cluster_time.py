@@ -53,6 +53,14 @@ def _name(name: bytes) -> str:
     return name.decode("utf-8", "replace")
 
 
+def _still_sealed(kept: list[tuple[Shard, str]]) -> str:
+    """What an error adds for shards whose seal could not be dropped again."""
+    if not kept:
+        return ""
+    where = ", ".join(f"{sh.host}:{sh.port}" for sh, _ in kept)
+    return f"; still sealed on {where} (TS.SHARDUNSEAL it there)"
+
+
 class ClusterTime:
     """This node's side of cluster snapshots (see the module doc)."""
 
@@ -147,20 +155,22 @@ class ClusterTime:
         others = self._others()
         lsns, failed = await self._on_all(others, b"TS.SHARDSEAL", name, *args)
         if failed:
-            await self._on_all([sh for sh in others if sh.node_id in lsns], b"TS.SHARDUNSEAL", name)
+            sealed = [sh for sh in others if sh.node_id in lsns]
+            _, kept = await self._on_all(sealed, b"TS.SHARDUNSEAL", name)
             why = "; ".join(f"shard {sh.host}:{sh.port}: {reason}" for sh, reason in failed)
             raise ClusterTimeError(
                 f"cluster snapshot '{_name(name)}' not sealed ({why}); nothing recorded"
+                + _still_sealed(kept)
             )
         shards = {view.node_id: lsn, **{k: int(v) for k, v in lsns.items()}}
         snap = ClusterSnapshot(name, shards, int(time.time() * 1000), view.map.epoch)
         try:
             await record(self.client, self.cluster, snap)
         except CoordinationError as exc:
-            await self._on_all(others, b"TS.SHARDUNSEAL", name)
+            _, kept = await self._on_all(others, b"TS.SHARDUNSEAL", name)
             raise ClusterTimeError(
                 f"cluster snapshot '{_name(name)}' not recorded in etcd ({exc}); "
-                "every shard's seal was dropped"
+                "the shards' seals were dropped" + _still_sealed(kept)
             ) from None
         self.known[name] = snap
         self._changes += 1
