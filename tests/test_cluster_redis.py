@@ -7,13 +7,16 @@ scriptVerifyClusterState), redirections and CROSSSLOT, in and out of MULTI.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from store.slots import spread
+from flusher.coordination import etcd_client
+from flusher.slotmap import read_map, write_map
+from store.slots import Shard, SlotMap, spread
 from tests.conftest import ServerProcess, free_port, start_redis, until
 from tests.test_cluster import Cluster, _created, _raw, _wire, cluster  # noqa: F401
 from tests.test_cluster_time import _fields
@@ -155,3 +158,50 @@ def test_cluster_slots_and_shards_as_a_redis_cluster(
         [0, 5460],
         [b"id", b"port", b"ip", b"endpoint", b"role", b"replication-offset", b"health"],
     )
+
+
+DOWN_CASES: list[list[bytes]] = [
+    [b"EVAL", GET_FOO, b"0"],
+    [b"EVAL", GET_FOO, b"1", b"foo"],
+    [b"EVAL", b"\"return redis.call('get','b')\"", b"0"],
+    [b"EVAL", b"\"return redis.call('ping')\"", b"0"],
+    [b"GET", b"foo"],
+    [b"GET", b"b"],
+]
+
+
+def test_cluster_down_replies_as_a_redis_cluster(
+    cluster: Cluster,  # noqa: F811
+    redis_cluster: list[int],
+) -> None:
+    """The third node stops serving slot 16383 (Redis: CLUSTER DELSLOTS there; ours: a
+    map without it): it is down (cluster_state:fail) and says so, in scripts too."""
+    ours = _created(cluster)
+    redis.Redis(port=redis_cluster[2]).execute_command("CLUSTER DELSLOTS", 16383)
+
+    async def shrink() -> None:
+        client = etcd_client(cluster.endpoints)
+        try:
+            found, revision = await read_map(client, cluster.name)
+            assert found is not None
+            shards = [Shard(s.node_id, s.host, s.port, list(s.ranges)) for s in found.shards]
+            shards[2].ranges = [(10923, 16382)]
+            await write_map(client, cluster.name, SlotMap(found.epoch + 1, shards), revision)
+        finally:
+            await client.close()
+
+    asyncio.run(shrink())
+    for port in (ours[2], redis_cluster[2]):
+        until(lambda port=port: _state(port) == "fail", 20)
+    for words in DOWN_CASES:
+        theirs = _named(_wire(redis_cluster[2], *words), redis_cluster)
+        got = _named(_wire(ours[2], *words), ours)
+        assert got == theirs, words
+    assert _wire(ours[2], b"EVAL", GET_FOO, b"0").startswith(
+        b"-ERR Script attempted to execute a command while the cluster is down script: "
+    )
+
+
+def _state(port: int) -> str:
+    info = redis.Redis(port=port, decode_responses=True).execute_command("CLUSTER INFO")
+    return str(info["cluster_state"])
