@@ -183,9 +183,9 @@ def wait_pong(p: Proc, timeout: float = 300.0) -> float:
     raise RuntimeError(f"{p.name} did not answer PING in {timeout}s:\n{p.log_tail()}")
 
 
-def ours_argv(port: int, storage: str, *flags: str) -> list[str]:
+def ours_argv(port: int, storage: str, *flags: str, cpu: int = SERVER_CPU) -> list[str]:
     return pin(
-        SERVER_CPU,
+        cpu,
         [
             OURS,
             "serve",
@@ -200,9 +200,11 @@ def ours_argv(port: int, storage: str, *flags: str) -> list[str]:
     )
 
 
-def start_ours(storage: str, *flags: str, env: dict[str, str] | None = None) -> Proc:
+def start_ours(
+    storage: str, *flags: str, env: dict[str, str] | None = None, cpu: int = SERVER_CPU
+) -> Proc:
     port = free_port()
-    p = _spawn("temporalstore", ours_argv(port, storage, *flags), port, env)
+    p = _spawn("temporalstore", ours_argv(port, storage, *flags, cpu=cpu), port, env)
     wait_pong(p)
     return p
 
@@ -214,17 +216,17 @@ def restart(p: Proc, env: dict[str, str] | None = None) -> Proc:
     return q
 
 
-def redis_argv(port: int, workdir: Path, *flags: str) -> list[str]:
+def redis_argv(port: int, workdir: Path, *flags: str, cpu: int = SERVER_CPU) -> list[str]:
     return pin(
-        SERVER_CPU,
+        cpu,
         ["redis-server", "--port", str(port), "--dir", str(workdir), "--save", "", *flags],
     )
 
 
-def start_redis(*flags: str, workdir: Path | None = None) -> Proc:
+def start_redis(*flags: str, workdir: Path | None = None, cpu: int = SERVER_CPU) -> Proc:
     port = free_port()
     d = workdir or tmpdir("redis")
-    p = _spawn("redis-server", redis_argv(port, d, *flags), port)
+    p = _spawn("redis-server", redis_argv(port, d, *flags, cpu=cpu), port)
     wait_pong(p)
     return p
 

@@ -74,7 +74,11 @@ def run(a: list[str], timeout: float = 300.0) -> list[Row]:
                 max_ms=float(rec["max_latency_ms"]),
             )
         )
-    other = [ln for ln in text.splitlines() if ln and not ln.startswith('"')]
+    # --cluster first names the masters it found: "Cluster has N master nodes:", one
+    # "Master i: <id> <host:port>" line each.
+    other = [
+        ln for ln in text.splitlines() if ln and not ln.startswith(('"', "Cluster has ", "Master "))
+    ]
     if other or not rows:
         raise RuntimeError(f"{shlex.join(a)}: unexpected output: {text[-2000:]}")
     return rows

@@ -333,7 +333,7 @@ def render(res: dict[str, Any], old: str) -> str:
         " `python -m bench.experiments gc|replay` (the garbage-collector experiments cited"
         ' in "Where the time goes", not part of `make bench`).',
         f"- Runs: items 1, 3, 8 and the restarts of item 5 are medians of {s['runs']} runs;"
-        f" items 2, 6, 7, 9 and 10 of {s.get('other_runs', s['runs'])}"
+        f" items 2, 6, 7, 9, 10 and 11 of {s.get('other_runs', s['runs'])}"
         + (" (the median of 2 is their mean)" if s.get("other_runs") == 2 else "")
         + "; runs of the two servers (and of the storage configurations)"
         " alternate so that drift affects all alike. Memory is measured once (it varies by"
@@ -363,6 +363,7 @@ def render(res: dict[str, Any], old: str) -> str:
     L += _flush_lag(res.get("throughput"), res.get("durability"))
     L += _bounded(res.get("bounded"))
     L += _replicas(res.get("replicas"))
+    L += _cluster(res.get("cluster"))
     L += _profile(res.get("profile"), res)
     L += ["## This run", ""]
     L += _table(
@@ -1535,4 +1536,56 @@ def _failover(fo: dict[str, Any]) -> list[str]:
         *_code(fo["server"]),
         "",
     ]
+    return L
+
+
+def _cluster(cl: dict[str, Any] | None) -> list[str]:
+    L = ["## 11. Cluster mode: 1 and 2 shards (issue 28)", ""]
+    if not _ok(cl):
+        return L + _failed("item 11", cl)
+    assert cl is not None
+    L += [
+        "A fresh cluster per run and per count of shards: ours (`--cluster-enabled yes`, one"
+        " etcd member, each node on its own `file://` storage, `temporalstore cluster"
+        " create`) and redis-server's (`--cluster-enabled yes`, the same slot ranges given"
+        " with CLUSTER ADDSLOTSRANGE, joined with CLUSTER MEET: `redis-cli --cluster create`"
+        " wants three masters). `redis-benchmark --cluster` (50 clients, the item 1"
+        " requests) runs against the first node and sends each key to its slot's master"
+        " (for one shard plain redis-benchmark: `--cluster` refuses a cluster of one node)."
+        " **Pinning on this 2-core machine:** the first shard on the server CPU and"
+        " redis-benchmark on the load CPU, as in item 1; the second shard on the load CPU"
+        " too, beside redis-benchmark (there is no third core), so two shards get the"
+        " second core less what the load generator takes of it. The two servers' runs"
+        " alternate; figures are medians (requests per second).",
+        "",
+    ]
+    rows = []
+    for key, r in cl["summary"].items():
+        pp, test = key.split(":")
+        rows.append(
+            [
+                f"{test.upper()} -P {pp[1:]}",
+                _n(r["redis_1"]),
+                _n(r["redis_2"]),
+                _x(r["redis_scale"]),
+                _n(r["ours_1"]),
+                _n(r["ours_2"]),
+                _x(r["ours_scale"]),
+            ]
+        )
+    L += _table(
+        [
+            "load",
+            "redis 1 shard",
+            "redis 2 shards",
+            "redis 2 / 1",
+            "ours 1 shard",
+            "ours 2 shards",
+            "ours 2 / 1",
+        ],
+        rows,
+    )
+    c = cl["commands"]
+    shown = [c["server_redis"], c["server_ours"], c["P1_set_ours_2"], c["P16_set_ours_2"]]
+    L += ["", *_code(*shown), ""]
     return L

@@ -448,6 +448,12 @@ def item_replicas(s: Settings) -> dict[str, Any]:
 # -- driver ---------------------------------------------------------------------------------------
 
 
+def item_cluster(s: Settings) -> dict[str, Any]:
+    from bench.cluster import item_cluster as run_item
+
+    return run_item(s)
+
+
 def item_memory_restart(s: Settings) -> dict[str, Any]:
     from bench.memrestart import item_memory_restart as run_item
 
@@ -479,6 +485,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "7": ("history (item 7)", lambda s: {"history": item_history(s)}),
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "10": ("replicas and failover (item 10, issue 12)", item_replicas),
+    "11": ("cluster mode, 1 and 2 shards (item 11, issue 28)", item_cluster),
     "p": ("profile", item_profile),
     "L": (
         "long: 1M keys x 10 versions, restart from a checkpoint (items 4 and 5, make bench-long)",
@@ -494,6 +501,7 @@ SECTIONS = {
     "7": ["history"],
     "9": ["bounded"],
     "10": ["replicas"],
+    "11": ["cluster"],
     "p": ["profile"],
     "L": ["versions", "checkpoint_restart"],
 }
@@ -599,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         "--items",
         default=",".join(DEFAULT_ITEMS),
         help=(
-            "comma-separated: 1,2,4,7,9,10 (the default, make bench), 6 (sync mode against"
+            "comma-separated: 1,2,4,5c,7,9,10,11 (the default, make bench), 6 (sync mode against"
             " S3 alone; item 2 measures it too), L and p (make bench-long)"
         ),
     )

@@ -42,11 +42,19 @@ HAS_CHILDREN = (
     "or TS.BRANCH DROP ... CASCADE to drop them too"
 )
 
+# Branches would fork each shard on its own, with no cluster-wide branch to check out.
+IN_CLUSTER = (
+    "ERR TS.BRANCH CREATE is not supported in cluster mode: a branch would fork one "
+    "shard only; TS.SEAL a cluster snapshot and TS.CHECKOUT AT SNAPSHOT it instead"
+)
+
 container("ts.branch", -2)
 
 
 @command("ts.branch|create", -3, Flag.WRITE | Flag.DENYOOM)
 def cmd_branch_create(s: Session, argv: list[bytes]) -> Reply:
+    if s.server.cluster is not None:
+        raise CommandError(IN_CLUSTER)
     name = argv[2]
     if not name or name.lower() in (MAIN, b"head", b"at") or b" " in name:
         raise CommandError(RESERVED.format(branch_name(name)))

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import lupa.lua51 as lupa
 
 from commands import lua_bytecode, lua_libs
+from commands.cluster_mode import DOWN, SELECT_REFUSED, command_keys
+from commands.cluster_mode import route as cluster_route
 from commands.dispatch import DISPATCHER, command_stats, count_error, lookup
 from commands.errors import NOREPLICAS, READONLY, READONLY_VIEW, CommandError
 from commands.limits import OOM
@@ -50,6 +52,7 @@ from commands.replies import (
     Deferred,
     ErrorReply,
 )
+from store.slots import key_slot
 
 if TYPE_CHECKING:
     from commands.session import ServerState, Session
@@ -93,6 +96,14 @@ TS_ALLOWED = frozenset(
 LOAD_TIMEOUT = 0.5  # seconds FUNCTION LOAD may run a library's code (Redis' 500 ms)
 SLICE = 0.05  # seconds a timed-out script's commands run at a stretch (the loop waits)
 NOT_ALLOWED = b"ERR This Redis command is not allowed from script"
+# Redis 7.0's scriptVerifyClusterState, in cluster mode: a command of the script whose
+# keys this node would not serve (another shard's slot, an unserved slot, two slots in
+# one command) fails; so does any keyed command while the cluster is down.
+NON_LOCAL = b"ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
+# ... and, unless the script may (`allow-cross-slot-keys`, or an EVAL without a
+# shebang), a key of another slot than the script's first (its declared keys' slot).
+CROSS_SLOT = b"ERR Script attempted to access keys that do not hash to the same slot"
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
 
@@ -116,6 +127,9 @@ class Run:
     write_dirty: bool = False
     timed_out: bool = False
     killed: bool = False
+    # Cluster mode: the slot of the keys the script touches (its declared keys', or its
+    # first call's), -1 until there is one (Redis' original_c->slot).
+    slot: int = -1
 
 
 class Job:
@@ -698,9 +712,35 @@ class ScriptEngine:
             and cmd.flags & Flag.DENYOOM
         ):
             return OOM.encode()
+        if server.cluster is not None:
+            return _cluster_refusal(run, cmd, argv)
         return None
 
-    # -- conversions ------------------------------------------------------------------
+
+def _cluster_refusal(run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
+    """Why a script's command may not run on this node of a cluster (Redis 7.0's
+    scriptVerifyClusterState), else None: the routing check a client's command gets,
+    its redirections turned into the script's errors; then, unless the script allows
+    cross-slot keys, its keys must be in the slot of the script's keys so far."""
+    if cmd.name in ("exec", "select"):  # EXEC is not allowed; SELECT: its own error
+        return SELECT_REFUSED if cmd.name == "select" and argv[1] != b"0" else None
+    refused = cluster_route(run.session, cmd, argv)
+    if refused is not None:
+        return SCRIPT_DOWN if refused == DOWN else NON_LOCAL
+    if run.flags & (FLAG_ALLOW_CROSS_SLOT | FLAG_EVAL_COMPAT):
+        return None
+    keys = command_keys(cmd, argv)
+    if not keys:
+        return None
+    slot = key_slot(keys[0])  # route() saw them all in one slot
+    if run.slot < 0:
+        run.slot = slot
+    elif slot != run.slot:
+        return CROSS_SLOT
+    return None
+
+
+# -- conversions ----------------------------------------------------------------------
 
 
 def _number(v: Any) -> float | None:

@@ -28,6 +28,7 @@ from commands.lua_convert import to_resp
 from commands.lua_engine import (
     FLAG_ALLOW_OOM,
     FLAG_EVAL_COMPAT,
+    FLAG_NO_CLUSTER,
     FLAG_NO_WRITES,
     SCRIPT_FLAGS,
     Job,
@@ -43,6 +44,7 @@ from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
 from commands.session import Session
 from store.database import fix_time, now_ms
+from store.slots import key_slot
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 NOTBUSY = "NOTBUSY No scripts in execution right now."
@@ -89,6 +91,8 @@ def _prepare(s: Session, flags: int, ro: bool) -> None:
     if flags & FLAG_EVAL_COMPAT:
         return
     server = s.server
+    if flags & FLAG_NO_CLUSTER and server.cluster is not None:
+        raise CommandError("ERR Can not run script on cluster, 'no-cluster' flag is set.")
     if not flags & FLAG_NO_WRITES:
         if server.read_only:
             raise CommandError("READONLY Can not run script with write flag on readonly replica")
@@ -144,6 +148,8 @@ def _execute(
         return reply, errors
 
     eng.run = Run(s, ss, name, argv, flags, ro, is_eval)
+    if keys and s.server.cluster is not None:  # routed: the declared keys share a slot
+        eng.run.slot = key_slot(keys[0])
     # Keys expire as of the script's start for all of it (Redis' scriptTimeSnapshot).
     eng.run.fixed_before = fix_time(now_ms())
     threshold = eng.busy_threshold_ms()

@@ -145,6 +145,23 @@ class Durability(Protocol):
     async def reload(self, save: bool, dropping: Callable[[], None]) -> None: ...
 
 
+class ClusterSnapshots(Protocol):
+    """Cluster-wide snapshots in cluster mode (implemented in `proxy.cluster_time`):
+    what TS.SEAL, TS.UNSEAL and TS.SNAPSHOTS ask of the other shards and of etcd."""
+
+    async def seal(self, name: bytes, args: list[bytes], lsn: int) -> None:
+        """This shard sealed `name` at `lsn` (with TS.SEAL's `args` after the name):
+        seal every other shard under it and record the cluster snapshot; an
+        exception (its text the error) if that cannot be done, nothing recorded."""
+
+    async def unseal(self, name: bytes) -> None:
+        """Drop `name` on every other shard and its record (this shard dropped it)."""
+
+    def recorded(self, name: bytes) -> dict[str, int] | None:
+        """The shards (node id -> LSN) of the cluster snapshot `name` as this node
+        last read the records, or None if it is not a cluster snapshot."""
+
+
 class Faults(Protocol):
     """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""
 
@@ -222,6 +239,8 @@ class ServerState(ServerCore):
         self.listen_port: Callable[[int], None] | None = None
         self.loading_progress: dict[str, Any] = {}
         self.faults: Faults | None = None  # set when started with --fault-injection yes
+        # Cluster mode's cluster-wide seals (set by proxy.cluster_node), else None.
+        self.cluster_snapshots: ClusterSnapshots | None = None
         self.replication = ReplicationState()  # role, primary, replica links
         for name in ("min-replicas-to-write", "min-replicas-max-lag"):  # given as flags
             if name in self.config.params:

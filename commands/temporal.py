@@ -13,6 +13,8 @@ TS.META AUTHOR name [MESSAGE text] | TS.META RESET
 TS.SEAL name [TRIGGER text] [META field value ...]   seal a snapshot (O(1)); replies its LSN
 TS.SNAPSHOTS                       name, version, time, trigger, meta of each snapshot
 TS.UNSEAL name                     drop a snapshot (1, or 0 if there was none)
+TS.SHARDSEAL, TS.SHARDUNSEAL       the same on this node only (cluster mode: TS.SEAL and
+                                   TS.UNSEAL send them to every other shard)
 TS.CHECKOUT AT <at> | HEAD         this connection's reads answer as of <at>
 TS.DIFF <at> <at> [MATCH pattern] [COUNT n] [AFTER key]   keys in order; AFTER pages on
 TS.REVERT key <at>                 write the key's old value as a new version
@@ -27,6 +29,10 @@ expiry time has passed by then does not exist at that point, even though its
 One commit (a MULTI/EXEC block, or a command touching a key twice such as LMOVE
 with one list) may leave several chain entries with the same LSN for a key; these
 verbs count and show them as one version.
+
+In cluster mode (`--cluster-enabled yes`) TS.SEAL seals every shard and records the
+cluster snapshot in etcd (`ServerState.cluster_snapshots`, proxy.cluster_time);
+TS.CHECKOUT AT SNAPSHOT then reads each shard at its own seal.
 
 The full reference is docs/temporal.md.
 """
@@ -60,7 +66,7 @@ from commands.points import (
 from commands.registry import Flag, command
 from commands.replies import OK, Encoded, ErrorReply, Reply, deferred
 from commands.resp import encode_reply
-from commands.session import Session
+from commands.session import ClusterSnapshots, Session
 from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices
 from store import V_CMD, V_LSN, V_META, V_TIME, PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
@@ -302,9 +308,8 @@ def _check_pinned_caps(s: Session) -> None:
             raise CommandError(TABLE_PINNED_CAP.format(name, pinned, policy.max_pinned))
 
 
-# Denied past maxmemory, like writes: a seal pins history from then on.
-@command("ts.seal", -2, Flag.WRITE | Flag.DENYOOM)
-def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
+def _seal_here(s: Session, argv: list[bytes]) -> int:
+    """TS.SEAL on this node's store: the LSN of the seal's version."""
     name, trigger = argv[1], b""
     meta: tuple[bytes, ...] = ()
     rest = argv[2:]
@@ -322,35 +327,97 @@ def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
     return s.store.db_op(s.dbi, op)
 
 
+def _unseal_here(s: Session, name: bytes) -> int:
+    if name not in s.store.snapshots:
+        return 0
+    s.store.db_op(s.dbi, ("unseal", name))
+    return 1
+
+
+def _cluster_wide(s: Session) -> ClusterSnapshots | None:
+    """Cluster mode's cluster-wide seals, unless inside MULTI/EXEC (this shard only)."""
+    seals = s.server.cluster_snapshots
+    return None if seals is None or s.in_exec else seals
+
+
+# Denied past maxmemory, like writes: a seal pins history from then on.
+@command("ts.seal", -2, Flag.WRITE | Flag.DENYOOM)
+def cmd_ts_seal(s: Session, argv: list[bytes]) -> Reply:
+    lsn = _seal_here(s, argv)
+    seals = _cluster_wide(s)
+    if seals is None:
+        return lsn
+    name, args = argv[1], argv[2:]
+
+    # Cluster mode: the other shards seal it too, then etcd records the cluster
+    # snapshot (proxy.cluster_time); if that fails, this shard's seal is dropped again.
+    async def every_shard() -> Reply:
+        try:
+            await seals.seal(name, args, lsn)
+        except Exception as exc:
+            snap = s.store.snapshots.get(name)
+            if snap is not None and snap.lsn == lsn:
+                s.store.begin("ts.unseal", s)
+                s.store.db_op(s.dbi, ("unseal", name))
+                s.store.commit()
+            return ErrorReply(f"ERR {exc}".encode())
+        return lsn
+
+    return deferred(every_shard)
+
+
 @command("ts.unseal", 2, Flag.WRITE | Flag.ADMIN)
 def cmd_ts_unseal(s: Session, argv: list[bytes]) -> Reply:
-    if argv[1] not in s.store.snapshots:
-        return 0
-    s.store.db_op(s.dbi, ("unseal", argv[1]))
-    return 1
+    name = argv[1]
+    seals = _cluster_wide(s)
+    known = seals is not None and seals.recorded(name) is not None
+    dropped = _unseal_here(s, name)
+    if seals is None:
+        return dropped
+
+    async def every_shard() -> Reply:
+        await seals.unseal(name)
+        return int(dropped or known)
+
+    return deferred(every_shard)
+
+
+# What a node of a cluster sends the other shards for TS.SEAL and TS.UNSEAL: the
+# same verbs on this shard only (an operator may use them too).
+@command("ts.shardseal", -2, Flag.WRITE | Flag.DENYOOM)
+def cmd_ts_shardseal(s: Session, argv: list[bytes]) -> Reply:
+    return _seal_here(s, argv)
+
+
+@command("ts.shardunseal", 2, Flag.WRITE | Flag.ADMIN)
+def cmd_ts_shardunseal(s: Session, argv: list[bytes]) -> Reply:
+    return _unseal_here(s, argv[1])
 
 
 @command("ts.snapshots", 1, RO)
 def cmd_ts_snapshots(s: Session, argv: list[bytes]) -> Reply:
     store = s.store
     store.settle_trims()
+    seals = s.server.cluster_snapshots
     out: list[Reply] = []
     for snap in sorted(store.snapshots.values(), key=lambda x: x.lsn):
         # The commit time of the seal's version, as the time index (and a restart)
         # has it; a seal not yet committed (inside EXEC) has only its own.
         t = store.time_of(snap.lsn) if snap.lsn <= store.lsn else snap.time_ms
         nbytes, versions = store.mem.pinned_between(snap.lsn, _next_pin(store, snap.lsn))
-        out.append(
-            {
-                b"name": snap.name,
-                b"version": snap.lsn,
-                b"time": t,
-                b"trigger": snap.trigger,
-                b"pinned_bytes": nbytes,
-                b"pinned_versions": versions,
-                b"meta": dict(zip(snap.meta[::2], snap.meta[1::2], strict=True)),
-            }
-        )
+        entry: dict[bytes, Reply] = {
+            b"name": snap.name,
+            b"version": snap.lsn,
+            b"time": t,
+            b"trigger": snap.trigger,
+            b"pinned_bytes": nbytes,
+            b"pinned_versions": versions,
+            b"meta": dict(zip(snap.meta[::2], snap.meta[1::2], strict=True)),
+        }
+        if seals is not None:  # cluster mode: each shard's LSN of a cluster snapshot
+            shards = seals.recorded(snap.name) or {}
+            entry[b"shards"] = {k.encode(): v for k, v in sorted(shards.items())}
+        out.append(entry)
     return out
 
 

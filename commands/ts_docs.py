@@ -147,6 +147,16 @@ DOCS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
         [arg("name", "string"), arg("text", "string", token="TRIGGER", optional=True)],
     ),
     "ts.unseal": ("Drop a sealed snapshot", "O(1)", [arg("name", "string")]),
+    "ts.shardseal": (
+        "Seal a named snapshot on this shard only (cluster mode: what TS.SEAL sends the others)",
+        "O(1)",
+        [arg("name", "string"), arg("text", "string", token="TRIGGER", optional=True)],
+    ),
+    "ts.shardunseal": (
+        "Drop a sealed snapshot on this shard only",
+        "O(1)",
+        [arg("name", "string")],
+    ),
     "ts.snapshots": ("List sealed snapshots", "O(N)", []),
     "ts.checkout": (
         "Point this connection at a branch, a past point in time, or HEAD",

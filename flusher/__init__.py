@@ -17,8 +17,10 @@
   drain and as-of reads from storage, as commands see them through
   `commands.session.Durability`);
 - `backlog` (the newest encoded records, for replica links), `coordination` (etcd:
-  leadership on a lease, node registry, the raft log; the only module that talks to
-  etcd), `raft` (raft durability: records committed in etcd before acknowledging).
+  leadership on a lease, node registry, the raft log), `raft` (raft durability:
+  records committed in etcd before acknowledging); cluster mode's records in etcd,
+  built on `coordination`: `slotmap` (the slot map, its nodes) and `clustersnaps`
+  (cluster snapshots: each shard's LSN of a cluster-wide TS.SEAL).
 
 Imports only `store`.
 """

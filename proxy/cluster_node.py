@@ -22,6 +22,7 @@ from commands.session import ServerState
 from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
 from flusher.slotmap import even_map, node_id_for, nodes, read_map, registry
 from flusher.slotmap import write_map as put_map
+from proxy.cluster_time import ClusterTime
 from store.slots import ClusterView
 
 log = logging.getLogger("temporalstore")
@@ -40,6 +41,8 @@ class ClusterNode:
         self.registry: NodeRegistry = registry(self.client, cluster, host, port)
         self.revision = 0
         self._task: asyncio.Task[None] | None = None
+        # Cluster-wide TS.SEAL and its snapshots (proxy.cluster_time).
+        self.time = ClusterTime(state, self.client, cluster, self.view)
 
     async def start(self) -> str | None:
         """Route by the map from now on (none yet: every slot unserved), register, and
@@ -51,6 +54,8 @@ class ClusterNode:
         except (CoordinationError, ValueError) as exc:
             return f"cluster {self.cluster}: {exc}"
         self._task = asyncio.get_running_loop().create_task(self._poll())
+        self.state.cluster_snapshots = self.time
+        self.time.start()
         log.info("cluster %s: node %s registered", self.cluster, self.view.node_id)
         return None
 
@@ -77,6 +82,7 @@ class ClusterNode:
                 log.warning("cluster %s: cannot read the slot map (%s)", self.cluster, exc)
 
     async def close(self) -> None:
+        await self.time.close()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

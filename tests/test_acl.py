@@ -747,6 +747,8 @@ TS_CATEGORIES = {
     "ts.meta": {"@fast", "@connection"},
     "ts.seal": {"@write", "@slow"},
     "ts.unseal": {"@write", "@admin", "@slow", "@dangerous"},
+    "ts.shardseal": {"@write", "@slow"},
+    "ts.shardunseal": {"@write", "@admin", "@slow", "@dangerous"},
     "ts.revert": {"@keyspace", "@write", "@slow"},
     "ts.restore": {"@keyspace", "@write", "@slow", "@dangerous"},
     "ts.export": {"@keyspace", "@read", "@slow"},

@@ -259,5 +259,83 @@ def test_partial_map_is_down(cluster: Cluster) -> None:
     assert _wire(first, b"GET", b"b") == b"-CLUSTERDOWN The cluster is down\r\n"  # slot 3300
     assert _wire(first, b"GET", b"foo") == b"-CLUSTERDOWN Hash slot not served\r\n"
     assert _wire(first, b"PING") == b"+PONG\r\n"
+    # In a script: Redis' scriptVerifyClusterState texts (down; an unserved slot).
+    get_b = b"\"return redis.call('get','b')\""
+    assert _wire(first, b"EVAL", get_b, b"0") == _script_error(
+        "Script attempted to execute a command while the cluster is down",
+        "eefb072c762647cc8d8a40e7fe048aaf8872d416",
+        "@user_script:1",
+    )
+    get_foo = b"\"return redis.call('get','foo')\""
+    assert _wire(first, b"EVAL", get_foo, b"0") == _script_error(
+        NON_LOCAL, "6b1bf486c81ceb7edf3c093f4c48582e38c0e791", "@user_script:1"
+    )
     done = cluster.create()  # a map exists: refused, nothing changed
     assert done.returncode == 1 and "has a slot map already (epoch 1" in done.stderr
+
+
+def _created(cluster: Cluster) -> list[int]:
+    """`cluster create` run, every node serving the map: the nodes' ports."""
+    done = cluster.create()
+    assert done.returncode == 0, done.stderr
+    ports = [n.port for n in cluster.nodes]
+    for port in ports:
+        until(lambda port=port: _info(port)["cluster_state"] == "ok", 20)
+    return ports
+
+
+def _script_error(text: str, name: str, where: str) -> bytes:
+    return f"-ERR {text} script: {name}, on {where}.\r\n".encode()
+
+
+NON_LOCAL = "Script attempted to access a non local key in a cluster node"
+
+
+def test_script_keys_must_be_local(cluster: Cluster) -> None:
+    """A script's redis.call on a key this node does not serve fails as in Redis 7.0
+    (scriptVerifyClusterState); keys of another slot of this node's are fine, and the
+    writes the script made before the failing call stay."""
+    ports = _created(cluster)
+    first = ports[0]
+    sha_foo = "6b1bf486c81ceb7edf3c093f4c48582e38c0e791"  # return redis.call('get','foo')
+    script = b"\"return redis.call('get','foo')\""
+    assert _wire(first, b"EVAL", script, b"0") == _script_error(
+        NON_LOCAL, sha_foo, "@user_script:1"
+    )
+    # Declared key b (slot 3300, this node's): foo is still another node's.
+    assert _wire(first, b"EVAL", script, b"1", b"b") == _script_error(
+        NON_LOCAL, sha_foo, "@user_script:1"
+    )
+    r = redis.Redis(port=first)
+    # Another slot (bar: 5061) that this node serves: allowed, as in Redis.
+    r.set("bar", "local")
+    assert r.eval("return redis.call('get','bar')", 1, "b") == b"local"
+    # One call's keys in two slots: refused even though both are this node's.
+    with pytest.raises(redis.ResponseError, match="^" + NON_LOCAL + " script: "):
+        r.eval("return redis.call('mget','b','bar')", 0)
+    # redis.pcall gets the error as a table, without the script's position.
+    assert _wire(first, b"EVAL", b"\"return redis.pcall('get','foo')\"", b"0") == (
+        f"-ERR {NON_LOCAL}\r\n".encode()
+    )
+    # The write before the refused call is kept (Redis does not roll a script back).
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.eval("redis.call('set','{b}2','y'); return redis.call('get','foo')", 1, "b")
+    assert r.get("{b}2") == b"y"
+    # SELECT inside a script: Redis' own cluster error.
+    with pytest.raises(redis.ResponseError, match=r"^SELECT is not allowed in cluster mode script"):
+        r.eval("return redis.call('select','1')", 0)
+    assert r.eval("return redis.call('select','0')", 0) == b"OK"
+    # FCALL: the same check, named by the function.
+    r.function_load(
+        "#!lua name=cl\n"
+        "redis.register_function('getfoo', function(keys, args)"
+        " return redis.call('get', 'foo') end)"
+    )
+    assert _wire(first, b"FCALL", b"getfoo", b"1", b"b") == _script_error(
+        NON_LOCAL, "getfoo", "@user_function:2"
+    )
+    # On the node that owns foo the same script runs.
+    redis.Redis(port=ports[2]).set("foo", "there")
+    assert redis.Redis(port=ports[2]).eval("return redis.call('get','foo')", 0) == b"there"
+    stats = r.info("errorstats")
+    assert stats["errorstat_ERR"]["count"] >= 5

@@ -3,14 +3,17 @@
 scraping each node's /metrics and Grafana with a provisioned dashboard whose every
 query names metrics we export; every
 TEMPORALSTORE_* variable it sets is a real flag, and `temporalstore serve` reads each
-node's environment as that node; the image installs every package. (No Docker engine
-runs here; `docker compose -f docker/compose.yaml config` is the check on a machine
-that has one.)"""
+node's environment as that node; the image installs every package. The three-shard
+example (compose.cluster.yaml) is checked the same way, with its `cluster create`
+script. (No Docker engine runs here; `docker compose -f docker/compose.yaml config`
+is the check on a machine that has one.)"""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +62,22 @@ def test_compose_wires_minio_bucket_etcd_and_three_nodes() -> None:
     assert f"local/{bucket}" in services["create-bucket"]["entrypoint"]
 
 
-@pytest.mark.parametrize("name", sorted(NODES))
-def test_each_node_reads_its_environment_as_that_node(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The image's command line (its CMD) with the node's environment."""
-    for var, value in _services()[name]["environment"].items():
+def _image_config(environment: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The server's config from the image's command line (its CMD) with a service's
+    environment."""
+    for var, value in environment.items():
         monkeypatch.setenv(var, str(value))
     cmd = next(
         line for line in (DOCKER / "Dockerfile").read_text().splitlines() if line.startswith("CMD")
     )
-    config = config_from_args(build_parser().parse_args(["serve", *json.loads(cmd[3:])]))
+    return config_from_args(build_parser().parse_args(["serve", *json.loads(cmd[3:])]))
+
+
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_each_node_reads_its_environment_as_that_node(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _image_config(_services()[name]["environment"], monkeypatch)
     assert (config.host, config.port) == ("0.0.0.0", 6379)
     assert config.group == "temporalstore"
     assert (config.announce_host, config.announce_port) == (name, 6379)
@@ -162,3 +170,74 @@ def test_grafana_dashboard_is_provisioned_and_names_only_our_metrics() -> None:
         "temporalstore_object_put_cost_dollars_total",
     ):
         assert name in seen, name
+
+
+# --------------------------------------------------------------------------- cluster
+
+SHARDS = ("shard1", "shard2", "shard3")
+
+
+def _cluster_services() -> dict[str, Any]:
+    return yaml.safe_load((DOCKER / "compose.cluster.yaml").read_text())["services"]  # type: ignore[no-any-return]
+
+
+def _create_script() -> str:
+    """The cluster-create service's shell script, as the shell gets it (compose turns
+    `$$` into `$`)."""
+    (script,) = _cluster_services()["cluster-create"]["command"]
+    return str(script).replace("$$", "$")
+
+
+def test_cluster_compose_wires_three_shards_and_cluster_create() -> None:
+    """docker/compose.cluster.yaml: MinIO, etcd, three shards (--cluster-enabled yes,
+    each on its own storage prefix), and a one-shot `temporalstore cluster create`
+    naming each shard by the address it announces; its script is valid shell."""
+    services = _cluster_services()
+    assert set(services) == {
+        "minio",
+        "create-bucket",
+        "etcd",
+        *SHARDS,
+        "cluster-create",
+        "redis-cli",
+    }
+    flags = {"TEMPORALSTORE_" + name.upper().replace("-", "_") for name, _, _ in SERVE_FLAGS}
+    announced, storages = [], set()
+    for name in SHARDS:
+        shard = services[name]
+        assert shard["depends_on"] == {
+            "create-bucket": {"condition": "service_completed_successfully"},
+            "etcd": {"condition": "service_healthy"},
+        }
+        env = shard["environment"]
+        assert all(var in flags for var in env if var.startswith("TEMPORALSTORE_")), env
+        assert "TEMPORALSTORE_GROUP" not in env  # not with --cluster-enabled yet
+        announced.append(
+            f"{env['TEMPORALSTORE_ANNOUNCE_HOST']}:{env['TEMPORALSTORE_ANNOUNCE_PORT']}"
+        )
+        storages.add(env["TEMPORALSTORE_STORAGE"])
+    assert len(storages) == 3  # a prefix per shard
+    create = services["cluster-create"]
+    assert create["image"] == services["shard1"]["image"]
+    assert set(create["depends_on"]) == set(SHARDS)
+    script = _create_script()
+    assert subprocess.run(["sh", "-n", "-c", script], check=False).returncode == 0
+    # The temporalstore command line in it parses, naming every shard as announced.
+    found = re.search(r"temporalstore (cluster create [^)]*?) 2>&1", script)
+    assert found is not None, script
+    ns = build_parser().parse_args(shlex.split(found[1]))
+    assert (ns.action, ns.nodes) == ("create", announced)
+    assert ns.etcd_endpoints == services["shard1"]["environment"]["TEMPORALSTORE_ETCD_ENDPOINTS"]
+    cli = services["redis-cli"]
+    assert cli["profiles"] == ["tools"] and "-c" in cli["entrypoint"]
+
+
+@pytest.mark.parametrize("name", SHARDS)
+def test_each_shard_reads_its_environment_as_a_cluster_node(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _image_config(_cluster_services()[name]["environment"], monkeypatch)
+    assert (config.cluster_etcd, config.cluster_name) == ("http://etcd:2379", "temporalstore")
+    assert (config.announce_host, config.announce_port) == (name, 6379)
+    assert config.storage == f"s3://temporalstore/{name}"
+    assert config.params["protected-mode"] == "no"
