@@ -83,6 +83,9 @@ class MoveWorker:
     def __init__(self, node: ClusterNode) -> None:
         self.node = node
         self.active = False  # a move concerning this node is recorded
+        # The range this node imported for a move not committed yet: forgotten again
+        # if the move is aborted (a restart forgets it at the next try to move it).
+        self.imported: tuple[int, int] | None = None
 
     async def register_storage(self) -> None:
         config = self.node.state.config
@@ -99,6 +102,8 @@ class MoveWorker:
         view = node.view
         move, revision = await read_move(node.client, node.cluster)
         me = view.node_id
+        if self.imported is not None and (move is None or move.state == FENCE):
+            await self._drop_aborted(*self.imported)
         if move is None or me not in (move.source, move.target):
             self.active = move is not None
             if view.fenced is not None:
@@ -161,6 +166,7 @@ class MoveWorker:
         lsn = self._commit(("forget", tuple(left))) if left else store.lsn
         while store.lsn + 1 < longest_chain(items):  # room for the longest chain's LSNs
             lsn = self._commit(("import", ()))
+        self.imported = (move.first, move.last)
         for i in range(0, len(items), BATCH):
             batch = renumber(store, items[i : i + BATCH], store.lsn + 1)
             lsn = self._commit(("import", tuple(batch)))
@@ -171,6 +177,7 @@ class MoveWorker:
         view = node.view
         new = reassign(old, move.first, move.last, Shard(view.node_id, view.host, view.port))
         await commit_move(node.client, node.cluster, move, revision, new, map_revision)
+        self.imported = None
         await node.refresh()
         log.info(
             "cluster %s: took slots %d-%d (%d keys) at LSN %d, epoch %d",
@@ -181,6 +188,23 @@ class MoveWorker:
             lsn,
             new.epoch,
         )
+
+    async def _drop_aborted(self, first: int, last: int) -> None:
+        """Forget what an import of slots first..last left, its move aborted (unless
+        the map gives the range to this node after all)."""
+        await self.node.refresh()
+        view = self.node.view
+        if view.map.owner[first] != view.me or view.me < 0:
+            keys = range_keys(self.node.state.store.dbs[0], first, last)
+            if keys:
+                await self._durable(self._commit(("forget", tuple(keys))))
+            log.info(
+                "cluster %s: slots %d-%d not taken: imported keys dropped",
+                self.node.cluster,
+                first,
+                last,
+            )
+        self.imported = None
 
     async def _forget(self, move: Move, revision: int) -> None:
         node = self.node

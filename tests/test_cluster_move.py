@@ -11,6 +11,7 @@ that a bad request changes nothing.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ from store.slots import key_slot
 from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster
 from tests.reliability import sized
-from tests.test_cluster import Cluster, _info
+from tests.test_cluster import Cluster, _info, _wire
 from tests.test_cluster import cluster as cluster  # the fixture
 from tests.test_durability import kill9
 
@@ -152,7 +153,18 @@ def test_move_keeps_keys_history_and_restarts(created: Cluster) -> None:
     finally:
         rc.close()
 
-    # kill -9 the target and restart it from its storage: the keys and history are there.
+    # kill -9 the target and restart it from its storage (a checkpoint, then one more
+    # write in the stream after it): the keys and history are there.
+    assert redis.Redis(port=dst.port).save()
+    rc = _rc(c)
+    try:
+        last_key = moving[-1]
+        on_dst = redis.Redis(port=dst.port)
+        on_dst.set(last_key, "after the checkpoint")
+        assert on_dst.execute_command("TS.WAITDURABLE", 10_000) >= 1  # durable, then killed
+        after[last_key] = (_history(rc, last_key), _asof(rc, last_key, _times(rc, last_key)))
+    finally:
+        rc.close()
     kill9(dst)
     c.nodes[1] = dst = _restart(dst, c)
     rc = _rc(c)
@@ -258,3 +270,42 @@ def test_move_to_a_node_without_slots(etcd: EtcdCluster, created: Cluster) -> No
     finally:
         rc.close()
     assert len(_keys_on(extra.port)) == 200
+
+
+def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
+    """The target stops (SIGSTOP) before it can import: past --timeout the move is
+    aborted, the map is unchanged and the source takes writes to the range again."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    key = "b"  # slot 3300, the first shard's
+    redis.Redis(port=src.port).set(key, "before")
+    assert key_slot(key.encode()) == 3300
+    dst.proc.send_signal(signal.SIGSTOP)
+    try:
+        where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
+        to = ["--to", f"127.0.0.1:{dst.port}", "--timeout", "3", *where]
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", "3000-3999", *to],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # Meanwhile the source is fenced: a write to the range is answered -TRYAGAIN.
+        until(lambda: _wire(src.port, b"SET", b"b", b"during").startswith(b"-TRYAGAIN"), 20)
+        assert _wire(src.port, b"SET", b"b", b"during") == (
+            b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+        )
+        read = _wire(src.port, b"GET", b"b")  # reads are served: the last accepted write
+        assert read in (b"$6\r\nbefore\r\n", b"$6\r\nduring\r\n")
+        _, err = cli.communicate(timeout=60)
+    finally:
+        dst.proc.send_signal(signal.SIGCONT)
+    assert cli.returncode == 1
+    assert "slots 3000-3999 not moved within 3 s (state import): aborted" in err
+    plain = redis.Redis(port=src.port)
+    until(lambda: plain.set(key, "after") is True, 20)  # the fence is lifted
+    assert plain.get(key) == b"after"
+    for n in c.nodes:
+        assert _info(n.port)["cluster_current_epoch"] == "1"
+    assert "no move in progress" in _cli(c, "show").stdout
