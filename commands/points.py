@@ -104,7 +104,7 @@ def key_lsn_at_time(s: Session, key: bytes, lsn: int, t: int) -> int:
     (store.moves): those keep their commit times but were given this store's LSNs, so
     the versions at or before `t` by time are found in the chain itself."""
     chains, _ = chains_and_floors(s)
-    chain = chains.get(key, ())
+    chain: list[VersionEntry] = chains.get(key) or []
     j = bisect_right(chain, t, key=entry_time)  # chain[:j] were committed by t
     if (j and chain[j - 1][V_LSN] > lsn) or (j < len(chain) and chain[j][V_LSN] <= lsn):
         return chain[j - 1][V_LSN] if j else chain[0][V_LSN] - 1

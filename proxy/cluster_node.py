@@ -56,9 +56,9 @@ class ClusterNode:
             await self.registry.start()
             await self.mover.register_storage()
             await self.refresh()
-            await self.mover.step()
         except (CoordinationError, ValueError) as exc:
             return f"cluster {self.cluster}: {exc}"
+        await self._move_step()  # a source fences again before it serves
         self._task = asyncio.get_running_loop().create_task(self._poll())
         log.info("cluster %s: node %s registered", self.cluster, self.view.node_id)
         return None
@@ -85,10 +85,13 @@ class ClusterNode:
             except (CoordinationError, ValueError) as exc:
                 log.warning("cluster %s: cannot read the slot map (%s)", self.cluster, exc)
                 continue
-            try:
-                await self.mover.step()
-            except (CoordinationError, ValueError, ReplayError, ObjectStoreError) as exc:
-                log.warning("cluster %s: slot move: %s (trying again)", self.cluster, exc)
+            await self._move_step()
+
+    async def _move_step(self) -> None:
+        try:
+            await self.mover.step()
+        except (CoordinationError, ValueError, ReplayError, ObjectStoreError) as exc:
+            log.warning("cluster %s: slot move: %s (trying again)", self.cluster, exc)
 
     async def close(self) -> None:
         if self._task is not None:

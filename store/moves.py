@@ -100,7 +100,7 @@ def renumber(store: Store, items: list[tuple[Any, ...]], at: int) -> list[tuple[
     out = []
     for dbi, key, value, expire, chain, floor in items:
         olds = sorted({e[0] for e in chain})
-        first_time = {}
+        first_time: dict[int, int] = {}
         for e in chain:
             first_time.setdefault(e[0], e[1])
         n = len(olds)
