@@ -25,19 +25,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
-from store.chains import (
-    V_CMD,
-    V_LSN,
-    V_META,
-    V_SNAP,
-    V_TIME,
-    V_UNDO,
-    compact_undo,
-    undo_ops,
-)
 from store.dataset import recount
-from store.ops import CREATED
-from store.records import WriteMeta
+from store.image import key_item, load_item
 from store.slots import key_slot
 
 if TYPE_CHECKING:
@@ -65,23 +54,7 @@ def range_keys(db: Database, first: int, last: int) -> list[bytes]:
 def export_range(db: Database, first: int, last: int) -> list[tuple[Any, ...]]:
     """The IMPORT items of every key of `db` in slots first..last, chains in the
     giving store's LSNs."""
-    items = []
-    for key in range_keys(db, first, last):
-        chain = [
-            (
-                e[V_LSN],
-                e[V_TIME],
-                e[V_CMD],
-                undo_ops(e[V_UNDO]),
-                None if e[V_META] is None else tuple(e[V_META]),
-                e[V_SNAP],
-            )
-            for e in db.chains.get(key, ())
-        ]
-        items.append(
-            (db.index, key, db.data.get(key), db.expires.get(key), chain, db.floors.get(key))
-        )
-    return items
+    return [key_item(db, key, db.data.get(key), None) for key in range_keys(db, first, last)]
 
 
 def longest_chain(items: list[tuple[Any, ...]]) -> int:
@@ -128,30 +101,11 @@ def renumber(store: Store, items: list[tuple[Any, ...]], at: int) -> list[tuple[
 def install(store: Store, items: Any) -> None:
     """Apply an IMPORT op: put each item's key, value, expiry, chain and floor in."""
     touched = set()
-    for dbi, key, value, expire, chain, floor in items:
-        db = store.dbs[dbi]
-        touched.add(dbi)
-        _drop(db, key)
-        if value is not None:
-            db.data[key] = value
-            if expire is not None:
-                db.expires[key] = expire
-                db.schedule_expiry(key, expire)
-        if chain:
-            db.chains[key] = [
-                (
-                    lsn,
-                    t,
-                    cmd,
-                    CREATED if undo == CREATED else compact_undo(undo),
-                    None if meta is None else WriteMeta(*meta),
-                    snap,
-                )
-                for lsn, t, cmd, undo, meta, snap in chain
-            ]
-        if floor is not None:
-            db.floors[key] = floor
-            db.floor_mark = max(db.floor_mark, floor)
+    for item in items:
+        db = store.dbs[item[0]]
+        touched.add(item[0])
+        _drop(db, item[1])
+        load_item(db, item)
     _recount(store, touched)
 
 

@@ -26,7 +26,7 @@ from store.slots import key_slot
 from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster
 from tests.reliability import sized
-from tests.test_cluster import Cluster, _info, _wire
+from tests.test_cluster import Cluster, _info, _wire, read_keys, write_keys
 from tests.test_cluster import cluster as cluster  # the fixture
 from tests.test_durability import kill9
 
@@ -108,12 +108,7 @@ def test_move_keeps_keys_history_and_restarts(created: Cluster) -> None:
         for v in range(VERSIONS):
             rc.set(burst, f"burst:v{v}")
             time.sleep(0.003)
-        pipe = rc.pipeline(transaction=False)
-        for i in range(KEYS):
-            pipe.set(f"key:{i}", f"value:{i}")
-            if i % 1000 == 999:
-                pipe.execute()
-        pipe.execute()
+        write_keys(rc, KEYS)
         historied = [f"h:{i}" for i in range(HISTORIED)]
         for v in range(VERSIONS):
             for k in historied:
@@ -143,8 +138,7 @@ def test_move_keeps_keys_history_and_restarts(created: Cluster) -> None:
         assert len(_keys_on(dst.port)) == dst_before + len(in_range)
 
         rc.nodes_manager.initialize()
-        got = rc.mget_nonatomic([f"key:{i}" for i in range(KEYS)])
-        assert got == [f"value:{i}".encode() for i in range(KEYS)]
+        read_keys(rc, KEYS)
         for k in moving:
             assert (_history(rc, k), _asof(rc, k, _times(rc, k))) == before[k], k
             assert rc.get(k) == f"{k}:v{VERSIONS - 1}".encode() or k == burst
@@ -177,8 +171,7 @@ def test_move_keeps_keys_history_and_restarts(created: Cluster) -> None:
     c.nodes[1] = dst = _restart(dst, c)
     rc = _rc(c)
     try:
-        got = rc.mget_nonatomic([f"key:{i}" for i in range(KEYS)])
-        assert got == [f"value:{i}".encode() for i in range(KEYS)]
+        read_keys(rc, KEYS)
         for k in moving:
             assert (_history(rc, k), _asof(rc, k, _times(rc, k))) == after[k], k
     finally:
