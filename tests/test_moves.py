@@ -1,0 +1,113 @@
+"""Keys moving between shards, as data (store.moves, store.slots): the renumbering of
+moved versions into the taking store's LSNs, the map after a move, and the IMPORT and
+FORGET ops through a real Store's commit and replay (the cluster itself:
+tests/test_cluster_move.py)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store import Store
+from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
+from store.records import UpdateRecord
+from store.slots import SLOTS, Shard, SlotMap, key_slot, owner_runs, reassign, spread
+
+
+class Records:
+    def __init__(self) -> None:
+        self.records: list[UpdateRecord] = []
+
+    def append(self, record: UpdateRecord) -> None:
+        self.records.append(record)
+
+
+def _commit(store: Store, op: tuple[object, ...]) -> int:
+    store.begin(IMPORT_CMD)
+    store.db_op(0, op)
+    return store.commit()
+
+
+def _set(store: Store, key: bytes, value: bytes) -> int:
+    store.begin("set")
+    store.apply(store.dbs[0], key, ("set", value, None))
+    return store.commit()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    index=st.lists(st.integers(0, 50), max_size=30),
+    versions=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 60)), max_size=12),
+)
+def test_renumber_keeps_each_key_in_order(
+    index: list[int], versions: list[tuple[int, int]]
+) -> None:
+    """Moved versions get distinct increasing LSNs (one per source commit), at most the
+    import's, at least 1; a version takes the target's LSN at its time when there is room."""
+    store = Store(databases=1)
+    times = sorted(index)
+    store.index_lsns.extend(range(1, len(times) + 1))
+    store.index_times.extend(times)
+    store.lsn = len(times)
+    chain = [(lsn, t, "set", (("restore", None, None),), None, None) for lsn, t in versions]
+    chain.sort(key=lambda e: (e[0], e[1]))
+    item = (0, b"k", b"v", None, chain, None)
+    at = max(store.lsn + 1, longest_chain([item]))
+    [(_, _, _, _, moved, _)] = renumber(store, [item], at)
+    by_old: dict[int, int] = {}
+    for old, new in zip(chain, moved, strict=True):
+        assert by_old.setdefault(old[0], new[0]) == new[0]  # one commit, one LSN
+        assert old[1:] == new[1:]  # time, command, undo, meta, copy kept
+    news = [by_old[o] for o in sorted(by_old)]
+    assert news == sorted(set(news)) and all(1 <= n <= at for n in news)
+
+
+def test_import_and_forget_replay_the_same() -> None:
+    """IMPORT and FORGET are records: replaying them gives the same keys and chains."""
+    giver = Store(databases=1)
+    for v in range(3):
+        for i in range(50):
+            _set(giver, b"k%d" % i, b"v%d" % v)
+    first, last = 0, 8191
+    keys = range_keys(giver.dbs[0], first, last)
+    assert keys and all(key_slot(k) <= last for k in keys)
+    items = export_range(giver.dbs[0], first, last)
+
+    sink = Records()
+    taker = Store(databases=1, sink=sink)
+    _set(taker, b"mine", b"1")
+    while taker.lsn + 1 < longest_chain(items):
+        _commit(taker, ("import", ()))
+    _commit(taker, ("import", tuple(renumber(taker, items, taker.lsn + 1))))
+    for k in keys:
+        assert taker.dbs[0].data[k] == giver.dbs[0].data[k]
+        old = giver.dbs[0].chains[k]
+        new = taker.dbs[0].chains[k]
+        assert [e[1:] for e in new] == [e[1:] for e in old]
+        assert [e[0] for e in new] == sorted({e[0] for e in new})
+    _commit(taker, ("forget", tuple(keys[:10])))
+
+    again = Store(databases=1)
+    for record in sink.records:
+        again.replay(record)
+    assert again.dbs[0].data == taker.dbs[0].data
+    assert dict(again.dbs[0].chains.items()) == dict(taker.dbs[0].chains.items())
+    assert not any(k in again.dbs[0].chains for k in keys[:10])
+
+
+def test_reassign_and_runs() -> None:
+    three = SlotMap(1, [Shard(f"n{i}", "h", 7000 + i, [r]) for i, r in enumerate(spread(3))])
+    assert owner_runs(three, 5000, 6000) == [(0, 5000, 5460), (1, 5461, 6000)]
+    moved = reassign(three, 5000, 6000, Shard("n2", "h", 7002))
+    assert moved.epoch == 2
+    assert [s.ranges for s in moved.shards] == [
+        [(0, 4999)],
+        [(6001, 10922)],
+        [(5000, 6000), (10923, 16383)],
+    ]
+    joined = reassign(moved, 0, 0, Shard("n3", "h", 7003))
+    assert joined.shards[3].ranges == [(0, 0)] and joined.shards[0].ranges == [(1, 4999)]
+    assert joined.assigned == SLOTS
+    back = reassign(joined, 0, 0, Shard("n0", "h", 7000))
+    assert back.shards[0].ranges == [(0, 4999)] and back.shards[3].ranges == []
+    assert SlotMap.from_json(back.to_json()) == back
