@@ -163,12 +163,16 @@ class MoveWorker:
         items = export_range(scratch.dbs[0], move.first, move.last)
         del scratch
         left = range_keys(store.dbs[0], move.first, move.last)
-        lsn = self._commit(("forget", tuple(left))) if left else store.lsn
-        while store.lsn + 1 < longest_chain(items):  # room for the longest chain's LSNs
+        if left:
+            self._commit(("forget", tuple(left)))
+        # An empty IMPORT first: the versions committed after this store's last commit
+        # take its LSN; then as many as the longest chain needs LSNs.
+        lsn = self._commit(("import", ()))
+        while store.lsn < longest_chain(items):
             lsn = self._commit(("import", ()))
         self.imported = (move.first, move.last)
         for i in range(0, len(items), BATCH):
-            batch = renumber(store, items[i : i + BATCH], store.lsn + 1)
+            batch = renumber(store, items[i : i + BATCH], store.lsn)
             lsn = self._commit(("import", tuple(batch)))
         await self._durable(lsn)
         old, map_revision = await read_map(node.client, node.cluster)

@@ -22,7 +22,7 @@ the taking shard get later LSNs, so each key's chain stays ordered by LSN and by
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from store.dataset import recount
@@ -64,11 +64,13 @@ def longest_chain(items: list[tuple[Any, ...]]) -> int:
 
 
 def renumber(store: Store, items: list[tuple[Any, ...]], at: int) -> list[tuple[Any, ...]]:
-    """`items` with their versions' LSNs in `store`'s numbering, for an IMPORT
-    committed at LSN `at` (>= `longest_chain(items)`): each version takes the LSN
-    `store` had reached at its commit time, raised past the key's previous version's
-    and lowered so that the key's last version is at most `at` (entries of one commit
-    keep one LSN). A floor becomes the first retained version's LSN."""
+    """`items` with their versions' LSNs in `store`'s numbering, none above `at` (>=
+    `longest_chain(items)`; the IMPORT goes after it): each version takes the first
+    LSN `store` committed at or after the version's commit time (`at` if none), so a
+    read of the store at an LSN sees the versions committed by that LSN's time; raised
+    past the key's previous version's, and lowered so that the key's last version is
+    at most `at` (entries of one commit keep one LSN). A floor becomes the first
+    retained version's LSN."""
     lsns, times = store.index_lsns, store.index_times
     out = []
     for dbi, key, value, expire, chain, floor in items:
@@ -80,8 +82,8 @@ def renumber(store: Store, items: list[tuple[Any, ...]], at: int) -> list[tuple[
         new: list[int] = []
         prev = 0
         for i, old in enumerate(olds):
-            j = bisect_right(times, first_time[old])
-            lsn = max(lsns[j - 1] if j else 0, prev + 1)
+            j = bisect_left(times, first_time[old])
+            lsn = max(lsns[j] if j < len(lsns) else at, prev + 1)
             lsn = min(lsn, at - (n - 1 - i))  # room for the versions after it
             new.append(lsn)
             prev = lsn
@@ -99,13 +101,27 @@ def renumber(store: Store, items: list[tuple[Any, ...]], at: int) -> list[tuple[
 
 
 def install(store: Store, items: Any) -> None:
-    """Apply an IMPORT op: put each item's key, value, expiry, chain and floor in."""
+    """Apply an IMPORT op: put each item's key, value, expiry, chain and floor in, and
+    name the key in the version index (store.windex) at each of its versions' LSNs,
+    which are committed LSNs (`renumber`'s `at`), so TS.DIFF finds it there."""
     touched = set()
+    added: dict[int, list[tuple[int, bytes]]] = {}
+    lsns = store.index_lsns
+    skip = len(lsns) - len(store.index_keys)
     for item in items:
-        db = store.dbs[item[0]]
-        touched.add(item[0])
-        _drop(db, item[1])
+        dbi, key = item[0], item[1]
+        db = store.dbs[dbi]
+        touched.add(dbi)
+        _drop(db, key)
         load_item(db, item)
+        for lsn in {e[0] for e in item[4]}:
+            i = bisect_left(lsns, lsn)
+            if i < len(lsns) and lsns[i] == lsn and i >= skip:
+                added.setdefault(i - skip, []).append((dbi, key))
+    keys = store.index_keys
+    for i, pairs in added.items():
+        e = keys[i]
+        keys[i] = (*(((0, e),) if type(e) is bytes else e), *pairs)
     _recount(store, touched)
 
 

@@ -76,15 +76,21 @@ def test_import_and_forget_replay_the_same() -> None:
     sink = Records()
     taker = Store(databases=1, sink=sink)
     _set(taker, b"mine", b"1")
-    while taker.lsn + 1 < longest_chain(items):
+    while taker.lsn < longest_chain(items):
         _commit(taker, ("import", ()))
-    _commit(taker, ("import", tuple(renumber(taker, items, taker.lsn + 1))))
+    at = taker.lsn
+    _commit(taker, ("import", tuple(renumber(taker, items, at))))
     for k in keys:
         assert taker.dbs[0].data[k] == giver.dbs[0].data[k]
         old = giver.dbs[0].chains[k]
         new = taker.dbs[0].chains[k]
         assert [e[1:] for e in new] == [e[1:] for e in old]
-        assert [e[0] for e in new] == sorted({e[0] for e in new})
+        assert [e[0] for e in new] == sorted({e[0] for e in new}) and new[-1][0] <= at
+        # Each version reads back at its new LSN, and the version index names the key
+        # there (TS.DIFF between two LSNs finds it).
+        for (lsn, *_), (old_lsn, *_) in zip(new, old, strict=True):
+            assert taker.value_as_of(0, k, lsn) == giver.value_as_of(0, k, old_lsn)
+            assert k in (taker.keys_written(0, lsn - 1, lsn) or ())
     _commit(taker, ("forget", tuple(keys[:10])))
 
     again = Store(databases=1)
@@ -93,6 +99,7 @@ def test_import_and_forget_replay_the_same() -> None:
     assert again.dbs[0].data == taker.dbs[0].data
     assert dict(again.dbs[0].chains.items()) == dict(taker.dbs[0].chains.items())
     assert not any(k in again.dbs[0].chains for k in keys[:10])
+    assert again.index_keys == taker.index_keys
 
 
 def test_reassign_and_runs() -> None:
