@@ -25,7 +25,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
-from store.dataset import recount
+from store.accounting import PACKED_BYTES, chain_bytes
+from store.dataset import weigh
 from store.image import key_item, load_item
 from store.slots import key_slot
 
@@ -104,16 +105,15 @@ def install(store: Store, items: Any) -> None:
     """Apply an IMPORT op: put each item's key, value, expiry, chain and floor in, and
     name the key in the version index (store.windex) at each of its versions' LSNs,
     which are committed LSNs (`renumber`'s `at`), so TS.DIFF finds it there."""
-    touched = set()
     added: dict[int, list[tuple[int, bytes]]] = {}
     lsns = store.index_lsns
     skip = len(lsns) - len(store.index_keys)
     for item in items:
         dbi, key = item[0], item[1]
         db = store.dbs[dbi]
-        touched.add(dbi)
-        _drop(db, key)
+        _drop(store, db, key)
         load_item(db, item)
+        _count(store, db, key, 1)
         for lsn in {e[0] for e in item[4]}:
             i = bisect_left(lsns, lsn)
             if i < len(lsns) and lsns[i] == lsn and i >= skip:
@@ -122,18 +122,20 @@ def install(store: Store, items: Any) -> None:
     for i, pairs in added.items():
         e = keys[i]
         keys[i] = (*(((0, e),) if type(e) is bytes else e), *pairs)
-    _recount(store, touched)
+    _pins_recount(store)
 
 
 def forget(store: Store, dbi: int, keys: Any) -> None:
     """Apply a FORGET op: the keys leave `dbi` with their history."""
     db = store.dbs[dbi]
     for key in keys:
-        _drop(db, key)
-    _recount(store, {dbi})
+        _drop(store, db, key)
+    _pins_recount(store)
 
 
-def _drop(db: Database, key: bytes) -> None:
+def _drop(store: Store, db: Database, key: bytes) -> None:
+    """Take `key` out of `db` with its history, uncounted."""
+    _count(store, db, key, -1)
     db.data.pop(key, None)
     db.expires.pop(key, None)
     db.floors.pop(key, None)
@@ -147,7 +149,32 @@ def _drop(db: Database, key: bytes) -> None:
         chains.spill.entries(ref, free=True)
 
 
-def _recount(store: Store, dbis: set[int]) -> None:
-    store.mem = store.history_recount()
-    for dbi in dbis:
-        recount(store.dbs[dbi])
+def _count(store: Store, db: Database, key: bytes, sign: int) -> None:
+    """Count `key`'s value (the dataset's size) and history (`Store.mem`) in (`sign`
+    1) or out (-1), as `Store.history_recount` and `dataset.recount` would count them."""
+    value = db.data.get(key)
+    if value is not None:
+        db.used += sign * weigh(db, key, value)
+    chains = db.chains
+    v = dict.get(chains, key)
+    mem = store.mem
+    main = type(db.ident) is int
+    if type(v) is int and v >= 0:
+        mem.add(db.ident, sign * PACKED_BYTES, sign)
+        if main:
+            mem.main_packed += sign
+    elif type(v) is list:
+        mem.add(db.ident, sign * chain_bytes(v), sign * len(v))
+    ref = -v if type(v) is int and v < 0 else chains.cold.get(key)
+    if ref is not None:
+        cold = chains.spill.entries(ref)
+        mem.add(db.ident, sign * chain_bytes(cold), sign * len(cold))
+        mem.cold_bytes += sign * chain_bytes(cold)
+        mem.cold_versions += sign * len(cold)
+
+
+def _pins_recount(store: Store) -> None:
+    """Seals and branches pin history (`HistoryMemory.marks`): with any, count it all
+    again."""
+    if store.mem.marks or store.snapshots or store.branches:
+        store.mem = store.history_recount()

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store import Store
+from store.dataset import recount
 from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
 from store.records import UpdateRecord
 from store.slots import SLOTS, Shard, SlotMap, key_slot, owner_runs, reassign, spread
@@ -62,6 +63,17 @@ def test_renumber_keeps_each_key_in_order(
     assert news == sorted(set(news)) and all(1 <= n <= at for n in news)
 
 
+def _counted_right(store: Store) -> None:
+    """The running counts (dataset size, history) are what counting afresh gives."""
+    mem = store.mem
+    fresh = store.history_recount()
+    for name in ("main_bytes", "main_versions", "main_packed", "cold_bytes", "cold_versions"):
+        assert getattr(mem, name) == getattr(fresh, name), name
+    used = store.dbs[0].used
+    recount(store.dbs[0])
+    assert store.dbs[0].used == used
+
+
 def test_import_and_forget_replay_the_same() -> None:
     """IMPORT and FORGET are records: replaying them gives the same keys and chains."""
     giver = Store(databases=1)
@@ -91,7 +103,9 @@ def test_import_and_forget_replay_the_same() -> None:
         for (lsn, *_), (old_lsn, *_) in zip(new, old, strict=True):
             assert taker.value_as_of(0, k, lsn) == giver.value_as_of(0, k, old_lsn)
             assert k in (taker.keys_written(0, lsn - 1, lsn) or ())
+    _counted_right(taker)
     _commit(taker, ("forget", tuple(keys[:10])))
+    _counted_right(taker)
 
     again = Store(databases=1)
     for record in sink.records:
