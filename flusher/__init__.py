@@ -18,7 +18,9 @@
   `commands.session.Durability`);
 - `backlog` (the newest encoded records, for replica links), `coordination` (etcd:
   leadership on a lease, node registry, the raft log; the only module that talks to
-  etcd), `raft` (raft durability: records committed in etcd before acknowledging).
+  etcd), `raft` (raft durability: records committed in etcd before acknowledging),
+  `slotmap` and `slotmove` (a cluster's slot map, nodes, storage registrations and
+  slot move record in etcd, on `coordination`'s client).
 
 Imports only `store`.
 """

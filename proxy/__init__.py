@@ -14,6 +14,9 @@
   backlog, streaming records to replica links) or a replica (`Follower`); promotion
   and stepping down. With `group` (a node of a group on etcd: leadership, failover),
   the only modules besides `cli` that wire the durable layers in.
+- `cluster_node` (`--cluster-enabled yes`: registration, the slot map poll,
+  `temporalstore cluster create`) and `slotmove` (each node's part in moving a slot
+  range, `temporalstore cluster move` and `cluster show`).
 - `web` (`--http-port`): the HTTP listener (aiohttp, in the same loop): HTTP Basic
   credentials checked by AUTH, `/metrics` (`metrics`: a prometheus-client collector
   over the live figures), the history explorer's page (`static/`) and JSON API

@@ -299,6 +299,11 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
         )
         read = _wire(src.port, b"GET", b"b")  # reads are served: the last accepted write
         assert read in (b"$6\r\nbefore\r\n", b"$6\r\nduring\r\n")
+        show = _cli(c, "show").stdout
+        assert (
+            f"move in progress: slots 3000-3999 from 127.0.0.1:{src.port} to "
+            f"127.0.0.1:{dst.port}, state import, fenced at LSN "
+        ) in show
         _, err = cli.communicate(timeout=60)
     finally:
         dst.proc.send_signal(signal.SIGCONT)
