@@ -54,7 +54,7 @@ def value_as_of(store: Store, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int 
     db = store.db_of(dbi)
     if db.overlay:
         return db.as_of(key, lsn)  # type: ignore[attr-defined, no-any-return]
-    chain = db.chains.get(key, ())
+    chain = db.chains.since(key, lsn)
     floor = db.floors.get(key)
     if floor is not None and lsn < floor:
         raise PrunedError(lsn, key)

@@ -196,6 +196,21 @@ class Chains(dict[bytes, Any]):
             return self.whole(key, v)
         return v
 
+    def since(self, key: bytes, lsn: int) -> Any:
+        """The entries of `key` newer than `lsn`, oldest first, and maybe older ones
+        before them (an as-of read bisects for the first newer one and reads on from
+        there): frozen runs older than what it needs are not read back."""
+        v = _dict_get(self, key)
+        if type(v) is int:
+            return self.unpack(v) if v >= 0 else self.spill.since(-v, lsn)
+        if v is None:
+            return ()
+        if self.cold and (not v or v[0][V_LSN] > lsn):
+            ref = self.cold.get(key)
+            if ref is not None:
+                return self.spill.since(ref, lsn) + v
+        return v
+
     def __getitem__(self, key: bytes) -> list[VersionEntry]:
         v = dict.__getitem__(self, key)
         if self.cold and type(v) is not int:

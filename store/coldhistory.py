@@ -95,8 +95,12 @@ _ZC: Final = zstandard.ZstdCompressor(level=1)
 _ZD: Final = zstandard.ZstdDecompressor()
 # Decoded runs kept at hand (a reader of the past mostly reads the same keys again):
 # up to this many keys' runs, and this many entries in all (but always the last read).
+# A key's runs are kept only when read a second time within the last `_SEEN_REFS` reads
+# of runs: a one-off read (TS.ASOF at random keys) then costs no entries kept alive,
+# whose memory the next decode would otherwise find cold (13 of ~40 us a read here).
 _CACHE_RUNS: Final = 256
 _CACHE_ENTRIES: Final = 1 << 18
+_SEEN_REFS: Final = 4096
 # A spill trains a zstd dictionary on its first runs (`_TRAIN_SAMPLES` of them) and
 # keeps it where it packs them at least a tenth smaller: a run of a few versions is too
 # short for zstd to learn its framing (pickle's opcodes, the LSN and time columns, the
@@ -210,6 +214,7 @@ class Spill:
         # how many entries they hold
         self._cache: dict[int, list[Any]] = {}
         self.cached = 0
+        self._seen: dict[int, None] = {}  # references read lately, not kept
 
     def fresh(self) -> Spill:
         """An empty spill of the same kind, place and codec (`compact` writes into it)."""
@@ -255,30 +260,68 @@ class Spill:
         """The cold entries `ref` stands for, oldest first; `free`: its runs are no
         longer used once read (the list is the caller's). Otherwise the list may be
         the one kept at hand for the next reader: read it, never change it."""
-        cache = self._cache
-        found = cache.pop(ref, None)
+        found = self._cache.pop(ref, None)
+        hit = found is not None
         if found is not None:
             self.cached -= len(found)
         if found is None or free:  # read the runs: for their entries, or to free them
-            runs: list[list[Any]] = []
-            link = ref
-            while link:
-                offset, length = _ref_span(link)
-                if free:
-                    self.dead += length
-                link, run = self.codec.decode(self.read(offset, length))
-                runs.append(run)
+            entries, _ = self._runs(ref, -1, free)
             if found is None:
-                found = runs[0] if len(runs) == 1 else [e for r in reversed(runs) for e in r]
-        if not free:  # kept at hand, the newest
-            while cache and (len(cache) >= _CACHE_RUNS or self.cached > _CACHE_ENTRIES):
-                self.cached -= len(cache.pop(next(iter(cache))))
-            cache[ref] = found
-            self.cached += len(found)
+                found = entries
+        if not free:
+            self._keep(ref, found, hit)
         return found
+
+    def since(self, ref: int, lsn: int) -> list[Any]:
+        """The cold entries of `ref` newer than `lsn`, oldest first, with those of
+        their oldest run before them: runs that start at or before `lsn` and the ones
+        before them are not read (an as-of read's bisection needs no more). Never
+        change the list."""
+        found = self._cache.get(ref)
+        if found is not None:
+            return found
+        found, whole = self._runs(ref, lsn, False)
+        if whole:
+            self._keep(ref, found)
+        return found
+
+    def _runs(self, ref: int, lsn: int, free: bool) -> tuple[list[Any], bool]:
+        """The entries of `ref`'s runs, oldest first, read from the newest back to
+        the first that starts at or before `lsn` (-1: all of them); and whether that
+        was all of them. `free`: count their bytes dead."""
+        runs: list[list[Any]] = []
+        link = ref
+        while link:
+            offset, length = _ref_span(link)
+            if free:
+                self.dead += length
+            link, run = self.codec.decode(self.read(offset, length))
+            runs.append(run)
+            if run[0][0] <= lsn:
+                break
+        found = runs[0] if len(runs) == 1 else [e for r in reversed(runs) for e in r]
+        return found, not link
+
+    def _keep(self, ref: int, found: list[Any], hit: bool = False) -> None:
+        """`found`, `ref`'s entries, kept at hand as the newest: if they were taken
+        from there (`hit`), or read a second time lately."""
+        if not hit:
+            seen = self._seen
+            if ref not in seen:
+                seen[ref] = None
+                if len(seen) > _SEEN_REFS:
+                    del seen[next(iter(seen))]
+                return
+            del seen[ref]
+        cache = self._cache
+        while cache and (len(cache) >= _CACHE_RUNS or self.cached > _CACHE_ENTRIES):
+            self.cached -= len(cache.pop(next(iter(cache))))
+        cache[ref] = found
+        self.cached += len(found)
 
     def close(self) -> None:
         self._cache.clear()
+        self._seen.clear()
         self.cached = 0
         if self._closer is not None:
             self._closer()

@@ -130,6 +130,11 @@ class _Chains(Mapping[bytes, list[VersionEntry]]):
         cut = chain[: bisect_right(chain, self.lsn, key=_entry_lsn)]
         return cut if cut else default
 
+    def since(self, key: bytes, lsn: int) -> Any:
+        """`Chains.since`, cut at the point."""
+        chain = self.chains.since(key, lsn)
+        return chain[: bisect_right(chain, self.lsn, key=_entry_lsn)]
+
     def __getitem__(self, key: bytes) -> list[VersionEntry]:
         chain = self.get(key)
         if chain is None:

@@ -273,6 +273,50 @@ def test_tiering_moves_entries_out_and_writes_append_in_memory(tmp_path: Path) -
     _check_counts(store)
 
 
+@pytest.mark.parametrize("memory", [False, True])
+def test_as_of_reads_only_the_runs_it_needs(tmp_path: Path, memory: bool) -> None:
+    """An as-of read decodes a key's frozen runs from the newest back to the first
+    that starts at or before its point, and reads what a whole read would; a run
+    read once is not kept at hand, one read twice is."""
+    s, _sink = make_session(databases=1, history="all")
+    store = s.store
+    spill = attach(store, str(tmp_path), memory)
+    lsns = []
+    for rnd in range(3):  # three runs of four versions each
+        for i in range(4):
+            run(s, "SET", "k", f"v{rnd}.{i}")
+            lsns.append(store.lsn)
+        store.tierer.step(0, 60.0)
+    run(s, "SET", "k", "hot")  # one entry in memory, in front of the cold ones
+    db = store.dbs[0]
+    ref = db.chains.cold[b"k"]
+    spill._cache.clear()  # what the writes and the tierer read is forgotten
+    spill._seen.clear()
+    spill.cached = 0
+    decoded = []
+    decode = spill.codec.decode
+    spill.codec.decode = lambda data: decoded.append(1) or decode(data)  # type: ignore[method-assign]
+    assert len(spill.since(ref, lsns[-2])) == 4  # the newest run alone
+    assert len(decoded) == 1
+    assert len(spill.since(ref, lsns[4])) == 8 and len(decoded) == 3
+    assert not spill._cache  # read once each: nothing kept
+    assert len(spill.since(ref, 0)) == 12 and len(decoded) == 6
+    assert len(spill.since(ref, 0)) == 12 and len(decoded) == 9  # read twice: kept
+    assert spill._cache and len(spill.since(ref, 0)) == 12 and len(decoded) == 9
+    # Past the oldest entry in memory, no run is read; before it, what the point needs.
+    spill._cache.clear()
+    assert len(db.chains.since(b"k", store.lsn - 1)) == 1 + 4 and len(decoded) == 10
+    assert len(db.chains.since(b"k", store.lsn)) == 1 and len(decoded) == 10
+    whole = db.chains[b"k"]
+    for lsn in range(store.lsn + 1):
+        got = store.value_as_of(0, b"k", lsn)
+        part = db.chains.since(b"k", lsn)  # a suffix of the chain, all newer ones in it
+        assert part == whole[len(whole) - len(part) :]
+        assert [e for e in part if e[V_LSN] > lsn] == [e for e in whole if e[V_LSN] > lsn]
+        want = (b"v%d.%d" % divmod(lsns.index(lsn), 4), None) if lsn in lsns else got
+        assert got == want, lsn
+
+
 def test_retention_cuts_cold_entries_and_compaction_keeps_them(tmp_path: Path) -> None:
     s, _sink = make_session(databases=1, history="versions:4")
     store = s.store
