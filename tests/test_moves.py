@@ -5,14 +5,18 @@ tests/test_cluster_move.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store import Store
+from store.coldhistory import attach
 from store.dataset import recount
 from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
 from store.records import UpdateRecord
 from store.slots import SLOTS, Shard, SlotMap, key_slot, owner_runs, reassign, spread
+from tests.helpers import make_session, run
 
 
 class Records:
@@ -132,3 +136,36 @@ def test_reassign_and_runs() -> None:
     back = reassign(joined, 0, 0, Shard("n0", "h", 7000))
     assert back.shards[0].ranges == [(0, 4999)] and back.shards[3].ranges == []
     assert SlotMap.from_json(back.to_json()) == back
+
+
+def test_keys_with_history_out_of_memory_move(tmp_path: Path) -> None:
+    """Keys whose entries the tierer moved to the spill file (store.coldhistory), some
+    with a newer entry in memory: exported whole, forgotten with their runs freed, and
+    counted right throughout."""
+    s, _sink = make_session(databases=1, history="all")
+    giver = s.store
+    spill = attach(giver, str(tmp_path))
+    for i in range(10):
+        run(s, "SET", "k", f"v{i}")
+        run(s, "HSET", "h", f"f{i}", "x")
+    assert giver.tierer.step(0, 60.0) is False
+    run(s, "SET", "k", "new")  # k: cold entries and one in memory; h: all cold
+    db = giver.dbs[0]
+    assert b"k" in db.chains.cold and dict.get(db.chains, b"h") < 0
+    chains = {k: db.chains[k] for k in (b"k", b"h")}
+    items = [i for i in export_range(db, 0, SLOTS - 1) if i[1] in chains]
+    assert {i[1]: len(i[4]) for i in items} == {b"k": 11, b"h": 10}
+
+    taker = Store(databases=1)
+    while taker.lsn < longest_chain(items):
+        _commit(taker, ("import", ()))
+    _commit(taker, ("import", tuple(renumber(taker, items, taker.lsn))))
+    for k, chain in chains.items():
+        assert [e[1:] for e in taker.dbs[0].chains[k]] == [e[1:] for e in chain]
+    _counted_right(taker)
+
+    assert spill.dead == 0
+    _commit(giver, ("forget", (b"k", b"h")))
+    assert spill.dead > 0  # their runs freed
+    assert b"k" not in db.chains and not db.chains.cold and b"h" not in db.data
+    _counted_right(giver)
