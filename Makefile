@@ -132,12 +132,13 @@ bench-long: install redis-server
 # The long versions of the reliability tests (about 13 minutes): a million fuzzed
 # frames, 20 kill -9 cycles, a 30-second object storage outage, 1,000 idle connections
 # with a million commands pipelined unread, history at bounded cost at issue 11's
-# sizes, 10 rounds of failover in a group on etcd, a 1 GB export and import. `make test` runs their short versions.
+# sizes, 10 rounds of failover in a group on etcd, a 1 GB export and import, a slot
+# move of 1,000 slots in a cluster holding 1M keys. `make test` runs their short versions.
 # Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py \
 	tests/test_history_bounds.py tests/test_slices.py tests/test_failover.py tests/test_export.py \
-	tests/test_ioredis.py
+	tests/test_ioredis.py tests/test_cluster_move.py
 soak: install redis-server etcd node-deps
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \

@@ -25,7 +25,7 @@ from redis.cluster import RedisCluster
 from store.slots import key_slot
 from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster
-from tests.reliability import sized
+from tests.reliability import figure, sized
 from tests.test_cluster import Cluster, _info, _wire, read_keys, write_keys
 from tests.test_cluster import cluster as cluster  # the fixture
 from tests.test_durability import kill9
@@ -122,8 +122,17 @@ def test_move_keeps_keys_history_and_restarts(created: Cluster) -> None:
         in_range = {k for k in _keys_on(src.port) if first <= key_slot(k) <= last}
         src_before, dst_before = len(_keys_on(src.port)), len(_keys_on(dst.port))
 
+        started = time.monotonic()
         done = _move(c, f"{first}-{last}", dst.port)
+        seconds = time.monotonic() - started
         assert done.returncode == 0, done.stderr
+        figure(
+            "slot-move",
+            keys=KEYS,
+            slots=last - first + 1,
+            keys_moved=len(in_range),
+            seconds=seconds,
+        )
         assert f"moved slots {first}-{last} from 127.0.0.1:{src.port}" in done.stdout
 
         # The map: the range is the target's, at the next epoch; the source redirects.
@@ -226,11 +235,20 @@ def test_writer_during_move_loses_nothing(created: Cluster) -> None:
         got = rc.mget_nonatomic([f"w:{i}" for i in acked])
     finally:
         rc.close()
-    assert got == [str(i).encode() for i in acked]
+    lost = sum(1 for i, v in zip(acked, got, strict=True) if v != str(i).encode())
     moved = [i for i in acked if key_slot(f"w:{i}".encode()) < 3000]
+    tryagain = redis.Redis(port=src.port).info("errorstats")["errorstat_TRYAGAIN"]["count"]
+    figure(
+        "slot-move-writer",
+        acked=len(acked),
+        acked_in_moved_slots=len(moved),
+        answered_tryagain=tryagain,
+        raised_to_the_writer=retried[0],
+        lost_acked=lost,
+    )
+    assert got == [str(i).encode() for i in acked] and lost == 0
     assert moved and len(acked) == len(set(acked))
-    errors = redis.Redis(port=src.port).info("errorstats")
-    assert errors["errorstat_TRYAGAIN"]["count"] > 0
+    assert tryagain > 0
 
 
 def test_bad_moves_change_nothing(created: Cluster) -> None:
