@@ -333,3 +333,29 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     for n in c.nodes:
         assert _info(n.port)["cluster_current_epoch"] == "1"
     assert "no move in progress" in _cli(c, "show").stdout
+
+
+def test_range_over_two_shards_moves_from_each(created: Cluster) -> None:
+    """A range owned by two shards is moved one source at a time, each at its epoch."""
+    c = created
+    ports = [n.port for n in c.nodes]
+    rc = _rc(c)
+    try:
+        write_keys(rc, 2_000)
+        done = _move(c, "5400-5500", ports[2])
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [
+            f"moved slots 5400-5460 from 127.0.0.1:{ports[0]} to 127.0.0.1:{ports[2]} "
+            "(config epoch 2)",
+            f"moved slots 5461-5500 from 127.0.0.1:{ports[1]} to 127.0.0.1:{ports[2]} "
+            "(config epoch 3)",
+        ]
+        rc.nodes_manager.initialize()
+        read_keys(rc, 2_000)
+    finally:
+        rc.close()
+    on_target = {k for k in _keys_on(ports[2]) if 5400 <= key_slot(k) <= 5500}
+    assert on_target == {
+        f"key:{i}".encode() for i in range(2_000) if 5400 <= key_slot(f"key:{i}".encode()) <= 5500
+    }
+    assert on_target
