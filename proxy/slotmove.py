@@ -328,7 +328,8 @@ async def _move_with(
         return _fail("move", f"cluster {cluster} has no slot map (run cluster create first)")
     target = f"{to[0]}:{to[1]}"
     target_id = node_id_for(*to)
-    if target_id not in {n.node_id for n in await nodes(client, cluster)}:
+    live = {n.node_id for n in await nodes(client, cluster)}
+    if target_id not in live:
         return _fail("move", f"{target} is not a registered node of cluster {cluster}")
     runs = owner_runs(slot_map, first, last)
     unserved = [(a, b) for o, a, b in runs if o < 0]
@@ -337,6 +338,14 @@ async def _move_with(
     runs = [(o, a, b) for o, a, b in runs if slot_map.shards[o].node_id != target_id]
     if not runs:
         return _fail("move", f"slots {first}-{last} are {target}'s already: nothing to move")
+    for o, a, b in runs:
+        source = slot_map.shards[o]
+        if source.node_id not in live:
+            return _fail(
+                "move",
+                f"slots {a}-{b} are served by {source.host}:{source.port}, which is not "
+                "registered (down?)",
+            )
     for node_id in {target_id, *(slot_map.shards[o].node_id for o, _, _ in runs)}:
         if await read_storage(client, cluster, node_id) is None:
             return _fail("move", f"node {node_id} registered no storage (an older server?)")

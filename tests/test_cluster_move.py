@@ -261,7 +261,12 @@ def test_bad_moves_change_nothing(created: Cluster) -> None:
     assert own.returncode == 1 and "nothing to move" in own.stderr
     backwards = _move(c, "10-5", ports[1])
     assert backwards.returncode == 1 and "want 0 <= FIRST <= LAST <= 16383" in backwards.stderr
-    for port in ports:
+    c.nodes[2].stop()  # its registration goes with its lease
+    until(lambda: "not registered" in _cli(c, "show").stdout, 30)
+    down = _move(c, "16000-16383", ports[0])
+    assert down.returncode == 1
+    assert f"served by 127.0.0.1:{ports[2]}, which is not registered (down?)" in down.stderr
+    for port in ports[:2]:
         assert _info(port)["cluster_current_epoch"] == "1"
     show = _cli(c, "show")
     assert "config epoch 1, 16384 of 16384 slots assigned, state ok" in show.stdout
