@@ -35,8 +35,9 @@ import logging
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from commands.session import ServerState
 from flusher.coordination import CoordinationError, etcd_client
 from flusher.objectapi import ObjectStoreError
 from flusher.objectstore import open_object_store
@@ -58,10 +59,7 @@ from replay.replay import recover
 from store import Store
 from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
 from store.policy import HistoryPolicy
-from store.slots import SLOTS, Shard, SlotMap, owner_runs, reassign
-
-if TYPE_CHECKING:
-    from proxy.cluster_node import ClusterNode
+from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs, reassign
 
 log = logging.getLogger("temporalstore")
 
@@ -77,10 +75,23 @@ def absolute_storage(url: str) -> str:
     return url
 
 
+class MovingNode(Protocol):
+    """What a move worker uses of its node (proxy.cluster_node.ClusterNode, which
+    makes the worker: this module does not import it)."""
+
+    state: ServerState
+    client: Any
+    cluster: str
+    view: ClusterView
+
+    async def refresh(self) -> None:
+        """Read the slot map; apply it if it changed."""
+
+
 class MoveWorker:
     """This node's part in the move recorded in etcd, one step per poll."""
 
-    def __init__(self, node: ClusterNode) -> None:
+    def __init__(self, node: MovingNode) -> None:
         self.node = node
         self.active = False  # a move concerning this node is recorded
         # The range this node imported for a move not committed yet: forgotten again
