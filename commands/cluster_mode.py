@@ -10,8 +10,10 @@ getNodeByQuery: the keys of the command (of every queued command for EXEC), foun
 the command table's key specs as COMMAND GETKEYS finds them, must hash to one slot
 (-CROSSSLOT), which some shard must own (-CLUSTERDOWN Hash slot not served), the map
 must cover every slot (-CLUSTERDOWN The cluster is down), and this node must be its
-owner (-MOVED <slot> <host>:<port>). A command without keys runs on the node it was
-sent to (KEYS, SCAN, DBSIZE, FLUSHALL, TS.SEAL: this shard only).
+owner (-MOVED <slot> <host>:<port>). While this node is moving a slot range away
+(`ClusterView.fenced`), a command that may write to it is answered -TRYAGAIN. A
+command without keys runs on the node it was sent to (KEYS, SCAN, DBSIZE, FLUSHALL,
+TS.SEAL: this shard only).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from commands.cleanup import unwatch_all
 from commands.errors import NOT_INTEGER, CommandError
 from commands.getkeys import get_keys, keys_at_positions
 from commands.parsing import string2ll
-from commands.registry import Command
+from commands.registry import Command, Flag
 from commands.replies import OK, Reply, Verbatim
 from store.slots import SLOTS, ClusterView, key_slot
 
@@ -34,6 +36,9 @@ CROSSSLOT = b"CROSSSLOT Keys in request don't hash to the same slot"
 UNBOUND = b"CLUSTERDOWN Hash slot not served"
 DOWN = b"CLUSTERDOWN The cluster is down"
 SELECT_REFUSED = b"ERR SELECT is not allowed in cluster mode"
+# A write to a slot being moved away (proxy.slotmove fences it): Redis' text for a
+# request it cannot serve while a slot migrates; clients retry it (redis-py: 16 tries).
+TRYAGAIN = b"TRYAGAIN Multiple keys request during rehashing of slot"
 INVALID_SLOT = "ERR Invalid slot"
 INVALID_SLOT_OR_COUNT = "ERR Invalid slot or number of keys"
 
@@ -78,9 +83,17 @@ def route(s: Session, cmd: Command, argv: list[bytes]) -> bytes | None:
         return _refuse(s, cmd, DOWN)
     shard = owner[slot]
     if shard == view.me:
+        fenced = view.fenced
+        if fenced is not None and fenced[0] <= slot <= fenced[1] and _writes(calls):
+            return _refuse(s, cmd, TRYAGAIN)
         return None
     target = view.map.shards[shard]
     return _refuse(s, cmd, b"MOVED %d %s:%d" % (slot, target.host.encode(), target.port))
+
+
+def _writes(calls: list[tuple[Command, list[bytes]]]) -> bool:
+    """Some call may write (anything not flagged readonly: scripts too)."""
+    return any(not c.flags & Flag.READONLY for c, _ in calls)
 
 
 def _refuse(s: Session, cmd: Command, text: bytes) -> bytes:

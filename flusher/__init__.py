@@ -17,10 +17,11 @@
   drain and as-of reads from storage, as commands see them through
   `commands.session.Durability`);
 - `backlog` (the newest encoded records, for replica links), `coordination` (etcd:
-  leadership on a lease, node registry, the raft log), `raft` (raft durability:
-  records committed in etcd before acknowledging); cluster mode's records in etcd,
-  built on `coordination`: `slotmap` (the slot map, its nodes) and `clustersnaps`
-  (cluster snapshots: each shard's LSN of a cluster-wide TS.SEAL).
+  leadership on a lease, node registry, the raft log; the only module that talks to
+  etcd), `raft` (raft durability: records committed in etcd before acknowledging);
+  cluster mode's records in etcd, on `coordination`'s client: `slotmap` and `slotmove`
+  (a cluster's slot map, nodes, storage registrations and slot move record) and
+  `clustersnaps` (cluster snapshots: each shard's LSN of a cluster-wide TS.SEAL).
 
 Imports only `store`.
 """

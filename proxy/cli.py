@@ -264,6 +264,21 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--etcd-endpoints", required=True, help="URL[,URL...] of etcd")
     create.add_argument("--cluster-name", default="temporalstore", help="the cluster in etcd")
     create.add_argument("nodes", nargs="+", metavar="HOST:PORT", help="the nodes (announce)")
+    show = actions.add_parser("show", help="the slot map, each shard's keys, a move in progress")
+    move = actions.add_parser(
+        "move", help="move a slot range to a node's shard (fence, flush, replay, take over)"
+    )
+    for action in (show, move):
+        action.add_argument("--etcd-endpoints", required=True, help="URL[,URL...] of etcd")
+        action.add_argument("--cluster-name", default="temporalstore", help="the cluster in etcd")
+    move.add_argument("--slots", required=True, metavar="FIRST-LAST", help="slot range or slot")
+    move.add_argument("--to", required=True, metavar="HOST:PORT", help="the taking node")
+    move.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for each shard's move before aborting it (default 120)",
+    )
     return p
 
 

@@ -6,7 +6,9 @@ node in this version: no replicas, no failover per shard). It registers its anno
 address in etcd and polls the cluster's slot map there every `POLL_S`
 (flusher.slotmap), handing each new one to the commands (commands.cluster_mode), which
 route by it. Until `cluster create` has written a map, keyed commands answer
--CLUSTERDOWN Hash slot not served.
+-CLUSTERDOWN Hash slot not served. It registers where its update stream lives too, and
+does its part in a slot move recorded in etcd (proxy.slotmove; the poll runs every
+`MOVE_POLL_S` while one is recorded).
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from typing import Any
 
 from commands.session import ServerState
 from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
+from flusher.objectapi import ObjectStoreError
 from flusher.slotmap import even_map, node_id_for, nodes, read_map, registry
 from flusher.slotmap import write_map as put_map
 from proxy.cluster_time import ClusterTime
+from proxy.slotmove import MoveWorker, move_main, show_main
+from replay.replay import ReplayError
 from store.slots import ClusterView
 
 log = logging.getLogger("temporalstore")
 
 POLL_S = 0.5
+MOVE_POLL_S = 0.1
 
 
 class ClusterNode:
@@ -43,6 +49,7 @@ class ClusterNode:
         self._task: asyncio.Task[None] | None = None
         # Cluster-wide TS.SEAL and its snapshots (proxy.cluster_time).
         self.time = ClusterTime(state, self.client, cluster, self.view)
+        self.mover = MoveWorker(self)
 
     async def start(self) -> str | None:
         """Route by the map from now on (none yet: every slot unserved), register, and
@@ -50,9 +57,11 @@ class ClusterNode:
         self.state.cluster = self.view
         try:
             await self.registry.start()
+            await self.mover.register_storage()
             await self.refresh()
         except (CoordinationError, ValueError) as exc:
             return f"cluster {self.cluster}: {exc}"
+        await self._move_step()  # a source fences again before it serves
         self._task = asyncio.get_running_loop().create_task(self._poll())
         self.state.cluster_snapshots = self.time
         self.time.start()
@@ -75,11 +84,19 @@ class ClusterNode:
 
     async def _poll(self) -> None:
         while True:
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(MOVE_POLL_S if self.mover.active else POLL_S)
             try:
                 await self.refresh()
             except (CoordinationError, ValueError) as exc:
                 log.warning("cluster %s: cannot read the slot map (%s)", self.cluster, exc)
+                continue
+            await self._move_step()
+
+    async def _move_step(self) -> None:
+        try:
+            await self.mover.step()
+        except (CoordinationError, ValueError, ReplayError, ObjectStoreError) as exc:
+            log.warning("cluster %s: slot move: %s (trying again)", self.cluster, exc)
 
     async def close(self) -> None:
         await self.time.close()
@@ -135,6 +152,10 @@ async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]
 
 
 def cluster_main(ns: argparse.Namespace) -> int:
+    if ns.action == "show":
+        return show_main(ns)
+    if ns.action == "move":
+        return move_main(ns, _address(ns.to))
     addresses = [_address(a) for a in ns.nodes]
     if len(set(addresses)) != len(addresses):
         raise SystemExit("temporalstore cluster create: a node is named twice")

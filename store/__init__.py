@@ -10,7 +10,10 @@ reads in the past (`asof`), views (`views`), branches (`branches`), history out 
 memory (`coldhistory`), the commit's common cases (`commitpath`), checkpoint images
 (`image`) and replay in bulk (`bulkreplay`); and on top the `Store` (`keyspace`): the
 transaction (begin, apply, commit or roll back) at the single commit point that
-assigns LSNs and hands records to the sink, and replay of persisted records."""
+assigns LSNs and hands records to the sink, and replay of persisted records (in
+bulk where it can: `bulkreplay`). For cluster mode: hash slots and the slot map as
+plain data (`slots`), and the keys of a slot range moving between shards (`moves`:
+taken out with their history, renumbered, the IMPORT and FORGET ops)."""
 
 from store.native import extend as _extend
 

@@ -110,20 +110,20 @@ def _db_items(db: Database) -> Iterator[Any]:
         strings = _Strings()
         for key, value, p in zip(ks, vs, ps, strict=True):
             if type(value) is not bytes or key in expires or key in floors:
-                yield _item(db, key, value, chains.born(key))
+                yield key_item(db, key, value, chains.born(key))
             elif type(p) is int and p >= 0:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
             elif type(p) is not list or chains.cold or not strings.add(key, value, p):
-                yield _item(db, key, value, chains.born(key))
+                yield key_item(db, key, value, chains.born(key))
         if keys:
             yield (BATCH_TAG, index, keys, values, packed)
         if strings.keys:
             yield strings.item(index)
     for key in chains:
         if key not in data:  # history of a key that no longer exists
-            yield _item(db, key, None, chains.born(key))
+            yield key_item(db, key, None, chains.born(key))
 
 
 class _Strings:
@@ -192,7 +192,8 @@ def _load_strings(db: Database, item: Any, names: list[str]) -> None:
         p += c
 
 
-def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
+def key_item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) -> Any:
+    """The per-key item of `key` (`born`: its packed creation, else None: every entry)."""
     chain: Any = born
     if born is None:
         chain = [
@@ -207,6 +208,37 @@ def _item(db: Database, key: bytes, value: Any, born: tuple[int, str] | None) ->
             for e in db.chains.get(key, ())
         ]
     return (db.index, key, value, db.expires.get(key), chain, db.floors.get(key))
+
+
+def load_item(db: Database, item: Any) -> None:
+    """One per-key item (db, key, value, expire, chain, floor) into `db` (its database)."""
+    _dbi, key, value, expire, chain, floor = item
+    if value is not None:
+        db.data[key] = value
+        if expire is not None:
+            db.expires[key] = expire
+            db.schedule_expiry(key, expire)
+    if not chain:
+        pass
+    elif type(chain[0]) is int:
+        # (LSN, command): the key's one version created it (see store.Chains).
+        db.chains.add_born(key, *chain)
+    else:
+        write_meta = WriteMeta
+        db.chains[key] = [
+            (
+                lsn,
+                t,
+                cmd,
+                CREATED if undo == CREATED else compact_undo(undo),
+                None if meta is None else write_meta(*meta),
+                snap,
+            )
+            for lsn, t, cmd, undo, meta, snap in chain
+        ]
+    if floor is not None:
+        db.floors[key] = floor
+        db.floor_mark = max(db.floor_mark, floor)
 
 
 def import_image(store: StoreCore, head: dict[str, Any], items: Iterator[Any]) -> int:
@@ -224,7 +256,6 @@ def import_image(store: StoreCore, head: dict[str, Any], items: Iterator[Any]) -
     dbs = store.dbs
     names: list[str] = list(head.get("cmd_names", ()))
     table = translate_codes(names)
-    write_meta = WriteMeta
     for item in items:
         if item[0] == BATCH_TAG:
             _tag, dbi, keys, values, packed = item
@@ -235,33 +266,7 @@ def import_image(store: StoreCore, head: dict[str, Any], items: Iterator[Any]) -
         if item[0] == STRINGS_TAG:
             _load_strings(dbs[item[1]], item, names)
             continue
-        dbi, key, value, expire, chain, floor = item
-        db = dbs[dbi]
-        if value is not None:
-            db.data[key] = value
-            if expire is not None:
-                db.expires[key] = expire
-                db.schedule_expiry(key, expire)
-        if not chain:
-            pass
-        elif type(chain[0]) is int:
-            # (LSN, command): the key's one version created it (see store.Chains).
-            db.chains.add_born(key, *chain)
-        else:
-            db.chains[key] = [
-                (
-                    lsn,
-                    t,
-                    cmd,
-                    CREATED if undo == CREATED else compact_undo(undo),
-                    None if meta is None else write_meta(*meta),
-                    snap,
-                )
-                for lsn, t, cmd, undo, meta, snap in chain
-            ]
-        if floor is not None:
-            db.floors[key] = floor
-            db.floor_mark = max(db.floor_mark, floor)
+        load_item(dbs[item[0]], item)
     store.snapshots = {
         name: Snapshot(name, lsn, t, trigger, *rest)
         for name, lsn, t, trigger, *rest in head["snapshots"]

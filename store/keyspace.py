@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from store import bulkreplay, dataset, image, windex
+from store import bulkreplay, dataset, image, moves, windex
 from store.accounting import HistoryMemory, recount
 from store.asof import PrunedError as PrunedError
 from store.asof import states_back, value_as_of
@@ -483,6 +483,10 @@ class Store(StoreCore):
         elif name == "dropbranch":
             branch = self.branches.pop(op[1], None)
             self.mem.drop_branch(op[1], () if branch is None else branch.dbs, self.table_of)
+        elif name == "import":  # keys of a slot range taken from another shard
+            moves.install(self, op[1])
+        elif name == "forget":  # ... and given to another shard
+            moves.forget(self, dbi, op[1])
         else:
             raise ValueError(f"unknown database op {name!r}")
         self._pin = None  # a seal, unseal, branch or drop moves what history is pinned

@@ -125,6 +125,54 @@ class SlotMap:
         return cls(int(doc["epoch"]), shards)  # type: ignore[call-overload]
 
 
+def owner_runs(slot_map: SlotMap, first: int, last: int) -> list[tuple[int, int, int]]:
+    """The slots first..last cut where their owner changes: (shard index or -1 for
+    unserved, first, last) of each run, in order."""
+    runs: list[tuple[int, int, int]] = []
+    for slot in range(first, last + 1):
+        o = slot_map.owner[slot]
+        if runs and runs[-1][0] == o:
+            runs[-1] = (o, runs[-1][1], slot)
+        else:
+            runs.append((o, slot, slot))
+    return runs
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(b, out[-1][1]))
+        else:
+            out.append((a, b))
+    return out
+
+
+def reassign(slot_map: SlotMap, first: int, last: int, to: Shard) -> SlotMap:
+    """The map with slots first..last owned by `to` (a shard of the map, by node id, or
+    a new one appended), taken from whoever owned them; the config epoch one higher.
+    A shard left without slots stays in the map (its node still answers MOVED)."""
+    shards = []
+    found = False
+    for shard in slot_map.shards:
+        ranges = []
+        for a, b in shard.ranges:
+            if b < first or a > last:
+                ranges.append((a, b))
+                continue
+            if a < first:
+                ranges.append((a, first - 1))
+            if b > last:
+                ranges.append((last + 1, b))
+        if shard.node_id == to.node_id:
+            found = True
+            ranges.append((first, last))
+        shards.append(Shard(shard.node_id, shard.host, shard.port, _merge(ranges)))
+    if not found:
+        shards.append(Shard(to.node_id, to.host, to.port, [(first, last)]))
+    return SlotMap(slot_map.epoch + 1, shards)
+
+
 class ClusterView:
     """What this node knows of the cluster: itself and the latest slot map."""
 
@@ -135,6 +183,9 @@ class ClusterView:
         self.map = SlotMap()
         self.me = -1  # this node's shard in `map` (-1: none)
         self.ok = False  # the map covers every slot
+        # Slots this node is giving away (first, last): writes to them are refused with
+        # -TRYAGAIN until the move ends (proxy.slotmove); reads are served.
+        self.fenced: tuple[int, int] | None = None
 
     def apply(self, new: SlotMap) -> None:
         """Serve `new` from now on."""

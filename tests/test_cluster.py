@@ -111,6 +111,22 @@ def _info(port: int) -> dict[str, str]:
     return {k: str(v) for k, v in info.items()}
 
 
+def write_keys(rc: RedisCluster, n: int) -> None:
+    """key:0 .. key:<n-1> = value:<i>, pipelined by 1,000."""
+    pipe = rc.pipeline(transaction=False)
+    for i in range(n):
+        pipe.set(f"key:{i}", f"value:{i}")
+        if i % 1000 == 999:
+            pipe.execute()
+    pipe.execute()
+
+
+def read_keys(rc: RedisCluster, n: int) -> None:
+    """Every key `write_keys` wrote reads back."""
+    got = rc.mget_nonatomic([f"key:{i}" for i in range(n)])
+    assert got == [f"value:{i}".encode() for i in range(n)]
+
+
 def test_before_create_slots_are_not_served(cluster: Cluster) -> None:
     r = redis.Redis(port=cluster.nodes[0].port)
     assert _info(cluster.nodes[0].port)["cluster_state"] == "fail"
@@ -181,14 +197,8 @@ def test_create_then_cluster_clients(cluster: Cluster) -> None:
     # redis-py's RedisCluster: writes and reads back KEYS keys across the shards.
     rc = RedisCluster(host="127.0.0.1", port=ports[0], decode_responses=False)
     try:
-        pipe = rc.pipeline(transaction=False)
-        for i in range(KEYS):
-            pipe.set(f"key:{i}", f"value:{i}")
-            if i % 1000 == 999:
-                pipe.execute()
-        pipe.execute()
-        got = rc.mget_nonatomic([f"key:{i}" for i in range(KEYS)])
-        assert got == [f"value:{i}".encode() for i in range(KEYS)]
+        write_keys(rc, KEYS)
+        read_keys(rc, KEYS)
         assert rc.get("key:7") == b"value:7"
     finally:
         rc.close()
