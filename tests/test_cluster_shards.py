@@ -58,18 +58,21 @@ class Shards:
         return found
 
     def create(self, *addresses: int) -> subprocess.CompletedProcess[str]:
+        return self.cli("create", *(f"127.0.0.1:{p}" for p in addresses))
+
+    def cli(self, action: str, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "proxy.cli",
                 "cluster",
-                "create",
+                action,
                 "--etcd-endpoints",
                 self.endpoints,
                 "--cluster-name",
                 self.name,
-                *(f"127.0.0.1:{p}" for p in addresses),
+                *args,
             ],
             cwd=ROOT,
             capture_output=True,
@@ -218,3 +221,12 @@ def test_readonly_on_a_replica(shards: Shards) -> None:
     # READONLY is the connection's: another connection is redirected.
     with pytest.raises(redis.exceptions.MovedError):
         redis.Redis(port=replica.port).get(theirs)
+
+    shown = shards.cli("show")
+    assert shown.returncode == 0, shown.stderr
+    assert f"127.0.0.1:{primary.port} slots 0-8191 keys 1 group {shards.group}" in shown.stdout
+    assert f"127.0.0.1:{replica.port} no slots of its own (group {shards.group})" in shown.stdout
+    # Slot moves to or from a replicated shard are refused (not supported yet).
+    for slots, to in (("0-10", shards.single.port), ("9000-9010", primary.port)):
+        refused = shards.cli("move", "--slots", slots, "--to", f"127.0.0.1:{to}")
+        assert refused.returncode == 1 and "replicated shard" in refused.stderr
