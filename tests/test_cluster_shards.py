@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,9 +24,9 @@ from redis.cluster import RedisCluster
 from flusher.coordination import etcd_client
 from flusher.slotmap import node_id_for, read_map
 from store.slots import SlotMap, key_slot
-from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
+from tests.conftest import ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, unique_group
-from tests.test_cluster import _raw
+from tests.test_cluster import _raw, cluster_cli
 
 KEYS = 2_000
 
@@ -40,18 +39,11 @@ class Shards:
     pair: list[ServerProcess]  # the replicated shard's two nodes
     single: ServerProcess  # the other shard
 
-    def role(self, node: ServerProcess) -> bytes | None:
-        try:
-            role: bytes = redis.Redis(port=node.port, socket_timeout=1).execute_command("ROLE")[0]
-            return role
-        except redis.RedisError:
-            return None
-
     def primary(self) -> ServerProcess:
+        """The node of the pair that took the group's lead (its log says so)."""
         found: ServerProcess = until(
             lambda: next(
-                (n for n in self.pair if n.proc.poll() is None and self.role(n) == b"master"),
-                None,
+                (n for n in self.pair if any("takes the lead" in x for x in n.log_lines)), None
             ),
             30,
         )
@@ -61,24 +53,7 @@ class Shards:
         return self.cli("create", *(f"127.0.0.1:{p}" for p in addresses))
 
     def cli(self, action: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "proxy.cli",
-                "cluster",
-                action,
-                "--etcd-endpoints",
-                self.endpoints,
-                "--cluster-name",
-                self.name,
-                *args,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return cluster_cli(self.endpoints, self.name, action, *args)
 
     def slot_map(self) -> SlotMap:
         async def read() -> SlotMap:
@@ -175,7 +150,7 @@ def test_failover_of_a_shard_primary_under_redis_cluster(shards: Shards) -> None
         want = [(0, 8191, [replica.port]), (8192, 16383, [shards.single.port])]
         for n in (replica, shards.single):
             until(lambda n=n: _slots(n.port) == want, 30, (redis.RedisError,))
-        assert shards.role(replica) == b"master"
+        assert redis.Redis(port=replica.port).execute_command("ROLE")[0] == b"master"
         after = shards.slot_map()
         assert after.shards[0].port == replica.port and after.epoch == 2
 
