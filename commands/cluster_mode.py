@@ -10,7 +10,9 @@ getNodeByQuery: the keys of the command (of every queued command for EXEC), foun
 the command table's key specs as COMMAND GETKEYS finds them, must hash to one slot
 (-CROSSSLOT), which some shard must own (-CLUSTERDOWN Hash slot not served), the map
 must cover every slot (-CLUSTERDOWN The cluster is down), and this node must be its
-owner (-MOVED <slot> <host>:<port>). While this node is moving a slot range away
+owner (-MOVED <slot> <host>:<port>), or a replica of its owner's shard whose
+connection sent READONLY, for a command that does not write (clusterRedirectClient's
+readonly case; READWRITE ends it). While this node is moving a slot range away
 (`ClusterView.fenced`), a command that may write to it is answered -TRYAGAIN. A
 command without keys runs on the node it was sent to (KEYS, SCAN, DBSIZE, FLUSHALL,
 TS.SEAL: this shard only).
@@ -87,6 +89,8 @@ def route(s: Session, cmd: Command, argv: list[bytes]) -> bytes | None:
         if fenced is not None and fenced[0] <= slot <= fenced[1] and _writes(calls):
             return _refuse(s, cmd, TRYAGAIN)
         return None
+    if shard == view.mine and s.cluster_readonly and not _writes(calls):
+        return None  # a replica of the slot's shard, READONLY: served here
     target = view.map.shards[shard]
     return _refuse(s, cmd, b"MOVED %d %s:%d" % (slot, target.host.encode(), target.port))
 
@@ -128,12 +132,29 @@ def _node_entry(host: str, port: int, node_id: str) -> list[object]:
 def cluster_slots(s: Session, argv: list[bytes]) -> Reply:
     view = _view(s)
     ranges = sorted(
-        (first, last, shard) for shard in view.map.shards for first, last in shard.ranges
+        (first, last, i) for i, shard in enumerate(view.map.shards) for first, last in shard.ranges
     )
-    return [
-        [first, last, _node_entry(shard.host, shard.port, shard.node_id)]
-        for first, last, shard in ranges
-    ]
+    out: list[object] = []
+    for first, last, i in ranges:
+        shard = view.map.shards[i]
+        entry: list[object] = [first, last, _node_entry(shard.host, shard.port, shard.node_id)]
+        entry += [_node_entry(host, port, rid) for rid, host, port in view.replicas_of(shard)]
+        out.append(entry)
+    return out
+
+
+def _shard_node(
+    s: Session, me: str, node_id: str, host: str, port: int, role: bytes
+) -> dict[bytes, object]:
+    return {
+        b"id": node_id.encode(),
+        b"port": port,
+        b"ip": host.encode(),
+        b"endpoint": host.encode(),
+        b"role": role,
+        b"replication-offset": s.store.lsn if node_id == me else 0,
+        b"health": b"online",
+    }
 
 
 def cluster_shards(s: Session, argv: list[bytes]) -> Reply:
@@ -141,16 +162,10 @@ def cluster_shards(s: Session, argv: list[bytes]) -> Reply:
     out: list[object] = []
     for shard in view.map.shards:
         slots: list[object] = [n for r in shard.ranges for n in r]
-        node = {
-            b"id": shard.node_id.encode(),
-            b"port": shard.port,
-            b"ip": shard.host.encode(),
-            b"endpoint": shard.host.encode(),
-            b"role": b"master",
-            b"replication-offset": s.store.lsn if shard.node_id == view.node_id else 0,
-            b"health": b"online",
-        }
-        out.append({b"slots": slots, b"nodes": [node]})
+        me = view.node_id
+        nodes = [_shard_node(s, me, shard.node_id, shard.host, shard.port, b"master")]
+        nodes += [_shard_node(s, me, *r, b"replica") for r in view.replicas_of(shard)]
+        out.append({b"slots": slots, b"nodes": nodes})
     return out
 
 
@@ -161,12 +176,21 @@ def _ranges_text(ranges: list[tuple[int, int]]) -> str:
 def cluster_nodes(s: Session, argv: list[bytes]) -> Reply:
     view = _view(s)
     lines = []
-    rows = [(sh.node_id, sh.host, sh.port, sh.ranges) for sh in view.map.shards]
-    if view.me < 0:
-        rows.append((view.node_id, view.host, view.port, []))
-    for shard_id, host, port, ranges in rows:
-        flags = "myself,master" if shard_id == view.node_id else "master"
-        line = f"{shard_id} {host}:{port}@{port + 10000} {flags} - 0 0 {view.map.epoch} connected"
+    # (node id, host, port, slot ranges, its master's id or "-": a master)
+    rows: list[tuple[str, str, int, list[tuple[int, int]], str]] = []
+    for sh in view.map.shards:
+        rows.append((sh.node_id, sh.host, sh.port, sh.ranges, "-"))
+        rows += [(rid, host, port, [], sh.node_id) for rid, host, port in view.replicas_of(sh)]
+    if not any(row[0] == view.node_id for row in rows):
+        rows.append((view.node_id, view.host, view.port, [], "-"))
+    for node_id, host, port, ranges, master in rows:
+        flags = "master" if master == "-" else "slave"
+        if node_id == view.node_id:
+            flags = "myself," + flags
+        line = (
+            f"{node_id} {host}:{port}@{port + 10000} {flags} {master} 0 0 "
+            f"{view.map.epoch} connected"
+        )
         if ranges:
             line += " " + _ranges_text(ranges)
         lines.append(line + "\n")
@@ -228,8 +252,21 @@ def cluster_getkeysinslot(s: Session, argv: list[bytes]) -> Reply:
 
 
 def accepted(s: Session, argv: list[bytes]) -> Reply:
-    """READONLY, READWRITE, ASKING: accepted (every shard is one primary for now)."""
+    """ASKING: accepted (no ASK redirection is ever sent)."""
     _view(s)
+    return OK
+
+
+def readonly(s: Session, argv: list[bytes]) -> Reply:
+    """READONLY: on a replica, serve this connection's reads of its shard's slots."""
+    _view(s)
+    s.cluster_readonly = True
+    return OK
+
+
+def readwrite(s: Session, argv: list[bytes]) -> Reply:
+    _view(s)
+    s.cluster_readonly = False
     return OK
 
 
@@ -242,7 +279,7 @@ HANDLERS = {
     "cluster|keyslot": cluster_keyslot,
     "cluster|countkeysinslot": cluster_countkeysinslot,
     "cluster|getkeysinslot": cluster_getkeysinslot,
-    "readonly": accepted,
-    "readwrite": accepted,
+    "readonly": readonly,
+    "readwrite": readwrite,
     "asking": accepted,
 }

@@ -163,6 +163,7 @@ class Session(Writer):
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
         self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
+        self.cluster_readonly = False  # READONLY: a replica in cluster mode serves reads
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()

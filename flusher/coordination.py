@@ -540,11 +540,13 @@ class Leadership:
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """A registered node: id, announce address and the LSN it has applied."""
+    """A registered node: id, announce address and the LSN it has applied; in cluster
+    mode the shard (group) it belongs to, "" for a shard of its own."""
 
     node_id: str
     addr: str
     applied_lsn: int
+    shard: str = ""
 
 
 def best_candidate(nodes: Iterable[NodeInfo], exclude: Collection[str] = ()) -> NodeInfo | None:
@@ -566,16 +568,17 @@ async def list_nodes(client: Any, group: str, timeout: float = DEFAULT_TIMEOUT_S
         node_id = bytes(kv.key)[len(prefix) :].decode()
         try:
             doc = json.loads(bytes(kv.value))
-            nodes.append(NodeInfo(node_id, str(doc["addr"]), int(doc["lsn"])))
+            shard = str(doc.get("shard", ""))
+            nodes.append(NodeInfo(node_id, str(doc["addr"]), int(doc["lsn"]), shard))
         except (ValueError, KeyError, TypeError):
             log.warning("etcd: unreadable registration of node %s ignored", node_id)
     return nodes
 
 
 class NodeRegistry:
-    """Keeps `/<group>/nodes/<node_id>` = {addr, applied LSN} on the node's own lease,
-    republished every `publish_interval_s` when the LSN moved. If etcd expires the
-    lease (a long outage), the node registers again on a new one."""
+    """Keeps `/<group>/nodes/<node_id>` = {addr, applied LSN, shard if any} on the
+    node's own lease, republished every `publish_interval_s` when the LSN moved. If
+    etcd expires the lease (a long outage), the node registers again on a new one."""
 
     def __init__(
         self,
@@ -587,9 +590,11 @@ class NodeRegistry:
         *,
         publish_interval_s: float = 0.5,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        shard: str = "",
     ) -> None:
         self.client = client
         self.group = group
+        self.shard = shard
         self.node_id = node_id
         self.addr = addr
         self.lease_ttl_s = lease_ttl_s
@@ -631,7 +636,10 @@ class NodeRegistry:
         lsn = self.applied_lsn
         if lsn == self.published_lsn:
             return
-        value = json.dumps({"addr": self.addr, "lsn": lsn}, separators=(",", ":")).encode()
+        doc: dict[str, object] = {"addr": self.addr, "lsn": lsn}
+        if self.shard:
+            doc["shard"] = self.shard
+        value = json.dumps(doc, separators=(",", ":")).encode()
         await _call(
             "a node registration", self.client.put(self.key, value, lease=self._lease.id), timeout
         )

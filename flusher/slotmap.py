@@ -1,12 +1,16 @@
 """A cluster's slot map and its nodes in etcd (`--cluster-enabled yes`), under
 `/<cluster>/cluster/`:
 
-- `/<cluster>/cluster/nodes/<node_id>`: each node's announce address, on the node's
-  own lease (`flusher.coordination.NodeRegistry`, as a group's nodes);
+- `/<cluster>/cluster/nodes/<node_id>`: each node's announce address (and the group of
+  its shard, for a node started with `--group`), on the node's own lease
+  (`flusher.coordination.NodeRegistry`, as a group's nodes);
 - `/<cluster>/cluster/slots`: the slot map (store.slots.SlotMap as JSON: its config
-  epoch, and each shard's primary and slot ranges). It changes only by an etcd
-  transaction that compares the key's modification revision with the one its writer
-  read, so two writers cannot both replace the same map: consensus is etcd's.
+  epoch, and each shard's primary, slot ranges and group if replicated). It changes
+  only by an etcd transaction that compares the key's modification revision with the
+  one its writer read, so two writers cannot both replace the same map: consensus is
+  etcd's. A shard's new primary after a failover writes itself in, in a transaction
+  that also compares its group's leader key with its own term (`fence`), so a primary
+  that lost the lead cannot.
 
 Nodes poll the map (`read_map`) and serve what it says.
 """
@@ -48,9 +52,12 @@ def node_id_for(host: str, port: int) -> str:
     return hashlib.sha1(f"{host}:{port}".encode()).hexdigest()
 
 
-def registry(client: Any, cluster: str, host: str, port: int) -> NodeRegistry:
-    """The registration of a node of the cluster (start() it, close() it)."""
-    return NodeRegistry(client, node_group(cluster), node_id_for(host, port), f"{host}:{port}")
+def registry(client: Any, cluster: str, host: str, port: int, shard: str = "") -> NodeRegistry:
+    """The registration of a node of the cluster (start() it, close() it); `shard`: the
+    group of its shard ("" for a shard of its own)."""
+    return NodeRegistry(
+        client, node_group(cluster), node_id_for(host, port), f"{host}:{port}", shard=shard
+    )
 
 
 async def nodes(client: Any, cluster: str, timeout: float = DEFAULT_TIMEOUT_S) -> list[NodeInfo]:
@@ -75,22 +82,32 @@ async def read_map(
 
 
 async def write_map(
-    client: Any, cluster: str, new: SlotMap, read_revision: int, timeout: float = DEFAULT_TIMEOUT_S
+    client: Any,
+    cluster: str,
+    new: SlotMap,
+    read_revision: int,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    fence: tuple[bytes, bytes] | None = None,
 ) -> None:
     """Replace the map read at `read_revision` (0: create it where there is none);
-    SlotMapConflict if it changed in between."""
+    SlotMapConflict if it changed in between, or if `fence` (an etcd key, its value)
+    is given and the key holds another value."""
     key = map_key(cluster)
     t = client.transactions
     value = json.dumps(new.to_json(), separators=(",", ":")).encode()
+    compare = [t.mod(key) == read_revision]
+    if fence is not None:
+        compare.append(t.value(fence[0]) == fence[1])
     done, _ = await _call(
         "a slot map write",
-        client.transaction(
-            compare=[t.mod(key) == read_revision], success=[t.put(key, value)], failure=[]
-        ),
+        client.transaction(compare=compare, success=[t.put(key, value)], failure=[]),
         timeout,
     )
     if not done:
-        raise SlotMapConflict(f"the slot map of {cluster} changed meanwhile: nothing written")
+        raise SlotMapConflict(
+            f"the slot map of {cluster} changed meanwhile (or the writer lost its lead): "
+            "nothing written"
+        )
 
 
 def even_map(addresses: list[tuple[str, int]], epoch: int) -> SlotMap:

@@ -14,11 +14,12 @@
   backlog, streaming records to replica links) or a replica (`Follower`); promotion
   and stepping down. With `group` (a node of a group on etcd: leadership, failover),
   the only modules besides `cli` that wire the durable layers in.
-- `cluster_node` (`--cluster-enabled yes`: registration, the slot map poll,
-  `temporalstore cluster create`), `slotmove` (each node's part in moving a slot
-  range, `temporalstore cluster move` and `cluster show`) and `cluster_time` (TS.SEAL
-  and TS.UNSEAL across the shards: the other nodes asked, the cluster snapshot
-  recorded in etcd).
+- `cluster_node` (`--cluster-enabled yes`: registration in etcd, the slot map and the
+  replicated shards' replicas kept current, a group's new primary written into the
+  map, `temporalstore cluster create`), `cluster_time` (TS.SEAL and TS.UNSEAL
+  across the shards: the other nodes asked, the cluster snapshot recorded in etcd) and
+  `slotmove` (each node's part in moving a slot range, `temporalstore cluster move`
+  and `cluster show`).
 - `web` (`--http-port`): the HTTP listener (aiohttp, in the same loop): HTTP Basic
   credentials checked by AUTH, `/metrics` (`metrics`: a prometheus-client collector
   over the live figures), the history explorer's page (`static/`) and JSON API

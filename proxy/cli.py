@@ -160,8 +160,9 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     (
         "cluster-enabled",
         "no",
-        "yes: a Redis Cluster node, primary of its own shard; the slot map is in etcd "
-        "(needs --etcd-endpoints; `temporalstore cluster create` writes it)",
+        "yes: a Redis Cluster node, primary of its own shard, or with --group a node of "
+        "that replicated shard; the slot map is in etcd (needs --etcd-endpoints; "
+        "`temporalstore cluster create` writes it)",
     ),
     ("cluster-name", "temporalstore", "the cluster's name in etcd (with --cluster-enabled yes)"),
     (
@@ -337,13 +338,13 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     if ns.cluster_enabled not in ("yes", "no"):
         raise SystemExit("temporalstore: --cluster-enabled must be yes or no")
     if ns.cluster_enabled == "yes":
-        # One node per shard for now: etcd holds the slot map, no group (failover).
+        # etcd holds the slot map; with --group the node is one of a replicated shard's
+        # nodes (the group elects the shard's primary), else a shard of its own.
         if not config.etcd_endpoints:
             raise SystemExit("temporalstore: --cluster-enabled yes needs --etcd-endpoints")
-        if ns.group:
-            raise SystemExit("temporalstore: --cluster-enabled yes and --group: not yet")
         config.cluster_etcd, config.cluster_name = config.etcd_endpoints, ns.cluster_name
-        config.etcd_endpoints = config.group = None
+        if not ns.group:
+            config.etcd_endpoints = config.group = None
     config.announce_host = ns.announce_host or (
         ns.host if ns.host not in ("0.0.0.0", "::") else "127.0.0.1"
     )
@@ -512,7 +513,14 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     if config.cluster_etcd:
         from proxy.cluster_node import ClusterNode
 
-        cluster_node = ClusterNode(state, config.cluster_etcd, config.cluster_name, *node.announce)
+        cluster_node = ClusterNode(
+            state,
+            config.cluster_etcd,
+            config.cluster_name,
+            *node.announce,
+            group=config.group or "",
+            leading=node.leading,
+        )
         if (failed := await cluster_node.start()) is not None:
             log.error("%s", failed)
             await server.close()

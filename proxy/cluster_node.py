@@ -1,12 +1,17 @@
 """A node of a Redis Cluster (`--cluster-enabled yes --etcd-endpoints URL`), and
 `temporalstore cluster create`.
 
-The node is the primary of its own shard, on its own --storage prefix (one shard per
-node in this version: no replicas, no failover per shard). It registers its announce
-address in etcd and polls the cluster's slot map there every `POLL_S`
-(flusher.slotmap), handing each new one to the commands (commands.cluster_mode), which
-route by it. Until `cluster create` has written a map, keyed commands answer
--CLUSTERDOWN Hash slot not served. It registers where its update stream lives too, and
+A node is the primary of its own shard, on its own --storage prefix; or, started with
+`--group NAME` too, a node of a replicated shard: the nodes of a group share a
+--storage prefix and elect the shard's primary on etcd as any group does
+(proxy.group), the others following it as replicas. It registers its announce address
+(and group) in etcd and polls the cluster's slot map there, and the registrations,
+every `POLL_S` (flusher.slotmap), handing each new map to the commands
+(commands.cluster_mode), which route by it and list each shard's replicas from the
+registrations. A group's primary that the map does not name (it was just elected)
+writes itself into the map as its shard's primary, fenced on its leader key. Until
+`cluster create` has written a map, keyed commands answer -CLUSTERDOWN Hash slot not
+served. It registers where its update stream lives too, and
 does its part in a slot move recorded in etcd (proxy.slotmove; the poll runs every
 `MOVE_POLL_S` while one is recorded).
 """
@@ -18,17 +23,18 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from commands.session import ServerState
 from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
 from flusher.objectapi import ObjectStoreError
-from flusher.slotmap import even_map, node_id_for, nodes, read_map, registry
+from flusher.slotmap import SlotMapConflict, even_map, node_id_for, nodes, read_map, registry
 from flusher.slotmap import write_map as put_map
 from proxy.cluster_time import ClusterTime
 from proxy.slotmove import MoveWorker, move_main, show_main
 from replay.replay import ReplayError
-from store.slots import ClusterView
+from store.slots import ClusterView, SlotMap, with_primary
 
 log = logging.getLogger("temporalstore")
 
@@ -39,12 +45,24 @@ MOVE_POLL_S = 0.1
 class ClusterNode:
     """This node's registration and its view of the slot map, kept current."""
 
-    def __init__(self, state: ServerState, endpoints: str, cluster: str, host: str, port: int):
+    def __init__(
+        self,
+        state: ServerState,
+        endpoints: str,
+        cluster: str,
+        host: str,
+        port: int,
+        group: str = "",
+        leading: Callable[[], tuple[bytes, bytes] | None] = lambda: None,
+    ):
         self.state = state
         self.cluster = cluster
         self.client: Any = etcd_client(endpoints)
-        self.view = ClusterView(node_id_for(host, port), host, port)
-        self.registry: NodeRegistry = registry(self.client, cluster, host, port)
+        self.view = ClusterView(node_id_for(host, port), host, port, group)
+        self.registry: NodeRegistry = registry(self.client, cluster, host, port, group)
+        # With a group: its leader key and this term's value while this node is the
+        # group's serving primary, else None (proxy.cli wires it to the GroupMember).
+        self.leading = leading
         self.revision = 0
         self._task: asyncio.Task[None] | None = None
         # Cluster-wide TS.SEAL and its snapshots (proxy.cluster_time).
@@ -69,8 +87,13 @@ class ClusterNode:
         return None
 
     async def refresh(self) -> None:
-        """Read the map; apply it if it changed."""
+        """Read the map (and the replicas, with groups); apply it if it changed; write
+        this node in as its shard's primary if it leads the group and is not named."""
         found, revision = await read_map(self.client, self.cluster)
+        if self.view.group or any(s.group for s in (found.shards if found else ())):
+            await self._replicas()
+        if found is not None and (fence := self.leading()) is not None:
+            found, revision = await self._take_shard(found, revision, fence)
         if found is not None and revision != self.revision:
             self.view.apply(found)
             self.revision = revision
@@ -81,6 +104,38 @@ class ClusterNode:
                 found.assigned,
                 "this node serves a shard" if self.view.me >= 0 else "this node has no slots",
             )
+
+    async def _replicas(self) -> None:
+        replicas: dict[str, list[tuple[str, str, int]]] = {}
+        for n in sorted(await nodes(self.client, self.cluster), key=lambda n: n.node_id):
+            if n.shard:
+                host, _, port = n.addr.rpartition(":")
+                replicas.setdefault(n.shard, []).append((n.node_id, host, int(port)))
+        self.view.replicas = replicas
+
+    async def _take_shard(
+        self, found: SlotMap, revision: int, fence: tuple[bytes, bytes]
+    ) -> tuple[SlotMap, int]:
+        """After a failover: the map with this node as its group's primary, written."""
+        view = self.view
+        shard = next((s for s in found.shards if s.group == view.group), None)
+        if shard is None or shard.node_id == view.node_id:
+            return found, revision
+        new = with_primary(found, view.group, view.node_id, view.host, view.port)
+        try:
+            await put_map(self.client, self.cluster, new, revision, fence=fence)
+        except SlotMapConflict as exc:
+            log.warning("cluster %s: %s", self.cluster, exc)
+            return found, revision
+        log.info(
+            "cluster %s: this node is now the primary of shard %s (was %s:%d)",
+            self.cluster,
+            view.group,
+            shard.host,
+            shard.port,
+        )
+        got, revision = await read_map(self.client, self.cluster)
+        return got or new, revision
 
     async def _poll(self) -> None:
         while True:
@@ -127,7 +182,7 @@ async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]
                 file=sys.stderr,
             )
             return 1
-        registered = {n.addr for n in await nodes(client, cluster)}
+        registered = {n.addr: n.shard for n in await nodes(client, cluster)}
         missing = [f"{h}:{p}" for h, p in addresses if f"{h}:{p}" not in registered]
         if missing:
             print(
@@ -138,6 +193,16 @@ async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]
             )
             return 1
         new = even_map(addresses, 1)
+        for shard in new.shards:
+            shard.group = registered[f"{shard.host}:{shard.port}"]
+        groups = [s.group for s in new.shards if s.group]
+        if len(set(groups)) != len(groups):
+            print(
+                "temporalstore cluster create: two nodes of one group named: name one "
+                "node (its primary) per shard",
+                file=sys.stderr,
+            )
+            return 1
         await put_map(client, cluster, new, revision)
     except (CoordinationError, ValueError) as exc:
         print(f"temporalstore cluster create: {exc}", file=sys.stderr)
@@ -146,7 +211,8 @@ async def _create(endpoints: str, cluster: str, addresses: list[tuple[str, int]]
         await client.close()
     for shard in new.shards:
         first, last = shard.ranges[0]
-        print(f"{shard.node_id} {shard.host}:{shard.port} slots {first}-{last}")
+        group = f" group {shard.group}" if shard.group else ""
+        print(f"{shard.node_id} {shard.host}:{shard.port} slots {first}-{last}{group}")
     print(f"cluster {cluster}: {len(new.shards)} shards, 16384 slots, config epoch {new.epoch}")
     return 0
 

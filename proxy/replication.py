@@ -302,6 +302,15 @@ class Node:
             self.publish_view()
             self._group_task = asyncio.get_running_loop().create_task(self._refresh_group())
 
+    def leading(self) -> tuple[bytes, bytes] | None:
+        """While this node is its group's serving primary: the group's leader key and
+        this term's value (what a write in etcd on its behalf is fenced on); else None."""
+        member = self.member
+        if member is None or member.appender is None or not member.leadership.am_leader():
+            return None
+        value = member.leadership.key_value
+        return None if value is None else (member.leadership.key, value)
+
     def group_view(self) -> GroupView | None:
         """What this node knows of its group from its own role (etcd knows more)."""
         name = self.state.config.group

@@ -289,14 +289,16 @@ async def _show(endpoints: str, cluster: str) -> int:
         names[shard.node_id] = f"{shard.host}:{shard.port}"
         up = "" if shard.node_id in live else " (not registered: down?)"
         keys = await _dbsize(shard.host, shard.port)
+        group = f" group {shard.group}" if shard.group else ""
         print(
             f"shard {shard.node_id} {shard.host}:{shard.port} "
-            f"slots {_ranges_text(shard.ranges)} keys {keys}{up}"
+            f"slots {_ranges_text(shard.ranges)} keys {keys}{group}{up}"
         )
     for n in registered:
         if n.node_id not in names:
             names[n.node_id] = n.addr
-            print(f"node {n.node_id} {n.addr} no slots")
+            role = f"no slots of its own (group {n.shard})" if n.shard else "no slots"
+            print(f"node {n.node_id} {n.addr} {role}")
     if move is None:
         print("no move in progress")
     else:
@@ -339,10 +341,15 @@ async def _move_with(
         return _fail("move", f"cluster {cluster} has no slot map (run cluster create first)")
     target = f"{to[0]}:{to[1]}"
     target_id = node_id_for(*to)
-    live = {n.node_id for n in await nodes(client, cluster)}
-    if target_id not in live:
+    registered = {n.node_id: n for n in await nodes(client, cluster)}
+    if target_id not in registered:
         return _fail("move", f"{target} is not a registered node of cluster {cluster}")
     runs = owner_runs(slot_map, first, last)
+    grouped = [slot_map.shards[o].group for o, _, _ in runs if o >= 0 and slot_map.shards[o].group]
+    if registered[target_id].shard or grouped:
+        return _fail(
+            "move", "moving slots to or from a replicated shard (--group) is not supported yet"
+        )
     unserved = [(a, b) for o, a, b in runs if o < 0]
     if unserved:
         return _fail("move", f"slots {_ranges_text(unserved)} are not served by any shard")
@@ -351,7 +358,7 @@ async def _move_with(
         return _fail("move", f"slots {first}-{last} are {target}'s already: nothing to move")
     for o, a, b in runs:
         source = slot_map.shards[o]
-        if source.node_id not in live:
+        if source.node_id not in registered:
             return _fail(
                 "move",
                 f"slots {a}-{b} are served by {source.host}:{source.port}, which is not "

@@ -70,20 +70,26 @@ def spread(count: int) -> list[tuple[int, int]]:
 
 @dataclass
 class Shard:
-    """A shard: its primary's node id and address, and the slot ranges it owns."""
+    """A shard: its primary's node id and address, and the slot ranges it owns; `group`
+    names a replicated shard (the nodes started with `--group` that name: they elect
+    its primary, which writes itself here on a failover), "" a shard of one node."""
 
     node_id: str
     host: str
     port: int
     ranges: list[tuple[int, int]] = field(default_factory=list)
+    group: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "node_id": self.node_id,
             "host": self.host,
             "port": self.port,
             "ranges": [list(r) for r in self.ranges],
         }
+        if self.group:
+            doc["group"] = self.group
+        return doc
 
 
 @dataclass
@@ -121,7 +127,15 @@ class SlotMap:
         shards = []
         for item in doc["shards"]:  # type: ignore[attr-defined]
             ranges = [(int(a), int(b)) for a, b in item["ranges"]]
-            shards.append(Shard(str(item["node_id"]), str(item["host"]), int(item["port"]), ranges))
+            shards.append(
+                Shard(
+                    str(item["node_id"]),
+                    str(item["host"]),
+                    int(item["port"]),
+                    ranges,
+                    str(item.get("group", "")),
+                )
+            )
         return cls(int(doc["epoch"]), shards)  # type: ignore[call-overload]
 
 
@@ -167,21 +181,39 @@ def reassign(slot_map: SlotMap, first: int, last: int, to: Shard) -> SlotMap:
         if shard.node_id == to.node_id:
             found = True
             ranges.append((first, last))
-        shards.append(Shard(shard.node_id, shard.host, shard.port, _merge(ranges)))
+        shards.append(Shard(shard.node_id, shard.host, shard.port, _merge(ranges), shard.group))
     if not found:
         shards.append(Shard(to.node_id, to.host, to.port, [(first, last)]))
     return SlotMap(slot_map.epoch + 1, shards)
 
 
-class ClusterView:
-    """What this node knows of the cluster: itself and the latest slot map."""
+def with_primary(slot_map: SlotMap, group: str, node_id: str, host: str, port: int) -> SlotMap:
+    """The map with the shard of `group` led by this node (a failover: the config epoch
+    one higher); ValueError if no shard has that group."""
+    shards = [
+        Shard(node_id, host, port, s.ranges, s.group) if s.group == group else s
+        for s in slot_map.shards
+    ]
+    if shards == slot_map.shards:
+        raise ValueError(f"no shard of group {group} in the slot map")
+    return SlotMap(slot_map.epoch + 1, shards)
 
-    def __init__(self, node_id: str, host: str, port: int) -> None:
+
+class ClusterView:
+    """What this node knows of the cluster: itself, the latest slot map and the
+    replicas of the replicated shards (registered nodes of a shard's group other than
+    its primary)."""
+
+    def __init__(self, node_id: str, host: str, port: int, group: str = "") -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
+        self.group = group  # this node's shard group ("": a shard of its own)
         self.map = SlotMap()
-        self.me = -1  # this node's shard in `map` (-1: none)
+        self.me = -1  # this node's shard in `map` (-1: none), as its primary
+        self.mine = -1  # this node's shard, as its primary or one of its replicas
+        # group -> (node id, host, port) of each replica, in node id order
+        self.replicas: dict[str, list[tuple[str, str, int]]] = {}
         self.ok = False  # the map covers every slot
         # Slots this node is giving away (first, last): writes to them are refused with
         # -TRYAGAIN until the move ends (proxy.slotmove); reads are served.
@@ -190,5 +222,14 @@ class ClusterView:
     def apply(self, new: SlotMap) -> None:
         """Serve `new` from now on."""
         self.me = next((i for i, s in enumerate(new.shards) if s.node_id == self.node_id), -1)
+        self.mine = self.me
+        if self.mine < 0 and self.group:
+            self.mine = next((i for i, s in enumerate(new.shards) if s.group == self.group), -1)
         self.map = new
         self.ok = new.assigned == SLOTS
+
+    def replicas_of(self, shard: Shard) -> list[tuple[str, str, int]]:
+        """The replicas of `shard` (none for a shard of one node)."""
+        if not shard.group:
+            return []
+        return [r for r in self.replicas.get(shard.group, ()) if r[0] != shard.node_id]

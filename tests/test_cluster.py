@@ -31,6 +31,30 @@ KEYS = sized(10_000, 100_000)
 # --------------------------------------------------------------------------- processes
 
 
+def cluster_cli(
+    endpoints: str, name: str, action: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`temporalstore cluster <action> ... <args>` on cluster `name`."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proxy.cli",
+            "cluster",
+            action,
+            "--etcd-endpoints",
+            endpoints,
+            "--cluster-name",
+            name,
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @dataclass
 class Cluster:
     name: str
@@ -38,24 +62,8 @@ class Cluster:
     nodes: list[ServerProcess]
 
     def create(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "proxy.cli",
-                "cluster",
-                "create",
-                "--etcd-endpoints",
-                self.endpoints,
-                "--cluster-name",
-                self.name,
-                *(f"127.0.0.1:{n.port}" for n in self.nodes),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        addresses = (f"127.0.0.1:{n.port}" for n in self.nodes)
+        return cluster_cli(self.endpoints, self.name, "create", *addresses)
 
 
 @pytest.fixture
