@@ -176,8 +176,7 @@ def _index_run(
     n = len(keys)
     # array.extend converts item by item through argument parsing: the run's LSNs
     # and times go in as bytes.
-    store.index_lsns.frombytes(lsn_bytes(lsn, n))
-    store.index_times.frombytes(time_bytes)
+    store.add_commits(lsn_bytes(lsn, n), time_bytes)
     index_keys = store.index_keys
     weighed = store._index_weighed == len(index_keys)
     if dbi == 0:
@@ -229,7 +228,6 @@ def _apply_overwrites(
     distinct = len(set(keys)) == n
     _index_run(store, db.index, keys, time_bytes, expected)
     lsns = store.index_lsns
-    itimes = store.index_times
     base = lsns[0]
     raw: dict[bytes, Any] = chains  # its own slots: packed ints, lists
     mem = store.mem
@@ -274,7 +272,7 @@ def _apply_overwrites(
             # The time index holds every LSN in order, mostly without gaps: the
             # creation's time found where it would be then (else Store.time_of).
             j = at - base
-            t0 = itimes[j] if 0 <= j < len(lsns) and lsns[j] == at else store.time_of(at)
+            t0 = store.time_at(j) if 0 <= j < len(lsns) and lsns[j] == at else store.time_of(at)
             created: VersionEntry = (at, t0, _cmd_names[born & _CMD_MASK], CREATED, None, None)
             chain = [created]
             raw[key] = chain
@@ -308,7 +306,7 @@ def replay_rows(
 ) -> tuple[int, int]:
     """`replay_records` one record at a time."""
     dbs = store.dbs
-    add_lsn, add_time = store.index_lsns.append, store.index_times.append
+    add_commit = store.add_commit
     add_key = store.index_keys.append
     codes = _cmd_codes
     applied = 0
@@ -338,8 +336,7 @@ def replay_rows(
                     data[key] = op[1]
                     db.used += STRING_KEY_BYTES + len(key) + len(op[1])
                     chains[key] = lsn << _CMD_BITS | code
-                    add_lsn(lsn)
-                    add_time(t)
+                    add_commit(lsn, t)
                     add_key(key if dbi == 0 else ((dbi, key),))
                     last_t = t
                     packed += 1

@@ -59,6 +59,8 @@ def _joined(high: int, lows: list[bytes]) -> bytes:
 def run_bytes(times: list[int], starts: list[int], n: int) -> bytes:
     """The `array("q")` bytes of `n` commit times given as runs: run i is
     `times[i]`, from item `starts[i]` up to the next run's start (or `n`)."""
+    if not times:
+        return b""
     ends = [*starts[1:], n]
     return b"".join([_pack_q(t) * (e - s) for t, s, e in zip(times, starts, ends, strict=True)])
 
@@ -125,10 +127,15 @@ class StoreCore:
         self.dirty_all: list[Callable[[int], None]] = []  # told of whole-db changes
         # The time index: commit time of every LSN, for TIME points and views. The
         # commit adds to the tails (a count, and a run where its time is new); the arrays
-        # take them in before any read of `index_lsns` or `index_times`, and every 1,024
-        # commits.
+        # take them in before any read of `index_lsns` or the times, and every 1,024
+        # commits. The LSNs one per commit (the version index's positions); the times
+        # as runs (issue 29: 8 bytes a commit less): run i is time `_time_runs[i]`
+        # from the commit at position `_time_run_at[i]` of `index_lsns` on. Commit
+        # times never go back (a commit takes at least the last one's), so both arrays
+        # are in order and bisected.
         self._index_lsns = array("q")
-        self._index_times = array("q")
+        self._time_runs = array("q")
+        self._time_run_at = array("q")
         # The tails: `_tail_n` commits with consecutive LSNs from `_tail_first`, and
         # their times as runs (the commits of one millisecond share a time object):
         # run i has time `_time_tail[i]` and starts at commit `_run_starts[i]` of the
@@ -346,8 +353,19 @@ class StoreCore:
 
     def lsn_at_time(self, t_ms: int) -> int:
         """The last LSN committed at or before `t_ms` (0 before the first)."""
-        i = bisect_right(self.index_times, t_ms)
-        return self.index_lsns[i - 1] if i else 0
+        lsns = self.index_lsns  # the tails taken in
+        runs = self._time_runs
+        r = bisect_right(runs, t_ms)  # runs[:r] are at or before t_ms
+        if not r:
+            return 0
+        last = self._time_run_at[r] - 1 if r < len(runs) else len(lsns) - 1
+        return lsns[last]
+
+    def first_lsn_from(self, t_ms: int) -> int | None:
+        """The first LSN committed at or after `t_ms` (None after the last)."""
+        lsns = self.index_lsns
+        r = bisect_left(self._time_runs, t_ms)
+        return lsns[self._time_run_at[r]] if r < len(self._time_runs) else None
 
     def keys_written(self, ident: Any, lo: int, hi: int) -> set[bytes] | None:
         """Keys of database `ident` written with lo < LSN <= hi, from the version
@@ -372,15 +390,54 @@ class StoreCore:
 
     @property
     def index_times(self) -> array[int]:
-        """The time index's commit times, beside `index_lsns`."""
-        if self._tail_n:
-            self._take_tails()
-        return self._index_times
+        """The time index's commit times, one per item of `index_lsns`: a new array
+        made from the runs (checkpoints and tests; reads use `time_of`, `time_at`)."""
+        n = len(self.index_lsns)
+        starts = self._time_run_at.tolist()
+        return array("q", run_bytes(self._time_runs.tolist(), starts, n))
 
     @index_times.setter
     def index_times(self, times: array[int]) -> None:
+        """Replace the times (one per item of `index_lsns`, set first)."""
         self._take_tails()
-        self._index_times = times
+        self._time_runs = array("q")
+        self._time_run_at = array("q")
+        self._add_times(times, 0)
+
+    def add_commit(self, lsn: int, t: int) -> None:
+        """Index one commit (replay's, one at a time)."""
+        lsns = self.index_lsns
+        lsns.append(lsn)
+        runs = self._time_runs
+        if not runs or runs[-1] != t:
+            runs.append(t)
+            self._time_run_at.append(len(lsns) - 1)
+
+    def add_commits(self, lsns: bytes, times: bytes) -> None:
+        """Index commits in bulk: their LSNs and times as `array("q")` bytes."""
+        at = len(self.index_lsns)
+        self._index_lsns.frombytes(lsns)
+        self._add_times(array("q", times), at)
+
+    def _add_times(self, times: array[int], at: int) -> None:
+        """The times of the commits from position `at` on, run by run: each run's
+        end found by bisection (commit times are in order)."""
+        runs, run_at = self._time_runs, self._time_run_at
+        i = 0
+        n = len(times)
+        while i < n:
+            t = times[i]
+            if not runs or runs[-1] != t:
+                runs.append(t)
+                run_at.append(at + i)
+            j = bisect_right(times, t, i)
+            if times[j - 1] != t:  # not in order: take this one alone
+                j = i + 1
+            i = j
+
+    def time_at(self, i: int) -> int:
+        """The commit time of the commit at position `i` of `index_lsns`."""
+        return self._time_runs[bisect_right(self._time_run_at, i) - 1]
 
     def _take_tails(self) -> None:
         """Move the commits' LSNs and times from the tails into the arrays: the LSNs
@@ -390,9 +447,14 @@ class StoreCore:
         n = self._tail_n
         if n:
             first = self._tail_first
+            at = len(self._index_lsns)
             lsns = [lsn_bytes(first + i, min(256, n - i)) for i in range(0, n, 256)]
             self._index_lsns.frombytes(b"".join(lsns))
-            self._index_times.frombytes(run_bytes(self._time_tail, self._run_starts, n))
+            runs, run_at = self._time_runs, self._time_run_at
+            for t, start in zip(self._time_tail, self._run_starts, strict=True):
+                if not runs or runs[-1] != t:
+                    runs.append(t)
+                    run_at.append(at + start)
             self._tail_n = 0
             self._time_tail = []
             self._run_starts = []
@@ -415,7 +477,7 @@ class StoreCore:
     def time_of(self, lsn: int) -> int:
         """When `lsn` was committed (0 for LSN 0)."""
         i = bisect_right(self.index_lsns, lsn)
-        return self.index_times[i - 1] if i else 0
+        return self.time_at(i - 1) if i else 0
 
     # -- checkpoints -----------------------------------------------------------------
 

@@ -67,8 +67,9 @@ _time = time.time  # not Final: tests set the commit clock through it
 # copy; tests/test_store.py checks the list against a pure-Python Store's).
 # fmt: off
 STORE_STATE = (
-    "_index_lsns", "_index_many", "_index_times", "_index_weighed", "_index_weight",
-    "_pin", "_run_starts", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_tail",
+    "_index_lsns", "_index_many", "_index_weighed", "_index_weight",
+    "_pin", "_run_starts", "_tail_first", "_tail_n", "_time_ms", "_time_o", "_time_run_at",
+    "_time_runs", "_time_tail",
     "branches", "cmd",
     "commit_time", "dbs", "default_sync", "deferred_trims", "dirty_all", "expired_keys",
     "expiry_held", "extra_state", "follower", "functions", "history", "index_from",
@@ -322,8 +323,7 @@ class Store(StoreCore):
             pending.append((dbi, key, op, counted_apply(db, key, op), cmd))
         self._version(pending, record[R_LSN], record[R_TIME], record[R_META])
         self.index_keys.append(windex.entry(record[R_OPS]))
-        self.index_lsns.append(record[R_LSN])
-        self.index_times.append(record[R_TIME])
+        self.add_commit(record[R_LSN], record[R_TIME])
         self.lsn = record[R_LSN]
         if record[R_TIME] > self.last_time_ms:
             self.last_time_ms = record[R_TIME]

@@ -72,7 +72,6 @@ def renumber(store: StoreCore, items: list[tuple[Any, ...]], at: int) -> list[tu
     past the key's previous version's, and lowered so that the key's last version is
     at most `at` (entries of one commit keep one LSN). A floor becomes the first
     retained version's LSN."""
-    lsns, times = store.index_lsns, store.index_times
     out = []
     for dbi, key, value, expire, chain, floor in items:
         olds = sorted({e[0] for e in chain})
@@ -83,8 +82,8 @@ def renumber(store: StoreCore, items: list[tuple[Any, ...]], at: int) -> list[tu
         new: list[int] = []
         prev = 0
         for i, old in enumerate(olds):
-            j = bisect_left(times, first_time[old])
-            lsn = max(lsns[j] if j < len(lsns) else at, prev + 1)
+            found = store.first_lsn_from(first_time[old])
+            lsn = max(at if found is None else found, prev + 1)
             lsn = min(lsn, at - (n - 1 - i))  # room for the versions after it
             new.append(lsn)
             prev = lsn

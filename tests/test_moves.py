@@ -51,8 +51,8 @@ def test_renumber_keeps_each_key_in_order(
     import's, at least 1; a version takes the target's LSN at its time when there is room."""
     store = Store(databases=1)
     times = sorted(index)
-    store.index_lsns.extend(range(1, len(times) + 1))
-    store.index_times.extend(times)
+    for lsn, t in enumerate(times, 1):
+        store.add_commit(lsn, t)
     store.lsn = len(times)
     chain = [(lsn, t, "set", (("restore", None, None),), None, None) for lsn, t in versions]
     chain.sort(key=lambda e: (e[0], e[1]))

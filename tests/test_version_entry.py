@@ -5,9 +5,12 @@ one clock read per pass of the event loop; the time index's tails."""
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commands.replies import OK
 from flusher.checkpoint import image, load_image
@@ -240,3 +243,55 @@ def test_the_time_index_tails_are_taken_in_before_every_read() -> None:
     assert len(store.index_lsns) == 0
     undo()
     assert list(store.index_lsns) == [*range(1, 2_502), 2_507, 2_508, 2_509]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["one", "bulk", "gap"]), st.integers(0, 3), st.integers(1, 9)),
+        max_size=40,
+    )
+)
+def test_the_time_index_keeps_times_as_runs_and_answers_as_one_per_commit(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """Commits indexed one at a time (replay), in bulk (bulk replay) and after a gap in
+    the LSNs, their times going up by 0-3 ms a step: the time index holds a run per
+    time, and answers time_of, lsn_at_time, first_lsn_from and index_times as the
+    per-commit lists they stand for would."""
+    store = Store(databases=1)
+    lsns: list[int] = []
+    times: list[int] = []
+    lsn, t = 0, 1_000
+    for how, dt, n in steps:
+        t += dt
+        if how == "gap":
+            lsn += n
+        if how == "bulk":
+            new = list(range(lsn + 1, lsn + n + 1))
+            store.add_commits(array("q", new).tobytes(), array("q", [t] * n).tobytes())
+        else:
+            new = [lsn + 1]
+            store.add_commit(lsn + 1, t)
+        lsns += new
+        times += [t] * len(new)
+        lsn = new[-1]
+    assert list(store.index_lsns) == lsns
+    assert list(store.index_times) == times
+    assert len(store._time_runs) == len(set(times))  # one run a time: they go up
+    for x in range(lsn + 2):
+        before = [tt for ll, tt in zip(lsns, times, strict=True) if ll <= x]
+        assert store.time_of(x) == (before[-1] if before else 0), x
+    for at in range(999, t + 2):
+        upto = [ll for ll, tt in zip(lsns, times, strict=True) if tt <= at]
+        assert store.lsn_at_time(at) == (upto[-1] if upto else 0), at
+        after = [ll for ll, tt in zip(lsns, times, strict=True) if tt >= at]
+        assert store.first_lsn_from(at) == (after[0] if after else None), at
+    # Replaced from a checkpoint's per-commit times: the same runs again.
+    other = Store(databases=1)
+    other.index_lsns = array("q", lsns)
+    other.index_times = array("q", times)
+    assert (list(other._time_runs), list(other._time_run_at)) == (
+        list(store._time_runs),
+        list(store._time_run_at),
+    )
