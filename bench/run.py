@@ -454,6 +454,12 @@ def item_cluster(s: Settings) -> dict[str, Any]:
     return run_item(s)
 
 
+def item_cluster_move(s: Settings) -> dict[str, Any]:
+    from bench.cluster import item_cluster_move as run_item
+
+    return run_item(s)
+
+
 def item_memory_restart(s: Settings) -> dict[str, Any]:
     from bench.memrestart import item_memory_restart as run_item
 
@@ -486,6 +492,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "10": ("replicas and failover (item 10, issue 12)", item_replicas),
     "11": ("cluster mode, 1 and 2 shards (item 11, issue 28)", item_cluster),
+    "11m": ("moving 1,000 slots holding 1M keys (item 11m, issue 28)", item_cluster_move),
     "p": ("profile", item_profile),
     "L": (
         "long: 1M keys x 10 versions, restart from a checkpoint (items 4 and 5, make bench-long)",
@@ -502,6 +509,7 @@ SECTIONS = {
     "9": ["bounded"],
     "10": ["replicas"],
     "11": ["cluster"],
+    "11m": ["cluster_move"],
     "p": ["profile"],
     "L": ["versions", "checkpoint_restart"],
 }
