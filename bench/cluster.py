@@ -313,7 +313,7 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
             argv += ["--etcd-endpoints", endpoints, "--cluster-name", name]
             wall0, t0 = time.time(), time.monotonic()
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
-            t1 = time.monotonic()
+            t1, wall1 = time.monotonic(), time.time()
             if done.returncode != 0:
                 raise RuntimeError(f"cluster move exited {done.returncode}: {done.stderr}")
             seconds = t1 - t0
@@ -321,14 +321,18 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
             writer.stopping.set()
             writer.join(60)
             log(f"cluster move: slots {first}-{last} moved in {seconds:.1f} s")
+            # The split, from the nodes' log lines (their times to the millisecond): the
+            # source fenced and flushed; the target took the range (its line gives its
+            # steps' seconds); the source forgot the range and deleted the record.
             fenced, _ = _logged(src, "fenced and flushed")
-            _, took = _logged(dst, "took slots")
+            took_at, took = _logged(dst, "took slots")
+            gave, _ = _logged(src, "gave slots")
             m = TOOK.search(took)
             if m is None:
                 raise RuntimeError(f"unexpected log line: {took}")
             keys_moved = int(m.group(1))
             replay, imported, durable, mapped = (float(m.group(g)) for g in range(2, 6))
-            fence = fenced - wall0
+            target_started = took_at - (replay + imported + durable + mapped)
             readable = _readable(dst.port, tags, per_slot, s.value_bytes)
             with Client(src.port) as c:
                 src_left = int(c.call("DBSIZE"))
@@ -347,12 +351,14 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
                 "keys_moved": keys_moved,
                 "keys_per_s": keys_moved / seconds,
                 "split": {
-                    "start_fence_flush_s": fence,
+                    "start_fence_flush_s": fenced - wall0,
+                    "target_poll_s": target_started - fenced,
                     "replay_s": replay,
                     "import_s": imported,
                     "durable_s": durable,
                     "map_s": mapped,
-                    "rest_s": seconds - fence - replay - imported - durable - mapped,
+                    "source_forget_s": gave - took_at,
+                    "exit_s": wall1 - gave,
                 },
                 "readable_on_target": readable,
                 "writer": {

@@ -1625,7 +1625,10 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
         " outside the range would take longer. Then `temporalstore cluster move` runs"
         " while one writer sends `SET` to the moved slots one at a time, as a cluster"
         " client does: -TRYAGAIN retried 10 ms later, -MOVED followed. The time is from"
-        " starting the command to its exit 0; the split comes from the nodes' logs.",
+        " starting the command to its exit 0; the split comes from the nodes' logs"
+        " (`--log-level info`). The machine is shared with other work and was loaded"
+        ' during the run: see the CPU other processes used meanwhile in "This run"; the'
+        " import's seconds in particular are CPU-bound Python on a contended core.",
         "",
     ]
     L += _table(
@@ -1656,15 +1659,20 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
                 "the command's start-up and checks, the source's fence and flush",
                 f"{sp['start_fence_flush_s']:.1f}",
             ],
+            [
+                "until the target starts (it polls etcd for the move record)",
+                f"{sp['target_poll_s']:.1f}",
+            ],
             ["the target replays the source's stream", f"{sp['replay_s']:.1f}"],
             ["the target imports the range's keys", f"{sp['import_s']:.1f}"],
             ["the import made durable", f"{sp['durable_s']:.1f}"],
             ["the slot map changed (etcd transaction, refresh)", f"{sp['map_s']:.2f}"],
             [
-                "the rest: polls between steps, the source forgetting the range, the"
-                " command noticing and exiting",
-                f"{sp['rest_s']:.1f}",
+                "the source sees the new map, forgets the range (a FORGET record, made"
+                " durable) and deletes the move record",
+                f"{sp['source_forget_s']:.1f}",
             ],
+            ["the command notices (it polls every 0.1 s) and exits", f"{sp['exit_s']:.1f}"],
         ],
     )
     c = mv["commands"]

@@ -207,4 +207,4 @@ def _persistence(port: int) -> dict[str, str]:
 
 # `make bench` runs these; `make bench-long` runs L (10M records twice: several minutes)
 # and the py-spy profile p (not a target; its 19 s at the last whole run).
-DEFAULT_ITEMS = ["1", "2", "4", "5c", "7", "9", "10", "11"]
+DEFAULT_ITEMS = ["1", "2", "4", "5c", "7", "9", "10", "11", "11m"]
