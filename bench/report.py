@@ -161,8 +161,8 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         w = mv["writer"]
         add(
             "writes lost during a slot move: 0",
-            f"{w['lost']} of {w['acked']} acknowledged ({w['acked_during_move']} during the"
-            f" move, {w['tryagain']} -TRYAGAIN); {mv['readable_on_target']:,} of"
+            f"{w['lost']} of {w['acked']:,} acknowledged ({w['acked_during_move']:,} during"
+            f" the move, {w['tryagain']:,} -TRYAGAIN); {mv['readable_on_target']:,} of"
             f" {mv['keys_loaded']:,} moved keys read back",
             w["lost"] == 0 and mv["readable_on_target"] == mv["keys_loaded"],
             "11m",
