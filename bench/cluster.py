@@ -14,6 +14,11 @@ Pinning, on a 2-core machine: one shard runs on the server CPU, redis-benchmark 
 load CPU, as in item 1; with two shards the second shard runs on the load CPU beside
 redis-benchmark (there is no third core), so "2 shards" is two server cores less what
 the load generator takes of the second.
+
+Item 11m: moving 1,000 slots holding 1M keys in all (keys given a hash tag per slot)
+from one shard of ours to the other with `temporalstore cluster move`, timed from the
+command's start to its exit 0 and split by the nodes' log lines, while one writer sends
+SETs to the moved slots and counts what was acknowledged, answered -TRYAGAIN and lost.
 """
 
 from __future__ import annotations
