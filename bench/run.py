@@ -454,6 +454,12 @@ def item_cluster(s: Settings) -> dict[str, Any]:
     return run_item(s)
 
 
+def item_cluster_move(s: Settings) -> dict[str, Any]:
+    from bench.cluster import item_cluster_move as run_item
+
+    return run_item(s)
+
+
 def item_memory_restart(s: Settings) -> dict[str, Any]:
     from bench.memrestart import item_memory_restart as run_item
 
@@ -486,6 +492,7 @@ ITEMS: dict[str, tuple[str, Callable[[Settings], dict[str, Any]]]] = {
     "9": ("history at bounded cost (item 9, issue 11)", item_bounded),
     "10": ("replicas and failover (item 10, issue 12)", item_replicas),
     "11": ("cluster mode, 1 and 2 shards (item 11, issue 28)", item_cluster),
+    "11m": ("moving 1,000 slots holding 1M keys (item 11m, issue 28)", item_cluster_move),
     "p": ("profile", item_profile),
     "L": (
         "long: 1M keys x 10 versions, restart from a checkpoint (items 4 and 5, make bench-long)",
@@ -502,6 +509,7 @@ SECTIONS = {
     "9": ["bounded"],
     "10": ["replicas"],
     "11": ["cluster"],
+    "11m": ["cluster_move"],
     "p": ["profile"],
     "L": ["versions", "checkpoint_restart"],
 }
@@ -607,8 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         "--items",
         default=",".join(DEFAULT_ITEMS),
         help=(
-            "comma-separated: 1,2,4,5c,7,9,10,11 (the default, make bench), 6 (sync mode against"
-            " S3 alone; item 2 measures it too), L and p (make bench-long)"
+            "comma-separated: 1,2,4,5c,7,9,10,11,11m (the default, make bench; 11m, a move of"
+            " 1,000 slots holding 1M keys, takes about 2 minutes), 6 (sync mode against S3"
+            " alone; item 2 measures it too), L and p (make bench-long)"
         ),
     )
     ap.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3)")

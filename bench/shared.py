@@ -97,6 +97,10 @@ class Settings:
     lag_interval_ms: int = 10  # how often the replica's lag is sampled
     failover_rounds: int = 3
     failover_write_s: float = 2.0  # writing before each kill
+    # Item 11m (a slot move, bench/cluster.py): this many keys in all in this many
+    # slots, moved from one shard to the other.
+    move_keys: int = 1_000_000
+    move_slots: int = 1_000
 
     @classmethod
     def quick(cls) -> Settings:
@@ -129,6 +133,7 @@ class Settings:
             lag_requests_pipelined=40_000,
             failover_rounds=2,
             failover_write_s=2.0,
+            move_keys=100_000,
         )
 
 
@@ -202,4 +207,4 @@ def _persistence(port: int) -> dict[str, str]:
 
 # `make bench` runs these; `make bench-long` runs L (10M records twice: several minutes)
 # and the py-spy profile p (not a target; its 19 s at the last whole run).
-DEFAULT_ITEMS = ["1", "2", "4", "5c", "7", "9", "10", "11"]
+DEFAULT_ITEMS = ["1", "2", "4", "5c", "7", "9", "10", "11", "11m"]

@@ -163,6 +163,7 @@ class MoveWorker:
         if found is None:
             raise ValueError(f"node {move.source} registered no storage")
         store = node.state.store
+        started = time.monotonic()
         scratch = Store(databases=max(16, len(store.dbs)), history=HistoryPolicy("all", 0))
         objects = open_object_store(*found)
         try:
@@ -173,6 +174,7 @@ class MoveWorker:
             raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
         items = export_range(scratch.dbs[0], move.first, move.last)
         del scratch
+        replayed = time.monotonic()
         left = range_keys(store.dbs[0], move.first, move.last)
         if left:
             self._commit(("forget", tuple(left)))
@@ -185,7 +187,9 @@ class MoveWorker:
         for i in range(0, len(items), BATCH):
             batch = renumber(store, items[i : i + BATCH], store.lsn)
             lsn = self._commit(("import", tuple(batch)))
+        imported = time.monotonic()
         await self._durable(lsn)
+        durable = time.monotonic()
         old, map_revision = await read_map(node.client, node.cluster)
         if old is None:
             raise ValueError("no slot map")
@@ -195,13 +199,18 @@ class MoveWorker:
         self.imported = None
         await node.refresh()
         log.info(
-            "cluster %s: took slots %d-%d (%d keys) at LSN %d, epoch %d",
+            "cluster %s: took slots %d-%d (%d keys) at LSN %d, epoch %d "
+            "(replay %.3f s, import %.3f s, durable %.3f s, map %.3f s)",
             node.cluster,
             move.first,
             move.last,
             len(items),
             lsn,
             new.epoch,
+            replayed - started,
+            imported - replayed,
+            durable - imported,
+            time.monotonic() - durable,
         )
 
     async def _drop_aborted(self, first: int, last: int) -> None:
