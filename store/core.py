@@ -408,10 +408,7 @@ class StoreCore:
         """Index one commit (replay's, one at a time)."""
         lsns = self.index_lsns
         lsns.append(lsn)
-        runs = self._time_runs
-        if not runs or runs[-1] != t:
-            runs.append(t)
-            self._time_run_at.append(len(lsns) - 1)
+        self._time_from(t, len(lsns) - 1)
 
     def add_commits(self, lsns: bytes, times: bytes) -> None:
         """Index commits in bulk: their LSNs and times as `array("q")` bytes."""
@@ -422,18 +419,23 @@ class StoreCore:
     def _add_times(self, times: array[int], at: int) -> None:
         """The times of the commits from position `at` on, run by run: each run's
         end found by bisection (commit times are in order)."""
-        runs, run_at = self._time_runs, self._time_run_at
         i = 0
         n = len(times)
         while i < n:
             t = times[i]
-            if not runs or runs[-1] != t:
-                runs.append(t)
-                run_at.append(at + i)
+            self._time_from(t, at + i)
             j = bisect_right(times, t, i)
             if times[j - 1] != t:  # not in order: take this one alone
                 j = i + 1
             i = j
+
+    def _time_from(self, t: int, i: int) -> None:
+        """The commit at position `i` was made at `t`: a new run where `t` is not the
+        last run's time."""
+        runs = self._time_runs
+        if not runs or runs[-1] != t:
+            runs.append(t)
+            self._time_run_at.append(i)
 
     def time_at(self, i: int) -> int:
         """The commit time of the commit at position `i` of `index_lsns`."""
@@ -450,11 +452,8 @@ class StoreCore:
             at = len(self._index_lsns)
             lsns = [lsn_bytes(first + i, min(256, n - i)) for i in range(0, n, 256)]
             self._index_lsns.frombytes(b"".join(lsns))
-            runs, run_at = self._time_runs, self._time_run_at
             for t, start in zip(self._time_tail, self._run_starts, strict=True):
-                if not runs or runs[-1] != t:
-                    runs.append(t)
-                    run_at.append(at + start)
+                self._time_from(t, at + start)
             self._tail_n = 0
             self._time_tail = []
             self._run_starts = []
