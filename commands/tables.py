@@ -53,6 +53,11 @@ RAFT_NEEDS_ETCD = (
     "ERR DURABILITY RAFT needs etcd: start the server with --etcd-endpoints "
     "(a group whose etcd cluster holds the raft tables' log)"
 )
+# In cluster mode a shard of one node has no group, hence no raft log to write to.
+RAFT_NEEDS_GROUP = (
+    "ERR DURABILITY RAFT needs a replicated shard: in cluster mode start this shard's "
+    "nodes with --group NAME (the raft log is its group's, in etcd)"
+)
 
 
 def parse_policy(argv: list[bytes], i: int, base: TablePolicy) -> TablePolicy:
@@ -97,8 +102,9 @@ def _default(s: Session) -> TablePolicy:
 
 
 def _commit_policy(s: Session, name: bytes, p: TablePolicy) -> None:
-    if p.durability == "raft" and not s.server.config.etcd_endpoints:
-        raise CommandError(RAFT_NEEDS_ETCD)
+    config = s.server.config
+    if p.durability == "raft" and not config.etcd_endpoints:
+        raise CommandError(RAFT_NEEDS_GROUP if config.cluster_etcd else RAFT_NEEDS_ETCD)
     op: tuple[Any, ...] = ("table", name, p.durability, str(p.retain), p.snapshot_every)
     if p.max_pinned:
         op += (p.max_pinned,)

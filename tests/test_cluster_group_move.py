@@ -1,0 +1,240 @@
+"""Slot moves to and from a replicated shard (issue 28), with real processes: etcd, the
+replicated shard of tests/test_cluster_shards.py (two nodes of one group on one
+storage prefix, `--durability sync`) and a shard of one node; a SYNC table on both
+shards, a RAFT table on the replicated one (a shard of one node has no raft log: it
+refuses one); a writer through redis-py's RedisCluster writing into the moved slots
+all along, each write retried until acknowledged.
+
+Three moves: from the replicated shard to the single node, back the other way (named
+by the replica's address: a node names its shard), then, after a kill -9 of the
+replicated shard's primary right after the second move, from its new primary. The
+replicas apply the IMPORT and FORGET records (keys appear and vanish there, READONLY
+reads follow the new map), every acknowledged write reads back, and the history of
+the moved keys is intact.
+"""
+
+from __future__ import annotations
+
+import signal
+from concurrent.futures import ThreadPoolExecutor
+
+import redis
+from redis.cluster import RedisCluster
+
+from store.slots import key_slot
+from tests.conftest import ServerProcess, until
+from tests.reliability import Background, figure
+from tests.test_cluster_move import _history, _keys_on
+from tests.test_cluster_shards import Shards, _ready
+from tests.test_cluster_shards import shards as shards  # the fixture
+from tests.test_durability import kill9
+
+HISTORIED = 80  # keys written with several versions before the moves
+VERSIONS = 3
+MOVES = ((0, 2999), (9000, 10999), (3000, 3999))  # group -> single, back, group -> single
+
+
+def _key(i: int) -> str:
+    return f"{'sr'[i % 2]}:t:w{i}"  # the SYNC and the RAFT table in turn
+
+
+class ClusterWriter(Background):
+    """Writes w0, w1, ... through RedisCluster, each retried until acknowledged."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.port = port
+        self.acked: list[int] = []
+        self.retried = 0
+
+    def run(self) -> None:
+        rc = RedisCluster(host="127.0.0.1", port=self.port, socket_timeout=2)
+        i = 0
+        try:
+            while not self.stopping.is_set():
+                try:
+                    rc.set(_key(i), i)
+                except redis.RedisError:
+                    self.retried += 1
+                    self.stopping.wait(0.05)
+                    continue
+                self.acked.append(i)
+                i += 1
+        finally:
+            rc.close()
+
+    def more(self, n: int) -> None:
+        """Wait until `n` more writes are acknowledged."""
+        start = len(self.acked)
+        until(lambda: len(self.acked) >= start + n, 60)
+
+
+def _move(s: Shards, first: int, last: int, to: ServerProcess) -> None:
+    done = s.cli("move", "--slots", f"{first}-{last}", "--to", f"127.0.0.1:{to.port}")
+    assert done.returncode == 0, done.stderr
+    assert f"moved slots {first}-{last} from " in done.stdout
+
+
+def _read_back(port: int, writer: ClusterWriter) -> tuple[list[int], list[int]]:
+    """The writer's acknowledged writes, and those that do not read back."""
+    rc = RedisCluster(host="127.0.0.1", port=port, socket_timeout=2)
+    try:
+        acked = writer.acked
+        got = rc.mget_nonatomic([_key(i) for i in acked])
+    finally:
+        rc.close()
+    assert len(acked) == len(set(acked))
+    return acked, [i for i, v in zip(acked, got, strict=True) if v != str(i).encode()]
+
+
+def _in(keys: set[bytes], first: int, last: int) -> set[bytes]:
+    return {k for k in keys if first <= key_slot(k) <= last}
+
+
+def _readonly_get(port: int, key: bytes) -> bytes | str | None:
+    """A READONLY connection's GET: the value, or the redirection it got."""
+    r = redis.Redis(port=port, socket_timeout=2)
+    try:
+        r.execute_command("READONLY")
+        got: bytes | None = r.get(key)
+        return got
+    except redis.exceptions.MovedError as e:
+        return f"MOVED {e}"
+    finally:
+        r.close()
+
+
+def test_moves_with_a_replicated_shard_lose_nothing(shards: Shards) -> None:
+    s = shards
+    primary, replica = _ready(s)  # the group serves 0-8191, the single node the rest
+    single = s.single
+    for port in (primary.port, single.port):
+        assert redis.Redis(port=port).execute_command(
+            "TS.TABLE", "CREATE", "s:t", "DURABILITY", "SYNC"
+        )
+    assert redis.Redis(port=primary.port).execute_command(
+        "TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT"
+    )
+    try:
+        redis.Redis(port=single.port).execute_command(
+            "TS.TABLE", "CREATE", "r:t", "DURABILITY", "RAFT"
+        )
+        raise AssertionError("a shard of one node created a RAFT table")
+    except redis.ResponseError as e:
+        assert "DURABILITY RAFT needs a replicated shard" in str(e)
+
+    rc = RedisCluster(host="127.0.0.1", port=single.port, socket_timeout=2)
+    historied = [f"{'sr'[i % 2]}:t:h{i}" for i in range(HISTORIED)]
+    try:
+        for v in range(VERSIONS):
+            for k in historied:
+                assert rc.set(k, f"{k}:v{v}")
+        before = {k: _history(rc, k) for k in historied}
+    finally:
+        rc.close()
+    for first, last in MOVES:
+        assert _in({k.encode() for k in historied}, first, last), (first, last)
+
+    writer = ClusterWriter(single.port)
+    writer.start()
+    try:
+        writer.more(200)
+        # 1. From the replicated shard: its primary fences and gives the keys away,
+        # its replica forgets them too and redirects READONLY reads to the taker.
+        first, last = MOVES[0]
+        gone = _in(_keys_on(replica.port), first, last)
+        assert gone
+        _move(s, first, last, single)
+        writer.more(200)
+        until(lambda: not _in(_keys_on(replica.port), first, last), 20)
+        assert not _in(_keys_on(primary.port), first, last)
+        assert gone <= _keys_on(single.port)
+        key = next(iter(gone))
+        until(
+            lambda: (
+                _readonly_get(replica.port, key) == f"MOVED {key_slot(key)} 127.0.0.1:{single.port}"
+            ),
+            20,
+        )
+
+        # 2. To the replicated shard, named by its replica: the primary takes the keys,
+        # the replica applies them and serves them to READONLY reads.
+        first, last = MOVES[1]
+        taken = _in(_keys_on(single.port), first, last)
+        assert taken
+        _move(s, first, last, replica)
+        until(lambda: taken <= _keys_on(replica.port), 20)
+        assert taken <= _keys_on(primary.port)
+        assert not _in(_keys_on(single.port), first, last)
+        key = next(k for k in taken if k.startswith(b"s:t:h"))
+        want = f"{key.decode()}:v{VERSIONS - 1}".encode()
+        until(lambda: _readonly_get(replica.port, key) == want, 20)
+
+        # 3. kill -9 of the taker's primary right after the move: the replica is
+        # elected, writes itself into the map, and gives a range away in turn.
+        kill9(primary)
+        until(lambda: s.slot_map().shards[0].port == replica.port, 30)
+        writer.more(200)
+        first, last = MOVES[2]
+        _move(s, first, last, single)
+        writer.more(200)
+    finally:
+        writer.stop()
+    assert not _in(_keys_on(replica.port), first, last)
+
+    acked, lost = _read_back(single.port, writer)
+    moved = [i for i in acked if any(a <= key_slot(_key(i).encode()) <= b for a, b in MOVES)]
+    rc = RedisCluster(host="127.0.0.1", port=single.port, socket_timeout=2)
+    try:
+        changed = [k for k in historied if _history(rc, k) != before[k]]
+    finally:
+        rc.close()
+    figure(
+        "group-slot-move",
+        moves=len(MOVES),
+        tables="sync,raft",
+        acked=len(acked),
+        acked_in_moved_slots=len(moved),
+        raised_to_the_writer=writer.retried,
+        lost_acked=len(lost),
+        histories_changed=len(changed),
+    )
+    assert not lost and not changed
+    assert moved
+
+
+def test_source_primary_fails_over_during_a_move(shards: Shards) -> None:
+    """The source shard's primary stops (SIGSTOP) before it fences, then is killed: the
+    replica, elected, fences the range before it serves, and carries the move on."""
+    s = shards
+    primary, replica = _ready(s)
+    first, last = MOVES[0]
+    writer = ClusterWriter(s.single.port)
+    writer.start()
+    try:
+        writer.more(200)
+        on_group = _in(_keys_on(replica.port), first, last)
+        primary.proc.send_signal(signal.SIGSTOP)
+        with ThreadPoolExecutor(1) as pool:
+            moving = pool.submit(_move, s, first, last, s.single)
+            until(lambda: "state fence" in s.cli("show").stdout, 20)
+            kill9(primary)
+            moving.result(60)
+        writer.more(200)
+    finally:
+        writer.stop()
+    shown = s.cli("show").stdout
+    assert f"127.0.0.1:{replica.port} slots {last + 1}-8191 " in shown
+    assert f"group {s.group}" in shown and "no move in progress" in shown
+    assert on_group and on_group <= _keys_on(s.single.port)
+    assert not _in(_keys_on(replica.port), first, last)
+    acked, lost = _read_back(s.single.port, writer)
+    moved = [i for i in acked if first <= key_slot(_key(i).encode()) <= last]
+    figure(
+        "group-slot-move-source-failover",
+        acked=len(acked),
+        acked_in_moved_slots=len(moved),
+        raised_to_the_writer=writer.retried,
+        lost_acked=len(lost),
+    )
+    assert moved and not lost
