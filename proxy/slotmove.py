@@ -69,7 +69,14 @@ from flusher.slotmove import (
 )
 from replay.replay import recover
 from store import Store
-from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
+from store.moves import (
+    IMPORT_CMD,
+    carried_tables,
+    export_range,
+    longest_chain,
+    range_keys,
+    renumber,
+)
 from store.policy import HistoryPolicy
 from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs, reassign
 
@@ -217,11 +224,20 @@ class MoveWorker:
         if rec.lsn < move.fenced_lsn:
             raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
         items = export_range(scratch.dbs[0], move.first, move.last)
+        tables = carried_tables(scratch, store, items, bool(node.state.config.etcd_endpoints))
         del scratch
         replayed = time.monotonic()
         left = range_keys(store.dbs[0], move.first, move.last)
         if left:
             self._commit(("forget", tuple(left)))
+        for op in tables:  # the moved keys' tables, where this shard has none
+            self._commit(op)
+            log.info(
+                "cluster %s: table %s (%s) created for the moved keys",
+                node.cluster,
+                op[1].decode(errors="replace"),
+                op[2],
+            )
         # An empty IMPORT first: the versions committed after this store's last commit
         # take its LSN; then as many as the longest chain needs LSNs.
         lsn = self._commit(("import", ()))
