@@ -176,8 +176,14 @@ class MoveWorker:
         elif move.state == IMPORT:
             if leads:
                 await self._import(move, revision)
-            else:  # a replica of the target: its primary imports (and may fail over)
-                self.imported = (move.first, move.last)
+            elif self.imported is None:  # a replica of the target: its primary imports
+                log.info(
+                    "cluster %s: slots %d-%d being imported by this shard's primary",
+                    node.cluster,
+                    move.first,
+                    move.last,
+                )
+                self.imported = (move.first, move.last)  # in case it fails over
         elif move.state == DONE and not leads:
             self.imported = None
 
@@ -451,7 +457,7 @@ async def _move_with(
         )
     for o, a, b in runs:
         source = slot_map.shards[o]
-        failed = await _one_move(client, cluster, Move(a, b, ids[o], target_id), timeout)
+        failed = await one_move(client, cluster, Move(a, b, ids[o], target_id), timeout)
         if failed is not None:
             return _fail("move", failed)
         moved, _ = await read_map(client, cluster)
@@ -463,7 +469,7 @@ async def _move_with(
     return 0
 
 
-async def _one_move(client: Any, cluster: str, move: Move, timeout: float) -> str | None:
+async def one_move(client: Any, cluster: str, move: Move, timeout: float) -> str | None:
     """Record the move, wait until the nodes finish it; abort it past `timeout`. None
     when it is done, else why not."""
     await put_move(client, cluster, move, 0)

@@ -15,13 +15,17 @@ the moved keys is intact.
 
 from __future__ import annotations
 
+import asyncio
 import signal
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
 from redis.cluster import RedisCluster
 
+from flusher.coordination import etcd_client
+from flusher.slotmap import node_id_for
+from flusher.slotmove import Move, shard_id
+from proxy.slotmove import one_move
 from store.slots import key_slot
 from tests.conftest import ServerProcess, until
 from tests.reliability import Background, figure
@@ -204,38 +208,81 @@ def test_moves_with_a_replicated_shard_lose_nothing(shards: Shards) -> None:
     assert moved
 
 
-def test_source_primary_fails_over_during_a_move(shards: Shards) -> None:
-    """The source shard's primary stops (SIGSTOP) before it fences, then is killed: the
-    replica, elected, fences the range before it serves, and carries the move on."""
-    s = shards
-    primary, replica = _ready(s)
-    first, last = MOVES[0]
+def _fail_over_during(s: Shards, primary: ServerProcess, to_group: bool) -> ClusterWriter:
+    """Stop (SIGSTOP) the group's primary, move MOVES[0] from the group to the single
+    node (or MOVES[1] the other way): the move recorded as `cluster move` does, at
+    once, so the primary is still the group's leader then; wait until it is done, kill
+    -9 the primary. A writer runs throughout: stopped, returned."""
+    first, last = MOVES[1 if to_group else 0]
+    group, single = shard_id("", s.group), node_id_for("127.0.0.1", s.single.port)
+    move = Move(first, last, single, group) if to_group else Move(first, last, group, single)
+
+    async def run() -> str | None:
+        client = etcd_client(s.endpoints)
+        try:
+            return await one_move(client, s.name, move, 60)
+        finally:
+            await client.close()
+
     writer = ClusterWriter(s.single.port)
     writer.start()
     try:
         writer.more(200)
-        on_group = _in(_keys_on(replica.port), first, last)
         primary.proc.send_signal(signal.SIGSTOP)
-        with ThreadPoolExecutor(1) as pool:
-            moving = pool.submit(_move, s, first, last, s.single)
-            until(lambda: "state fence" in s.cli("show").stdout, 20)
-            kill9(primary)
-            moving.result(60)
+        assert asyncio.run(run()) is None
+        kill9(primary)
         writer.more(200)
     finally:
         writer.stop()
-    shown = s.cli("show").stdout
-    assert f"127.0.0.1:{replica.port} slots {last + 1}-8191 " in shown
-    assert f"group {s.group}" in shown and "no move in progress" in shown
-    assert on_group and on_group <= _keys_on(s.single.port)
-    assert not _in(_keys_on(replica.port), first, last)
     acked, lost = _read_back(s.single.port, writer)
     moved = [i for i in acked if first <= key_slot(_key(i).encode()) <= last]
     figure(
-        "group-slot-move-source-failover",
+        f"group-slot-move-{'target' if to_group else 'source'}-failover",
         acked=len(acked),
         acked_in_moved_slots=len(moved),
         raised_to_the_writer=writer.retried,
         lost_acked=len(lost),
     )
     assert moved and not lost
+    return writer
+
+
+def _before(node: ServerProcess, first: str, then: str) -> bool:
+    """`node` logged a line holding `first` before one holding `then`."""
+    lines = node.log_lines
+    a = next(i for i, line in enumerate(lines) if first in line)
+    return a < next(i for i, line in enumerate(lines) if then in line)
+
+
+def test_source_primary_fails_over_during_a_move(shards: Shards) -> None:
+    """The source shard's primary stops before it fences: the replica fences the range
+    as soon as it sees the move, is elected once the primary's lease runs out, and
+    carries the move on."""
+    s = shards
+    primary, replica = _ready(s)
+    first, last = MOVES[0]
+    writer = _fail_over_during(s, primary, to_group=False)
+    assert _before(replica, f"fencing slots {first}-{last}", "takes the lead")
+    shown = s.cli("show").stdout
+    assert f"127.0.0.1:{replica.port} slots {last + 1}-8191 " in shown
+    assert f"group {s.group}" in shown and "no move in progress" in shown
+    moved = _in({_key(i).encode() for i in writer.acked}, first, last)
+    assert moved and moved <= _keys_on(s.single.port)
+    assert not _in(_keys_on(replica.port), first, last)
+
+
+def test_target_primary_fails_over_during_a_move(shards: Shards) -> None:
+    """The taking shard's primary stops before it imports: the replica, elected once
+    the primary's lease runs out, imports the range from the start and commits the
+    move."""
+    s = shards
+    primary, replica = _ready(s)
+    first, last = MOVES[1]
+    writer = _fail_over_during(s, primary, to_group=True)
+    assert _before(replica, f"slots {first}-{last} being imported", "takes the lead")
+    assert _before(replica, "takes the lead", f"took slots {first}-{last}")
+    shown = s.cli("show").stdout
+    assert f"127.0.0.1:{replica.port} slots 0-8191,{first}-{last} " in shown
+    assert not _in(_keys_on(s.single.port), first, last)
+    moved = {_key(i).encode() for i in writer.acked}
+    assert _in(moved, first, last) <= _keys_on(replica.port)
