@@ -12,6 +12,10 @@ TS.TABLE DROP <namespace>:<table>    forget the table (its keys stay, under the 
 
 A write to a SYNC table is acknowledged only once durable in object storage;
 writes to ASYNC tables on the same server are not held back by it.
+
+In cluster mode TS.TABLE has no key: it acts on the shard of the node it is sent to
+(a slot move brings the moved keys' tables: store.moves). RAFT needs the raft log of
+a group, so a shard of one node (no --group) refuses it.
 """
 
 from __future__ import annotations
