@@ -188,6 +188,8 @@ class MoveWorker:
             self.imported = None
 
     def _commit(self, op: tuple[Any, ...]) -> int:
+        if not self._leads():  # the lease lapsed during the step: not this node's turn
+            raise ValueError(f"this node no longer leads group {self.node.view.group}")
         store = self.node.state.store
         store.begin(IMPORT_CMD)
         store.db_op(0, op)
@@ -302,8 +304,10 @@ class MoveWorker:
         node = self.node
         await node.refresh()
         view = node.view
-        if any(view.map.owner[s] == view.me for s in range(move.first, move.last + 1)):
-            return  # not the map that gives the range away (yet)
+        if view.me < 0 or any(
+            view.map.owner[s] == view.me for s in range(move.first, move.last + 1)
+        ):
+            return  # not the map that gives the range away (yet), or no longer the primary
         keys = range_keys(node.state.store.dbs[0], move.first, move.last)
         if keys:
             await self._durable(self._commit(("forget", tuple(keys))))

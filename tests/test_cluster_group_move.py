@@ -1,16 +1,19 @@
 """Slot moves to and from a replicated shard (issue 28), with real processes: etcd, the
 replicated shard of tests/test_cluster_shards.py (two nodes of one group on one
-storage prefix, `--durability sync`) and a shard of one node; a SYNC table on both
-shards, a RAFT table on the replicated one (a shard of one node has no raft log: it
-refuses one); a writer through redis-py's RedisCluster writing into the moved slots
-all along, each write retried until acknowledged.
+storage prefix, `--durability sync`) and a shard of one node; a SYNC and a RAFT
+table on the replicated shard (a shard of one node has no raft log: it refuses a RAFT
+table, and gets both tables, the RAFT one as SYNC, with the first keys it takes); a
+writer through redis-py's RedisCluster writing into the moved slots all along, each
+write retried until acknowledged.
 
 Three moves: from the replicated shard to the single node, back the other way (named
 by the replica's address: a node names its shard), then, after a kill -9 of the
 replicated shard's primary right after the second move, from its new primary. The
 replicas apply the IMPORT and FORGET records (keys appear and vanish there, READONLY
 reads follow the new map), every acknowledged write reads back, and the history of
-the moved keys is intact.
+the moved keys is intact. Then a failover during a move, of the source's primary
+(stopped before it fences, let go on once the move is done: it rejoins as a replica)
+and of the target's (stopped before it imports, then killed).
 """
 
 from __future__ import annotations
@@ -211,8 +214,9 @@ def test_moves_with_a_replicated_shard_lose_nothing(shards: Shards) -> None:
 def _fail_over_during(s: Shards, primary: ServerProcess, to_group: bool) -> ClusterWriter:
     """Stop (SIGSTOP) the group's primary, move MOVES[0] from the group to the single
     node (or MOVES[1] the other way): the move recorded as `cluster move` does, at
-    once, so the primary is still the group's leader then; wait until it is done, kill
-    -9 the primary. A writer runs throughout: stopped, returned."""
+    once, so the primary is still the group's leader then; wait until it is done, then
+    let the old primary go on (SIGCONT: it finds it lost the lead), or kill -9 it (a
+    move to the group). A writer runs throughout: stopped, returned."""
     first, last = MOVES[1 if to_group else 0]
     group, single = shard_id("", s.group), node_id_for("127.0.0.1", s.single.port)
     move = Move(first, last, single, group) if to_group else Move(first, last, group, single)
@@ -230,7 +234,10 @@ def _fail_over_during(s: Shards, primary: ServerProcess, to_group: bool) -> Clus
         writer.more(200)
         primary.proc.send_signal(signal.SIGSTOP)
         assert asyncio.run(run()) is None
-        kill9(primary)
+        if to_group:
+            kill9(primary)
+        else:
+            primary.proc.send_signal(signal.SIGCONT)
         writer.more(200)
     finally:
         writer.stop()
@@ -257,7 +264,8 @@ def _before(node: ServerProcess, first: str, then: str) -> bool:
 def test_source_primary_fails_over_during_a_move(shards: Shards) -> None:
     """The source shard's primary stops before it fences: the replica fences the range
     as soon as it sees the move, is elected once the primary's lease runs out, and
-    carries the move on."""
+    carries the move on; the old primary, let go on, writes nothing and rejoins as a
+    replica without the moved keys."""
     s = shards
     primary, replica = _ready(s)
     first, last = MOVES[0]
@@ -269,6 +277,11 @@ def test_source_primary_fails_over_during_a_move(shards: Shards) -> None:
     moved = _in({_key(i).encode() for i in writer.acked}, first, last)
     assert moved and moved <= _keys_on(s.single.port)
     assert not _in(_keys_on(replica.port), first, last)
+    old = redis.Redis(port=primary.port, socket_timeout=2)
+    until(lambda: old.execute_command("ROLE")[0] == b"slave", 30, (redis.RedisError,))
+    until(lambda: not _in(_keys_on(primary.port), first, last), 30, (redis.RedisError,))
+    rejoined = f"127.0.0.1:{primary.port} no slots of its own (group {s.group})"
+    assert rejoined in s.cli("show").stdout
 
 
 def test_target_primary_fails_over_during_a_move(shards: Shards) -> None:
