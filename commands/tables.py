@@ -12,6 +12,10 @@ TS.TABLE DROP <namespace>:<table>    forget the table (its keys stay, under the 
 
 A write to a SYNC table is acknowledged only once durable in object storage;
 writes to ASYNC tables on the same server are not held back by it.
+
+In cluster mode TS.TABLE has no key: it acts on the shard of the node it is sent to
+(a slot move brings the moved keys' tables: store.moves). RAFT needs the raft log of
+a group, so a shard of one node (no --group) refuses it.
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ def _positive(b: bytes) -> int:
 RAFT_NEEDS_ETCD = (
     "ERR DURABILITY RAFT needs etcd: start the server with --etcd-endpoints "
     "(a group whose etcd cluster holds the raft tables' log)"
+)
+# In cluster mode a shard of one node has no group, hence no raft log to write to.
+RAFT_NEEDS_GROUP = (
+    "ERR DURABILITY RAFT needs a replicated shard: in cluster mode start this shard's "
+    "nodes with --group NAME (the raft log is its group's, in etcd)"
 )
 
 
@@ -97,8 +106,9 @@ def _default(s: Session) -> TablePolicy:
 
 
 def _commit_policy(s: Session, name: bytes, p: TablePolicy) -> None:
-    if p.durability == "raft" and not s.server.config.etcd_endpoints:
-        raise CommandError(RAFT_NEEDS_ETCD)
+    config = s.server.config
+    if p.durability == "raft" and not config.etcd_endpoints:
+        raise CommandError(RAFT_NEEDS_GROUP if config.cluster_etcd else RAFT_NEEDS_ETCD)
     op: tuple[Any, ...] = ("table", name, p.durability, str(p.retain), p.snapshot_every)
     if p.max_pinned:
         op += (p.max_pinned,)

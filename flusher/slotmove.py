@@ -2,7 +2,10 @@
 slot map (flusher.slotmap), under `/<cluster>/cluster/`:
 
 - `move`: the move in progress, at most one (JSON: first, last, source and target
-  node ids, state, and once the source has fenced the range, the LSN it fenced at).
+  shards, state, and once the source has fenced the range, the LSN it fenced at). A
+  shard is named by its node's id, or a replicated shard by its group (`shard_id`):
+  whichever node leads the group when a step is due does it, so a move goes on
+  across a failover of either shard's primary.
   `temporalstore cluster move` creates it (only where there is none) in state
   `fence`; the source fences, flushes and sets `import` with its fenced LSN; the
   target imports and, in one transaction, replaces the slot map (the range now its
@@ -10,10 +13,11 @@ slot map (flusher.slotmap), under `/<cluster>/cluster/`:
   the record. Every change compares the record's modification revision with the one
   its writer read (and the target's, the map's too): one writer wins each step, and an
   abort (deleting the record before `done`) and the target's commit of the map cannot
-  both happen.
-- `storage/<node_id>`: where each node's update stream lives (its --storage URL,
-  made absolute, and --s3-endpoint-url), written by the node at start: the target
-  reads the source's stream from there.
+  both happen. A replicated shard's primary fences its writes on its group's leader
+  key too (`fence`): a primary that lost the lead writes nothing.
+- `storage/<shard>`: where each shard's update stream lives (its --storage URL,
+  made absolute, and --s3-endpoint-url; a group's nodes share it), written by the
+  node at start: the target reads the source's stream from there.
 """
 
 from __future__ import annotations
@@ -35,11 +39,20 @@ class MoveConflict(CoordinationError):
     """The move record (or the map) changed since it was read: nothing was written."""
 
 
+GROUP_PREFIX = "group:"
+
+
+def shard_id(node_id: str, group: str) -> str:
+    """How a move names a shard: its node's id, or `group:NAME` for a replicated shard
+    (its primary changes on a failover, its group does not)."""
+    return GROUP_PREFIX + group if group else node_id
+
+
 @dataclass
 class Move:
     first: int
     last: int
-    source: str  # node ids
+    source: str  # shard ids (`shard_id`)
     target: str
     state: str = FENCE
     fenced_lsn: int = 0
@@ -52,8 +65,8 @@ def move_key(cluster: str) -> bytes:
     return f"/{cluster}/cluster/move".encode()
 
 
-def storage_key(cluster: str, node_id: str) -> bytes:
-    return f"/{cluster}/cluster/storage/{node_id}".encode()
+def storage_key(cluster: str, shard: str) -> bytes:
+    return f"/{cluster}/cluster/storage/{shard}".encode()
 
 
 async def read_move(
@@ -79,28 +92,41 @@ async def read_move(
     return move, int(kv.mod_revision)
 
 
-async def _txn(client: Any, what: str, compare: list[Any], success: list[Any]) -> None:
+Fence = tuple[bytes, bytes] | None
+"""A group's leader key and the writer's term value, compared too (None: no group)."""
+
+
+async def _txn(
+    client: Any, what: str, compare: list[Any], success: list[Any], fence: Fence = None
+) -> None:
+    if fence is not None:
+        compare = [*compare, client.transactions.value(fence[0]) == fence[1]]
     done, _ = await _call(
         what, client.transaction(compare=compare, success=success, failure=[]), DEFAULT_TIMEOUT_S
     )
     if not done:
-        raise MoveConflict(f"{what}: the move or the slot map changed meanwhile; nothing written")
+        raise MoveConflict(
+            f"{what}: the move or the slot map changed meanwhile (or the writer lost its "
+            "group's lead); nothing written"
+        )
 
 
-async def put_move(client: Any, cluster: str, move: Move, read_revision: int) -> None:
+async def put_move(
+    client: Any, cluster: str, move: Move, read_revision: int, fence: Fence = None
+) -> None:
     """Create (`read_revision` 0: only where there is none) or update the record."""
     key = move_key(cluster)
     t = client.transactions
-    await _txn(
-        client, "a move record write", [t.mod(key) == read_revision], [t.put(key, move.to_bytes())]
-    )
+    compare = [t.mod(key) == read_revision]
+    await _txn(client, "a move record write", compare, [t.put(key, move.to_bytes())], fence)
 
 
-async def delete_move(client: Any, cluster: str, read_revision: int) -> None:
+async def delete_move(client: Any, cluster: str, read_revision: int, fence: Fence = None) -> None:
     """Delete the record read at `read_revision` (the move ended, or is aborted)."""
     key = move_key(cluster)
     t = client.transactions
-    await _txn(client, "a move record delete", [t.mod(key) == read_revision], [t.delete(key)])
+    compare = [t.mod(key) == read_revision]
+    await _txn(client, "a move record delete", compare, [t.delete(key)], fence)
 
 
 async def commit_move(
@@ -110,6 +136,7 @@ async def commit_move(
     move_revision: int,
     new_map: SlotMap,
     map_revision: int,
+    fence: Fence = None,
 ) -> None:
     """The target's step: the new map and the record's `done`, in one transaction."""
     mkey, skey = move_key(cluster), map_key(cluster)
@@ -121,25 +148,26 @@ async def commit_move(
         "the move's slot map write",
         [t.mod(mkey) == move_revision, t.mod(skey) == map_revision],
         [t.put(skey, value), t.put(mkey, move.to_bytes())],
+        fence,
     )
 
 
 async def put_storage(
-    client: Any, cluster: str, node_id: str, url: str, endpoint_url: str | None
+    client: Any, cluster: str, shard: str, url: str, endpoint_url: str | None
 ) -> None:
     doc = {"storage": url, "s3_endpoint_url": endpoint_url}
     await _call(
         "a storage registration",
-        client.put(storage_key(cluster, node_id), json.dumps(doc).encode()),
+        client.put(storage_key(cluster, shard), json.dumps(doc).encode()),
         DEFAULT_TIMEOUT_S,
     )
 
 
 async def read_storage(
-    client: Any, cluster: str, node_id: str, timeout: float = DEFAULT_TIMEOUT_S
+    client: Any, cluster: str, shard: str, timeout: float = DEFAULT_TIMEOUT_S
 ) -> tuple[str, str | None] | None:
-    """(storage URL, S3 endpoint URL or None) a node registered, or None."""
-    reply = await _range(client, storage_key(cluster, node_id), None, timeout)
+    """(storage URL, S3 endpoint URL or None) a shard registered, or None."""
+    reply = await _range(client, storage_key(cluster, shard), None, timeout)
     if not reply.kvs:
         return None
     doc = json.loads(bytes(reply.kvs[0].value))

@@ -9,7 +9,8 @@ A node is the primary of its own shard, on its own --storage prefix; or, started
 every `POLL_S` (flusher.slotmap), handing each new map to the commands
 (commands.cluster_mode), which route by it and list each shard's replicas from the
 registrations. A group's primary that the map does not name (it was just elected)
-writes itself into the map as its shard's primary, fenced on its leader key. Until
+writes itself into the map as its shard's primary, fenced on its leader key (and
+fences first the range a slot move in progress takes from its shard). Until
 `cluster create` has written a map, keyed commands answer -CLUSTERDOWN Hash slot not
 served. It registers where its update stream lives too, and
 does its part in a slot move recorded in etcd (proxy.slotmove; the poll runs every
@@ -95,6 +96,10 @@ class ClusterNode:
         if found is not None and (fence := self.leading()) is not None:
             found, revision = await self._take_shard(found, revision, fence)
         if found is not None and revision != self.revision:
+            if self.view.me < 0 and any(s.node_id == self.view.node_id for s in found.shards):
+                # About to serve a shard's writes (a group's promoted replica): fence
+                # first the range a move in progress takes away from it.
+                await self.mover.fence_check()
             self.view.apply(found)
             self.revision = revision
             log.info(

@@ -19,12 +19,20 @@ The move is a record in etcd (flusher.slotmove) that the nodes carry forward:
    the range's keys (a FORGET record of its stream), lifts the fence and deletes the
    record. `cluster move` sees it gone and the map changed: done.
 
+A shard is its node, or a replicated shard (a group's nodes, started with --group)
+its group (flusher.slotmove.shard_id): the group's primary of the moment does the
+shard's steps, its etcd writes fenced on the group's leader key; its IMPORT and
+FORGET records reach the group's replicas through replication as any other; its
+storage is the group's shared prefix. Every node of a source group fences the range,
+so a replica promoted during the move refuses writes to it from its first one.
+
 A move is resumable: the record stays until the nodes finish it, each step is
-repeated by the node whose turn it is until it succeeds (after a restart too), and a
-target that died half-way imports again from the start. `cluster move` aborts the
-move when it has not reached `done` within its --timeout (the record is deleted by
-a transaction against the revision it read, which the target's commit of the map
-cannot also win): the map is unchanged and the source lifts its fence.
+repeated by the node whose turn it is until it succeeds (after a restart or a
+failover too), and a target that died half-way imports again from the start.
+`cluster move` aborts the move when it has not reached `done` within its --timeout
+(the record is deleted by a transaction against the revision it read, which the
+target's commit of the map cannot also win): the map is unchanged and the source
+lifts its fence.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from commands.session import ServerState
@@ -45,7 +54,9 @@ from flusher.slotmap import node_id_for, nodes, read_map
 from flusher.slotmove import (
     DONE,
     FENCE,
+    GROUP_PREFIX,
     IMPORT,
+    Fence,
     Move,
     MoveConflict,
     commit_move,
@@ -54,10 +65,18 @@ from flusher.slotmove import (
     put_storage,
     read_move,
     read_storage,
+    shard_id,
 )
 from replay.replay import recover
 from store import Store
-from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
+from store.moves import (
+    IMPORT_CMD,
+    carried_tables,
+    export_range,
+    longest_chain,
+    range_keys,
+    renumber,
+)
 from store.policy import HistoryPolicy
 from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs, reassign
 
@@ -83,6 +102,9 @@ class MovingNode(Protocol):
     client: Any
     cluster: str
     view: ClusterView
+    # With a group: its leader key and this term's value while this node is the
+    # group's serving primary, else None.
+    leading: Callable[[], Fence]
 
     async def refresh(self) -> None:
         """Read the slot map; apply it if it changed."""
@@ -94,26 +116,45 @@ class MoveWorker:
     def __init__(self, node: MovingNode) -> None:
         self.node = node
         self.active = False  # a move concerning this node is recorded
-        # The range this node imported for a move not committed yet: forgotten again
-        # if the move is aborted (a restart forgets it at the next try to move it).
+        # The range this node's shard imported for a move not committed yet: forgotten
+        # again by the shard's primary if the move is aborted (a replica keeps it in
+        # mind in case it is promoted; a restart forgets it at the next try to move it).
         self.imported: tuple[int, int] | None = None
+
+    @property
+    def shard(self) -> str:
+        """This node's shard as a move names it (its group's, for a group's node)."""
+        return shard_id(self.node.view.node_id, self.node.view.group)
+
+    def _leads(self) -> bool:
+        """This node does its shard's steps: a shard of its own, or its group's serving
+        primary."""
+        return not self.node.view.group or self.node.leading() is not None
 
     async def register_storage(self) -> None:
         config = self.node.state.config
         await put_storage(
             self.node.client,
             self.node.cluster,
-            self.node.view.node_id,
+            self.shard,
             absolute_storage(config.storage),
             config.s3_endpoint_url,
         )
+
+    async def fence_check(self) -> None:
+        """Fence the range of the move this node's shard gives away, if one is recorded
+        (a node about to serve its shard's writes: started, or promoted)."""
+        move, _ = await read_move(self.node.client, self.node.cluster)
+        if move is not None and move.source == self.shard:
+            self.node.view.fenced = (move.first, move.last)
 
     async def step(self) -> None:
         node = self.node
         view = node.view
         move, revision = await read_move(node.client, node.cluster)
-        me = view.node_id
-        if self.imported is not None and (move is None or move.state == FENCE):
+        me = self.shard
+        leads = self._leads()
+        if self.imported is not None and (move is None or move.state == FENCE) and leads:
             await self._drop_aborted(*self.imported)
         if move is None or me not in (move.source, move.target):
             self.active = move is not None
@@ -125,15 +166,30 @@ class MoveWorker:
         if move.source == me:
             if view.fenced is None:
                 log.info("cluster %s: fencing slots %d-%d", node.cluster, move.first, move.last)
-            view.fenced = (move.first, move.last)
+            view.fenced = (move.first, move.last)  # a group's replicas too
+            if not leads or view.me < 0:  # a replica, or a primary the map names not yet
+                return
             if move.state == FENCE:
                 await self._fence(move, revision)
             elif move.state == DONE:
                 await self._forget(move, revision)
         elif move.state == IMPORT:
-            await self._import(move, revision)
+            if leads:
+                await self._import(move, revision)
+            elif self.imported is None:  # a replica of the target: its primary imports
+                log.info(
+                    "cluster %s: slots %d-%d being imported by this shard's primary",
+                    node.cluster,
+                    move.first,
+                    move.last,
+                )
+                self.imported = (move.first, move.last)  # in case it fails over
+        elif move.state == DONE and not leads:
+            self.imported = None
 
     def _commit(self, op: tuple[Any, ...]) -> int:
+        if not self._leads():  # the lease lapsed during the step: not this node's turn
+            raise ValueError(f"this node no longer leads group {self.node.view.group}")
         store = self.node.state.store
         store.begin(IMPORT_CMD)
         store.db_op(0, op)
@@ -148,7 +204,7 @@ class MoveWorker:
         lsn = self.node.state.store.lsn  # no write to the range commits after this
         await self._durable(lsn)
         move.state, move.fenced_lsn = IMPORT, lsn
-        await put_move(self.node.client, self.node.cluster, move, revision)
+        await put_move(self.node.client, self.node.cluster, move, revision, self.node.leading())
         log.info(
             "cluster %s: slots %d-%d fenced and flushed at LSN %d",
             self.node.cluster,
@@ -161,7 +217,10 @@ class MoveWorker:
         node = self.node
         found = await read_storage(node.client, node.cluster, move.source)
         if found is None:
-            raise ValueError(f"node {move.source} registered no storage")
+            raise ValueError(f"shard {move.source} registered no storage")
+        view = node.view
+        if view.group and 0 <= view.mine != view.me:
+            raise ValueError(f"the slot map names another primary of shard {view.group} yet")
         store = node.state.store
         started = time.monotonic()
         scratch = Store(databases=max(16, len(store.dbs)), history=HistoryPolicy("all", 0))
@@ -173,11 +232,20 @@ class MoveWorker:
         if rec.lsn < move.fenced_lsn:
             raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
         items = export_range(scratch.dbs[0], move.first, move.last)
+        tables = carried_tables(scratch, store, items, bool(node.state.config.etcd_endpoints))
         del scratch
         replayed = time.monotonic()
         left = range_keys(store.dbs[0], move.first, move.last)
         if left:
             self._commit(("forget", tuple(left)))
+        for op in tables:  # the moved keys' tables, where this shard has none
+            self._commit(op)
+            log.info(
+                "cluster %s: table %s (%s) created for the moved keys",
+                node.cluster,
+                op[1].decode(errors="replace"),
+                op[2],
+            )
         # An empty IMPORT first: the versions committed after this store's last commit
         # take its LSN; then as many as the longest chain needs LSNs.
         lsn = self._commit(("import", ()))
@@ -193,9 +261,11 @@ class MoveWorker:
         old, map_revision = await read_map(node.client, node.cluster)
         if old is None:
             raise ValueError("no slot map")
-        view = node.view
-        new = reassign(old, move.first, move.last, Shard(view.node_id, view.host, view.port))
-        await commit_move(node.client, node.cluster, move, revision, new, map_revision)
+        me = Shard(view.node_id, view.host, view.port, group=view.group)
+        new = reassign(old, move.first, move.last, me)
+        await commit_move(
+            node.client, node.cluster, move, revision, new, map_revision, node.leading()
+        )
         self.imported = None
         await node.refresh()
         log.info(
@@ -218,7 +288,7 @@ class MoveWorker:
         the map gives the range to this node after all)."""
         await self.node.refresh()
         view = self.node.view
-        if view.map.owner[first] != view.me or view.me < 0:
+        if view.map.owner[first] != view.mine or view.mine < 0:
             keys = range_keys(self.node.state.store.dbs[0], first, last)
             if keys:
                 await self._durable(self._commit(("forget", tuple(keys))))
@@ -234,12 +304,14 @@ class MoveWorker:
         node = self.node
         await node.refresh()
         view = node.view
-        if any(view.map.owner[s] == view.me for s in range(move.first, move.last + 1)):
-            return  # not the map that gives the range away (yet)
+        if view.me < 0 or any(
+            view.map.owner[s] == view.me for s in range(move.first, move.last + 1)
+        ):
+            return  # not the map that gives the range away (yet), or no longer the primary
         keys = range_keys(node.state.store.dbs[0], move.first, move.last)
         if keys:
             await self._durable(self._commit(("forget", tuple(keys))))
-        await delete_move(node.client, node.cluster, revision)
+        await delete_move(node.client, node.cluster, revision, node.leading())
         view.fenced = None
         log.info(
             "cluster %s: gave slots %d-%d away (%d keys)",
@@ -295,7 +367,7 @@ async def _show(endpoints: str, cluster: str) -> int:
     live = {n.node_id for n in registered}
     names = {}
     for shard in slot_map.shards:
-        names[shard.node_id] = f"{shard.host}:{shard.port}"
+        names[shard_id(shard.node_id, shard.group)] = f"{shard.host}:{shard.port}"
         up = "" if shard.node_id in live else " (not registered: down?)"
         keys = await _dbsize(shard.host, shard.port)
         group = f" group {shard.group}" if shard.group else ""
@@ -304,6 +376,8 @@ async def _show(endpoints: str, cluster: str) -> int:
             f"slots {_ranges_text(shard.ranges)} keys {keys}{group}{up}"
         )
     for n in registered:
+        if n.shard:
+            names.setdefault(shard_id("", n.shard), f"group {n.shard}")
         if n.node_id not in names:
             names[n.node_id] = n.addr
             role = f"no slots of its own (group {n.shard})" if n.shard else "no slots"
@@ -349,33 +423,35 @@ async def _move_with(
     if slot_map is None:
         return _fail("move", f"cluster {cluster} has no slot map (run cluster create first)")
     target = f"{to[0]}:{to[1]}"
-    target_id = node_id_for(*to)
     registered = {n.node_id: n for n in await nodes(client, cluster)}
-    if target_id not in registered:
+    node = registered.get(node_id_for(*to))
+    if node is None:
         return _fail("move", f"{target} is not a registered node of cluster {cluster}")
+    # A node of a replicated shard names its shard: the group's primary takes the range.
+    target_id = shard_id(node.node_id, node.shard)
+    if node.shard:
+        target = f"{target} (group {node.shard})"
     runs = owner_runs(slot_map, first, last)
-    grouped = [slot_map.shards[o].group for o, _, _ in runs if o >= 0 and slot_map.shards[o].group]
-    if registered[target_id].shard or grouped:
-        return _fail(
-            "move", "moving slots to or from a replicated shard (--group) is not supported yet"
-        )
     unserved = [(a, b) for o, a, b in runs if o < 0]
     if unserved:
         return _fail("move", f"slots {_ranges_text(unserved)} are not served by any shard")
-    runs = [(o, a, b) for o, a, b in runs if slot_map.shards[o].node_id != target_id]
+    ids = [shard_id(s.node_id, s.group) for s in slot_map.shards]
+    runs = [(o, a, b) for o, a, b in runs if ids[o] != target_id]
     if not runs:
         return _fail("move", f"slots {first}-{last} are {target}'s already: nothing to move")
+    live = {n.shard for n in registered.values() if n.shard}
     for o, a, b in runs:
         source = slot_map.shards[o]
-        if source.node_id not in registered:
+        if source.node_id not in registered and source.group not in live:
             return _fail(
                 "move",
                 f"slots {a}-{b} are served by {source.host}:{source.port}, which is not "
                 "registered (down?)",
             )
-    for node_id in {target_id, *(slot_map.shards[o].node_id for o, _, _ in runs)}:
-        if await read_storage(client, cluster, node_id) is None:
-            return _fail("move", f"node {node_id} registered no storage (an older server?)")
+    for shard in {target_id, *(ids[o] for o, _, _ in runs)}:
+        if await read_storage(client, cluster, shard) is None:
+            what = shard.replace(GROUP_PREFIX, "group ", 1)
+            return _fail("move", f"shard {what} registered no storage (an older server?)")
     current, _ = await read_move(client, cluster)
     if current is not None:
         return _fail(
@@ -385,7 +461,7 @@ async def _move_with(
         )
     for o, a, b in runs:
         source = slot_map.shards[o]
-        failed = await _one_move(client, cluster, Move(a, b, source.node_id, target_id), timeout)
+        failed = await one_move(client, cluster, Move(a, b, ids[o], target_id), timeout)
         if failed is not None:
             return _fail("move", failed)
         moved, _ = await read_map(client, cluster)
@@ -397,7 +473,7 @@ async def _move_with(
     return 0
 
 
-async def _one_move(client: Any, cluster: str, move: Move, timeout: float) -> str | None:
+async def one_move(client: Any, cluster: str, move: Move, timeout: float) -> str | None:
     """Record the move, wait until the nodes finish it; abort it past `timeout`. None
     when it is done, else why not."""
     await put_move(client, cluster, move, 0)
@@ -408,7 +484,8 @@ async def _one_move(client: Any, cluster: str, move: Move, timeout: float) -> st
         if now is None or (now.first, now.last, now.target) != (move.first, move.last, move.target):
             slot_map, _ = await read_map(client, cluster)
             if slot_map is not None and slot_map.owner[move.first] >= 0:
-                if slot_map.shards[slot_map.owner[move.first]].node_id == move.target:
+                owner = slot_map.shards[slot_map.owner[move.first]]
+                if shard_id(owner.node_id, owner.group) == move.target:
                     return None
             return f"the move of slots {move.first}-{move.last} was aborted; map unchanged"
         if now.state != DONE and time.monotonic() > deadline:

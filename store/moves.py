@@ -13,6 +13,12 @@ always a list of 6-field entries (lsn, time_ms, cmd, undo ops, meta, snap). A FO
 is ("forget", keys) on its database: the keys leave with their whole history, no
 deletion version (the history went with them).
 
+Tables (TS.TABLE) are each shard's own: the taking store gets the tables of the moved
+keys it lacks, with the giving store's policy (`carried_tables`), so the keys keep
+their durability and retention; a RAFT table becomes SYNC on a shard that has no raft
+log (a shard of one node: no group, no log in etcd). A table the taker has already
+keeps its own policy.
+
 LSNs. Each shard numbers its own commits. A moved version keeps its commit time and
 value; its LSN becomes one of the taking store's (`renumber`): the LSN that store had
 reached at that time (its time index), raised where needed so that a key's versions
@@ -56,6 +62,21 @@ def export_range(db: Database, first: int, last: int) -> list[tuple[Any, ...]]:
     """The IMPORT items of every key of `db` in slots first..last, chains in the
     giving store's LSNs."""
     return [key_item(db, key, db.data.get(key), None) for key in range_keys(db, first, last)]
+
+
+def carried_tables(
+    giver: StoreCore, taker: StoreCore, items: list[tuple[Any, ...]], raft: bool
+) -> list[tuple[Any, ...]]:
+    """The `table` ops that give `taker` the tables of `items`' keys it lacks, as
+    `giver` declares them (RAFT ones SYNC unless `raft`: the taker has a raft log)."""
+    names = {giver.table_of(item[1]) for item in items} - {None} - set(taker.tables)
+    ops = []
+    for name in sorted(n for n in names if n is not None):
+        p = giver.tables[name]
+        durability = "sync" if p.durability == "raft" and not raft else p.durability
+        op: tuple[Any, ...] = ("table", name, durability, str(p.retain), p.snapshot_every)
+        ops.append((*op, p.max_pinned) if p.max_pinned else op)
+    return ops
 
 
 def longest_chain(items: list[tuple[Any, ...]]) -> int:

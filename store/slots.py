@@ -163,8 +163,9 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def reassign(slot_map: SlotMap, first: int, last: int, to: Shard) -> SlotMap:
-    """The map with slots first..last owned by `to` (a shard of the map, by node id, or
-    a new one appended), taken from whoever owned them; the config epoch one higher.
+    """The map with slots first..last owned by `to` (a shard of the map, by node id or
+    by group, or a new one appended), taken from whoever owned them; the config epoch
+    one higher.
     A shard left without slots stays in the map (its node still answers MOVED)."""
     shards = []
     found = False
@@ -178,12 +179,12 @@ def reassign(slot_map: SlotMap, first: int, last: int, to: Shard) -> SlotMap:
                 ranges.append((a, first - 1))
             if b > last:
                 ranges.append((last + 1, b))
-        if shard.node_id == to.node_id:
+        if shard.node_id == to.node_id or (to.group and shard.group == to.group):
             found = True
             ranges.append((first, last))
         shards.append(Shard(shard.node_id, shard.host, shard.port, _merge(ranges), shard.group))
     if not found:
-        shards.append(Shard(to.node_id, to.host, to.port, [(first, last)]))
+        shards.append(Shard(to.node_id, to.host, to.port, [(first, last)], to.group))
     return SlotMap(slot_map.epoch + 1, shards)
 
 

@@ -212,7 +212,7 @@ def test_readonly_on_a_replica(shards: Shards) -> None:
     assert shown.returncode == 0, shown.stderr
     assert f"127.0.0.1:{primary.port} slots 0-8191 keys 1 group {shards.group}" in shown.stdout
     assert f"127.0.0.1:{replica.port} no slots of its own (group {shards.group})" in shown.stdout
-    # Slot moves to or from a replicated shard are refused (not supported yet).
-    for slots, to in (("0-10", shards.single.port), ("9000-9010", primary.port)):
-        refused = shards.cli("move", "--slots", slots, "--to", f"127.0.0.1:{to}")
-        assert refused.returncode == 1 and "replicated shard" in refused.stderr
+    # A replica names its shard: moving the shard's own slots to it moves nothing.
+    own = shards.cli("move", "--slots", "0-10", "--to", f"127.0.0.1:{replica.port}")
+    assert own.returncode == 1
+    assert f"(group {shards.group})'s already: nothing to move" in own.stderr

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from store import Store
 from store.coldhistory import attach
 from store.dataset import recount
-from store.moves import IMPORT_CMD, export_range, longest_chain, range_keys, renumber
+from store.moves import (
+    IMPORT_CMD,
+    carried_tables,
+    export_range,
+    longest_chain,
+    range_keys,
+    renumber,
+)
 from store.records import UpdateRecord
 from store.slots import SLOTS, Shard, SlotMap, key_slot, owner_runs, reassign, spread
 from tests.helpers import make_session, run
@@ -136,6 +143,38 @@ def test_reassign_and_runs() -> None:
     back = reassign(joined, 0, 0, Shard("n0", "h", 7000))
     assert back.shards[0].ranges == [(0, 4999)] and back.shards[3].ranges == []
     assert SlotMap.from_json(back.to_json()) == back
+    # A replicated shard is found by its group (its primary may have changed), and a
+    # new one keeps its group.
+    grouped = SlotMap(1, [Shard("p", "h", 1, [(0, 99)], "g"), Shard("n", "h", 2, [(100, 16383)])])
+    taken = reassign(grouped, 100, 199, Shard("q", "h", 3, group="g"))
+    assert [(s.node_id, s.ranges, s.group) for s in taken.shards] == [
+        ("p", [(0, 199)], "g"),
+        ("n", [(200, 16383)], ""),
+    ]
+    new = reassign(taken, 0, 9, Shard("r", "h", 4, group="other"))
+    assert (new.shards[2].node_id, new.shards[2].group) == ("r", "other")
+
+
+def test_moved_keys_bring_their_tables() -> None:
+    """The taker gets the moved keys' tables it lacks; RAFT becomes SYNC without a log."""
+    giver, taker = Store(databases=1), Store(databases=1)
+    for name, durability in ((b"s:t", "sync"), (b"r:t", "raft"), (b"a:t", "async")):
+        _commit(giver, ("table", name, durability, "versions:3", 5, 1024))
+    _commit(taker, ("table", b"a:t", "sync", "all", 1))
+    for key in (b"s:t:1", b"r:t:1", b"a:t:1", b"plain", b"x:y:1"):
+        _set(giver, key, b"v")
+    items = export_range(giver.dbs[0], 0, SLOTS - 1)
+    ops = carried_tables(giver, taker, items, raft=False)
+    assert ops == [
+        ("table", b"r:t", "sync", "versions:3", 5, 1024),
+        ("table", b"s:t", "sync", "versions:3", 5, 1024),
+    ]
+    assert carried_tables(giver, taker, items, raft=True)[0][2] == "raft"
+    for op in ops:
+        _commit(taker, op)
+    assert taker.tables[b"s:t"] == giver.tables[b"s:t"]
+    assert taker.tables[b"a:t"].durability == "sync"  # the taker's own, kept
+    assert carried_tables(giver, taker, items, raft=False) == []
 
 
 def test_keys_with_history_out_of_memory_move(tmp_path: Path) -> None:
