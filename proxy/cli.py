@@ -529,7 +529,9 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     state.loading = False
     # Everything alive now (imports, the replayed store) is long-lived and holds no
     # cycles that matter: keep the cyclic collector from walking it again and again.
-    gc.collect()
+    # Frozen without a collection first: replay ran with the collector off, and a
+    # full pass over what it built found nothing to free (0 objects after 2M
+    # overwriting SETs, 1M SETs) and took 0.33 s of the restart.
     gc.freeze()
     # From now on large buffers (clients' socket reads) go back to the system when
     # freed; not during the replay, whose segment buffers reuse the heap 7-10 % faster.
