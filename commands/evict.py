@@ -11,7 +11,7 @@ until retention drops it, so counting it would make eviction free nothing.
 
 `perform_evictions` is Redis' performEvictions: called before a command while
 maxmemory is set and the used memory is past it (the dispatcher asks the compiled
-`limits.memory_pressed` first), and in a loop on the event loop after CONFIG SET
+`maxmemory.memory_pressed` first), and in a loop on the event loop after CONFIG SET
 maxmemory and whenever one call ran out of time (evictionTimeProc). Past maxmemory
 it evicts keys under `maxmemory-policy` until enough is freed: the LRU, LFU and
 volatile-ttl policies through a pool of the `EVPOOL_SIZE` best candidates refilled
@@ -299,7 +299,7 @@ def start_eviction_proc(server: ServerCore) -> None:
 
 def memory_check(server: ServerCore) -> bool:
     """The dispatcher's step before a command while maxmemory is set and
-    `limits.memory_pressed`: evict as needed; True when still out of memory (denyoom
+    `maxmemory.memory_pressed`: evict as needed; True when still out of memory (denyoom
     commands are refused)."""
     over = perform_evictions(server) == FAIL
     server.over_maxmemory = over
