@@ -320,13 +320,14 @@ def config_store(server: ServerCore, name: str, value: str) -> None:
 
 
 def refresh(server: ServerCore) -> None:
-    """Bring the dispatcher's per-command fields up to date with the settings."""
+    """Bring the dispatcher's per-command fields up to date with `ServerState.ops`."""
     server.slow_ns = server.ops.slow_ns()
     server.clock_mark = time.perf_counter_ns()
 
 
 def ops_config_changed(server: ServerCore, name: str, value: str) -> None:
-    """CONFIG SET stored `value`: apply the settings this module keeps."""
+    """CONFIG SET stored `value`: apply the settings of SLOWLOG, LATENCY and the latency
+    histograms (`ServerState.ops`, commands.ops_state) and the dispatcher's copies."""
     ops = server.ops
     if name == "slowlog-log-slower-than":
         ops.slowlog_us = int(value)
