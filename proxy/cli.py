@@ -21,7 +21,7 @@ from commands import allocator
 from commands.config_table import set_at_start
 from commands.limits import memtoull
 from commands.rdb_file import RdbContents
-from commands.session import Config, ServerState
+from commands.session import Config, ServerCore, ServerState
 from commands.users import AclFileError, Users
 from flusher.checkpoint import cpulist
 from flusher.durable import DurabilityConfig
@@ -431,7 +431,7 @@ def durability_config(config: Config) -> DurabilityConfig:
 class LoadProgress:
     """Replay progress: INFO persistence fields and a console bar (on a terminal)."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerCore) -> None:
         from tqdm import tqdm
 
         self.state = state

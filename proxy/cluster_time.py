@@ -30,7 +30,7 @@ from typing import Any
 import hiredis
 
 from commands.resp import encode_reply
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.clustersnaps import ClusterSnapshot, forget, record, recorded
 from flusher.coordination import CoordinationError
 from store.slots import ClusterView, Shard
@@ -64,7 +64,7 @@ def _still_sealed(kept: list[tuple[Shard, str]]) -> str:
 class ClusterTime:
     """This node's side of cluster snapshots (see the module doc)."""
 
-    def __init__(self, state: ServerState, client: Any, cluster: str, view: ClusterView):
+    def __init__(self, state: ServerCore, client: Any, cluster: str, view: ClusterView):
         self.state = state
         self.client = client
         self.cluster = cluster
