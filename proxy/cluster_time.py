@@ -22,7 +22,6 @@ cross-shard transaction either).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
@@ -34,6 +33,7 @@ from commands.session import ServerCore
 from flusher.clustersnaps import ClusterSnapshot, forget, record, recorded
 from flusher.coordination import CoordinationError
 from store.slots import ClusterView, Shard
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -79,10 +79,7 @@ class ClusterTime:
         self._task = asyncio.get_running_loop().create_task(self._poll())
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _poll(self) -> None:
         while True:
