@@ -4,10 +4,14 @@ and never the caller's."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
 from store.tasks import cancel_and_wait
+
+T = TypeVar("T")
 
 
 async def _forever(log: list[str], name: str) -> None:
@@ -27,12 +31,29 @@ async def _slow_to_stop(release: asyncio.Event, log: list[str]) -> None:
         raise
 
 
+async def _started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    task = asyncio.create_task(coro)
+    await asyncio.sleep(0)
+    return task
+
+
+async def _cancelled_while_waiting(coro: Coroutine[Any, Any, None], release: asyncio.Event) -> None:
+    """Runs `coro` in a task, cancels that task while it waits for the inner task,
+    lets the inner task end (`release`) and checks the outer task ended cancelled."""
+    outer = await _started(coro)
+    outer.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert outer.cancelled()
+
+
 def test_cancels_awaits_and_swallows_the_tasks_cancellation() -> None:
     async def body() -> None:
         log: list[str] = []
         a = asyncio.create_task(_forever(log, "a"))
-        b = asyncio.create_task(_forever(log, "b"))
-        await asyncio.sleep(0)
+        b = await _started(_forever(log, "b"))
         await cancel_and_wait(a, b)
         assert a.cancelled() and b.cancelled()
         assert log == ["a", "b"]
@@ -56,8 +77,7 @@ def test_none_and_tasks_already_done() -> None:
             return 1
 
         done = asyncio.create_task(value())
-        gone = asyncio.create_task(asyncio.Event().wait())
-        await asyncio.sleep(0)
+        gone = await _started(asyncio.Event().wait())
         gone.cancel()
         await asyncio.sleep(0)
         assert done.done() and gone.cancelled()
@@ -77,8 +97,7 @@ def test_another_exception_at_the_tasks_end_propagates() -> None:
             except asyncio.CancelledError:
                 raise ValueError("at the end") from None
 
-        task = asyncio.create_task(fails())
-        await asyncio.sleep(0)
+        task = await _started(fails())
         with pytest.raises(ValueError, match="at the end"):
             await cancel_and_wait(task)
 
@@ -89,21 +108,13 @@ def test_the_callers_own_cancellation_propagates() -> None:
     async def body() -> None:
         log: list[str] = []
         release = asyncio.Event()
-        inner = asyncio.create_task(_slow_to_stop(release, log))
-        await asyncio.sleep(0)
+        inner = await _started(_slow_to_stop(release, log))
 
         async def stopper() -> None:
             await cancel_and_wait(inner)
             log.append("after")
 
-        outer = asyncio.create_task(stopper())
-        await asyncio.sleep(0)
-        outer.cancel()
-        await asyncio.sleep(0)
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await outer
-        assert outer.cancelled()
+        await _cancelled_while_waiting(stopper(), release)
         assert inner.cancelled()
         assert log == ["cleaned"]
 
@@ -121,21 +132,14 @@ def test_the_callers_cancellation_propagates_when_the_task_ends_normally() -> No
                 await release.wait()
             return "swallowed"
 
-        inner = asyncio.create_task(swallows())
-        await asyncio.sleep(0)
+        inner = await _started(swallows())
         after: list[str] = []
 
         async def stopper() -> None:
             await cancel_and_wait(inner)
             after.append("after")
 
-        outer = asyncio.create_task(stopper())
-        await asyncio.sleep(0)
-        outer.cancel()
-        await asyncio.sleep(0)
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await outer
+        await _cancelled_while_waiting(stopper(), release)
         assert inner.result() == "swallowed"
         assert after == []
 
@@ -146,8 +150,7 @@ def test_a_timeout_around_it_still_fires() -> None:
     async def body() -> None:
         log: list[str] = []
         release = asyncio.Event()
-        inner = asyncio.create_task(_slow_to_stop(release, log))
-        await asyncio.sleep(0)
+        inner = await _started(_slow_to_stop(release, log))
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.01):
                 await cancel_and_wait(inner)
@@ -162,8 +165,7 @@ def test_cleanup_in_a_task_already_being_cancelled_still_waits() -> None:
     async def body() -> None:
         log: list[str] = []
         release = asyncio.Event()
-        inner = asyncio.create_task(_slow_to_stop(release, log))
-        await asyncio.sleep(0)
+        inner = await _started(_slow_to_stop(release, log))
 
         async def owner() -> None:
             try:
@@ -173,13 +175,7 @@ def test_cleanup_in_a_task_already_being_cancelled_still_waits() -> None:
                 log.append("owner cleaned")
                 raise
 
-        outer = asyncio.create_task(owner())
-        await asyncio.sleep(0)
-        outer.cancel()
-        await asyncio.sleep(0)
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await outer
+        await _cancelled_while_waiting(owner(), release)
         assert inner.cancelled()
         assert log == ["cleaned", "owner cleaned"]
 
