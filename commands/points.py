@@ -19,6 +19,7 @@ from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.session import Session
 from store import V_LSN, PrunedError, VersionEntry, entry_created, lsn_by_time, now_ms
+from store.slots import key_slot
 
 NO_SNAPSHOT = "ERR no such snapshot '{}'"
 FUTURE_VERSION = "ERR version {} is in the future (current version is {})"
@@ -131,7 +132,14 @@ def parse_point(
         snap = store.snapshots.get(arg)
         if snap is None:
             raise CommandError(NO_SNAPSHOT.format(arg.decode("utf-8", "replace")))
-        point = Point(snap.lsn, clock_of(s, snap.lsn))
+        lsn = snap.lsn
+        seals = s.server.cluster_snapshots
+        per_slot = None if key is None or seals is None else seals.slot_times(arg)
+        if key is not None and per_slot is not None:
+            # Cluster mode: the key as of its shard's seal then, if its slot moved here
+            # since (commands.temporal's checkout reads every key so).
+            lsn = key_lsn_at_time(s, key, lsn, per_slot[key_slot(key)])
+        point = Point(lsn, clock_of(s, snap.lsn))
     elif kind == b"back":
         if key is None:
             raise CommandError(BACK_NEEDS_KEY)

@@ -32,7 +32,8 @@ verbs count and show them as one version.
 
 In cluster mode (`--cluster-enabled yes`) TS.SEAL seals every shard and records the
 cluster snapshot in etcd (`ServerState.cluster_snapshots`, proxy.cluster_time);
-TS.CHECKOUT AT SNAPSHOT then reads each shard at its own seal.
+TS.CHECKOUT AT SNAPSHOT then reads each shard at its own seal, and keys whose slots
+moved here since as of the old owner's seal time (`_key_times`).
 
 The full reference is docs/temporal.md.
 """

@@ -2,21 +2,27 @@
 `ServerState.cluster_snapshots` (commands.session.ClusterSnapshots):
 
 - `TS.SEAL name` on any node seals its own shard (commands.temporal), then this asks
-  every other shard of the slot map to seal under the same name (`TS.SHARDSEAL`, over
+  every other shard of the slot map (read from etcd, with its revision) to seal under
+  the same name (`TS.SHARDSEAL`, then `TS.SNAPSHOTS` for the seal's commit time, over
   a plain connection to its announce address, as the `default` user with this node's
-  requirepass), and records the cluster snapshot in etcd (flusher.clustersnaps: node
-  id -> LSN, by a create-only transaction). If a shard cannot seal (down, the name
-  taken there, ...), the shards that did are unsealed again, nothing is recorded, and
-  the error names the shards that failed.
+  requirepass), and records the cluster snapshot in etcd (flusher.clustersnaps: shard
+  id -> LSN and seal time, the slot map's runs; created only where there is none and
+  while the map is at the revision read). If a shard cannot seal (down, the name taken
+  there, ...) or the map changed, the shards that did are unsealed again, nothing is
+  recorded, and the error says why.
 - `TS.UNSEAL name` deletes the record and unseals the other shards.
-- The records are read every `POLL_S` for `TS.SNAPSHOTS` (their `shards` field).
+- The records are read every `POLL_S` for `TS.SNAPSHOTS` (their `shards` field) and
+  for `slot_times`: a checkout at the snapshot reads each key as of the seal time of
+  the shard that served its slot then (commands.temporal), which finds the keys moved
+  here since as they were (store.moves keeps their versions' times; a seal's time is
+  exact: store.keyspace commits nothing else in its millisecond; proxy.slotmove makes
+  the taking shard commit later than the giving shard's seals).
 
 Each shard sealed under the name, so `TS.CHECKOUT AT SNAPSHOT name` on any node reads
-that node's keys at its own seal, with no etcd read: a cluster client reading through
-every node sees the whole cluster at the snapshot. The seals are not one atomic cut:
-they are sent to the shards at once, and a write a shard acknowledges between two
-shards' seals is in one snapshot and not in the other (Redis Cluster has no
-cross-shard transaction either).
+that node's keys at its own seal: a cluster client reading through every node sees the
+whole cluster at the snapshot. The seals are not one atomic cut: they are sent to the
+shards at once, and a write a shard acknowledges between two shards' seals is in one
+snapshot and not in the other (Redis Cluster has no cross-shard transaction either).
 """
 
 from __future__ import annotations

@@ -15,11 +15,16 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+import pytest
 import redis
 
+from flusher.clustersnaps import ClusterSnapshot
 from flusher.slotmap import node_id_for
 from flusher.slotmove import shard_id
-from store.slots import key_slot
+from store import Store, database, keyspace
+from store.moves import export_range, longest_chain, renumber
+from store.slots import SLOTS, key_slot
+from store.views import KeyTimes
 from tests.conftest import until
 from tests.reliability import Background
 from tests.test_cluster import Cluster
@@ -28,6 +33,7 @@ from tests.test_cluster_move import cluster as cluster  # the fixture
 from tests.test_cluster_shards import Shards, _ready
 from tests.test_cluster_shards import shards as shards  # the fixture
 from tests.test_cluster_time import _fields, _shards, _snapshots
+from tests.test_moves import Records, _commit, _set
 
 __all__ = ["created"]  # a fixture
 
@@ -73,6 +79,60 @@ def _checked_out(port: int, *at: Any) -> redis.Redis:
     r = redis.Redis(port=port)
     assert r.execute_command("TS.CHECKOUT", "AT", *at) == b"OK"
     return r
+
+
+def test_a_seal_divides_versions_by_time_after_a_move(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's side, with the clock stopped: the writes after a seal take a later
+    millisecond (live, and on a store that replays the records, as a promoted replica
+    does), so a key moved to another store reads at the seal's time exactly as the
+    seal's LSN read it on its first store."""
+    monkeypatch.setattr(database, "_time", lambda: 1_000.0)
+    monkeypatch.setattr(keyspace, "_time", lambda: 1_000.0)
+    sink = Records()
+    giver = Store(databases=1, sink=sink)
+    for v in range(3):
+        _set(giver, b"a", b"a%d" % v)
+    _set(giver, b"gone", b"g")
+    seal = _commit(giver, ("seal", b"snap", b""))
+    seal_ms = giver.snapshots[b"snap"].time_ms
+    for v in range(3, 6):
+        _set(giver, b"a", b"a%d" % v)
+    giver.begin("del")
+    giver.apply(giver.dbs[0], b"gone", ("del",))
+    giver.commit()
+    _set(giver, b"later", b"l")
+    assert giver.time_of(seal) == seal_ms == 1_000_000
+    assert [giver.time_of(lsn) for lsn in range(seal + 1, giver.lsn + 1)] == [seal_ms + 1] * 5
+    replica = Store(databases=1)
+    for record in sink.records[: seal + 1]:
+        replica.replay(record)
+    _set(replica, b"a", b"promoted")
+    assert replica.time_of(replica.lsn) == seal_ms + 1
+
+    taker = Store(databases=1)
+    _set(taker, b"mine", b"1")
+    items = export_range(giver.dbs[0], 0, SLOTS - 1)
+    while taker.lsn < longest_chain(items):
+        _commit(taker, ("import", ()))
+    _commit(taker, ("import", tuple(renumber(taker, items, taker.lsn))))
+    sealed = giver.view(0, seal)
+    by_time = taker.view(0, taker.lsn, KeyTimes("seal", lambda key: seal_ms, True))
+    for key in (b"a", b"gone", b"later", b"mine"):
+        if key != b"mine":
+            assert by_time.get(key) == sealed.get(key), key
+    assert by_time.get(b"a") == b"a2" and by_time.get(b"later") is None
+    assert taker.dbs[0].get(b"a") == b"a5"
+
+
+def test_records_written_before_seal_times_still_read() -> None:
+    """A record of the old format (node id -> LSN, no seal times nor slots) reads as
+    it was written, and a checkout then reads each shard at its LSN only."""
+    old = b'{"epoch":3,"shards":{"ab12":7,"cd34":9},"time":1700000000000}'
+    snap = ClusterSnapshot.from_json(b"s", old)
+    assert (snap.shards, snap.times, snap.slots) == ({"ab12": 7, "cd34": 9}, {}, [])
+    assert snap.to_json() == old
+    new = ClusterSnapshot(b"s", {"group:g": 7}, 1, 3, {"group:g": 5}, [(0, 16383, "group:g")])
+    assert ClusterSnapshot.from_json(b"s", new.to_json()) == new
 
 
 def test_snapshot_reads_moved_keys_as_sealed(created: Cluster) -> None:
@@ -128,7 +188,11 @@ def test_snapshot_reads_moved_keys_as_sealed(created: Cluster) -> None:
     assert not any(d.exists(k) for k in gone)
     assert snap.get(on_dst) == b"sealed"
     assert snap.hgetall(hashed) == {b"a": b"1", b"b": b"2"}
-    # KEYS under the checkout sees the same keys.
+    # TS.ASOF of a key given the snapshot reads it the same, and KEYS under the
+    # checkout sees the same keys.
+    assert [d.execute_command("TS.ASOF", k, "SNAPSHOT", "before-move") for k in want] == list(
+        want.values()
+    )
     assert {k.decode() for k in snap.keys("[kdhn]*:*")} == {*kept, *gone, hot, hashed}
     # TS.CHECKOUT AT TIME the source's seal time reads the moved keys the same way.
     by_time = _checked_out(dst, "TIME", seal_ms)
