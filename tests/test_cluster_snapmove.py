@@ -198,8 +198,19 @@ def test_snapshot_reads_moved_keys_as_sealed(created: Cluster) -> None:
     by_time = _checked_out(dst, "TIME", seal_ms)
     assert {k: by_time.get(k) for k in want} == want
     # ... and the head as it is.
-    assert redis.Redis(port=dst).get(hot) == str(writer.written - 1).encode()
+    assert d.get(hot) == str(writer.written - 1).encode()
     assert isinstance(lsn, int)
+
+    # Written on the new owner, then moved on to the third shard and back to the first:
+    # each reads the keys as the first shard sealed them.
+    for k in kept + gone + later:
+        d.set(k, f"{k}:on-{dst}")
+    for port in (c.nodes[2].port, src):
+        done = _move(c, f"{FIRST}-{LAST}", port)
+        assert done.returncode == 0, done.stderr
+        snap = _checked_out(port, "SNAPSHOT", "before-move")
+        assert {k: snap.get(k) for k in want} == want, port
+        assert redis.Redis(port=port).get(kept[0]) == f"{kept[0]}:on-{dst}".encode()
 
 
 def test_snapshot_of_a_group_reads_after_failover_and_move(shards: Shards) -> None:
