@@ -12,20 +12,23 @@ recorded by its group: its snapshot reads the same after its primary failed over
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from typing import Any
 
 import pytest
 import redis
 
-from flusher.clustersnaps import ClusterSnapshot
-from flusher.slotmap import node_id_for
+from flusher.clustersnaps import ClusterSnapshot, MapChanged, SnapshotExists, record, recorded
+from flusher.coordination import etcd_client
+from flusher.slotmap import even_map, node_id_for, read_map, write_map
 from flusher.slotmove import shard_id
 from store import Store, database, keyspace
 from store.moves import export_range, longest_chain, renumber
 from store.slots import SLOTS, key_slot
 from store.views import KeyTimes
 from tests.conftest import until
+from tests.etcd import EtcdCluster, unique_group
 from tests.reliability import Background
 from tests.test_cluster import Cluster
 from tests.test_cluster_move import _move, created
@@ -104,8 +107,8 @@ def test_a_seal_divides_versions_by_time_after_a_move(monkeypatch: pytest.Monkey
     assert giver.time_of(seal) == seal_ms == 1_000_000
     assert [giver.time_of(lsn) for lsn in range(seal + 1, giver.lsn + 1)] == [seal_ms + 1] * 5
     replica = Store(databases=1)
-    for record in sink.records[: seal + 1]:
-        replica.replay(record)
+    for rec in sink.records[: seal + 1]:
+        replica.replay(rec)
     _set(replica, b"a", b"promoted")
     assert replica.time_of(replica.lsn) == seal_ms + 1
 
@@ -133,6 +136,32 @@ def test_records_written_before_seal_times_still_read() -> None:
     assert snap.to_json() == old
     new = ClusterSnapshot(b"s", {"group:g": 7}, 1, 3, {"group:g": 5}, [(0, 16383, "group:g")])
     assert ClusterSnapshot.from_json(b"s", new.to_json()) == new
+
+
+def test_a_record_needs_the_map_the_seal_began_with(etcd: EtcdCluster) -> None:
+    """The record's transaction (real etcd): refused if the slot map changed since the
+    seal read it (a move's commit in between), or if the name is recorded already."""
+    cluster = unique_group("cluster")
+    snap = ClusterSnapshot(b"s", {"n1": 3}, 1, 1, {"n1": 5}, [(0, SLOTS - 1, "n1")])
+
+    async def run() -> None:
+        client = etcd_client(",".join(etcd.endpoints))
+        try:
+            await write_map(client, cluster, even_map([("127.0.0.1", 1)], 1), 0)
+            _, began = await read_map(client, cluster)
+            await write_map(client, cluster, even_map([("127.0.0.1", 2)], 2), began)
+            with pytest.raises(MapChanged):
+                await record(client, cluster, snap, began)
+            assert await recorded(client, cluster) == {}
+            _, now = await read_map(client, cluster)
+            await record(client, cluster, snap, now)
+            with pytest.raises(SnapshotExists):
+                await record(client, cluster, snap, now)
+            assert await recorded(client, cluster) == {b"s": snap}
+        finally:
+            await client.close()
+
+    asyncio.run(run())
 
 
 def test_snapshot_reads_moved_keys_as_sealed(created: Cluster) -> None:
