@@ -3,9 +3,11 @@ in pyproject.toml; docs/design-notes.md, "Layers inside the packages"):
 
 - The core, which imports nothing above it: the command table (`registry`: the
   `@command` decorator: name, arity, flags, key positions; lookups), per-connection and
-  server-wide state (`session`: `Session`, `ServerState`, `Config`, and the `Durability`
-  Protocol through which commands reach the durable layer; `session_state`, its
-  compiled part; `limits`, `replstate`, `ops_state`, `users` and `acl_categories`),
+  server-wide state (`session_state`: `Session` and `ServerCore`, every field of the
+  server's state, compiled; `session`: `ServerState`, which fills it; `server_parts`:
+  `Config`, the `Durability` Protocol through which commands reach the durable layer,
+  ...; `limits` with `maxmemory`, `replstate`, `ops_state`, `users` and
+  `acl_categories`),
   replies and errors (`replies`, `errors`: every error text in Redis' words), the RESP
   codec (`resp`), parsing (`parsing`, `longdouble`: numbers as Redis reads them; `glob`:
   Redis' glob patterns in bounded time), `common` (typed key lookups, SCAN options, HELP

@@ -44,7 +44,7 @@ from commands.permissions import denied as denied
 from commands.redis_table import OrderedSet
 from commands.registry import ADMIN, Flag, command, container, lookup_for_call
 from commands.replies import OK, Reply
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from commands.users import (
     DENIED_CHANNEL,
     DENIED_CMD,
@@ -102,7 +102,7 @@ def _error(text: bytes) -> CommandError:
 # -- sessions ------------------------------------------------------------------------------------
 
 
-def refresh_sessions(server: ServerState) -> None:
+def refresh_sessions(server: ServerCore) -> None:
     """Rules changed: recompute every connection's fast-path flag."""
     users = server.users
     for c in server.clients.values():

@@ -12,7 +12,7 @@ from commands.glob import glob_match
 from commands.replies import Frames, Push
 
 if TYPE_CHECKING:
-    from commands.session import ServerState, Session
+    from commands.session import ServerCore, Session
 
 
 MESSAGE = b"message"
@@ -22,7 +22,7 @@ PMESSAGE = b"pmessage"
 
 
 def publish(
-    server: ServerState, ch: bytes, msg: bytes, sender: Session | None = None
+    server: ServerCore, ch: bytes, msg: bytes, sender: Session | None = None
 ) -> tuple[int, Frames | None]:
     """Deliver a message to the channel's and matching patterns' subscribers: (how
     many got it, the messages for `sender` itself, which go before its reply)."""

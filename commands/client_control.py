@@ -61,7 +61,7 @@ from commands.replies import (
     Push,
     Reply,
 )
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 
 CONN = Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 ADMIN = Flag.ADMIN | CONN
@@ -143,14 +143,14 @@ def gate(s: Session, cmd: Command, argv: list[bytes]) -> Paused | bytes | None:
     return None
 
 
-def _update_gate(server: ServerState) -> None:
+def _update_gate(server: ServerCore) -> None:
     server.gate = gate if server.monitors or server.ops.pause.kind != PAUSE_OFF else None
 
 
 # -- pausing ---------------------------------------------------------------------------
 
 
-def pause(server: ServerState, kind: int, end: float) -> None:
+def pause(server: ServerCore, kind: int, end: float) -> None:
     """Start a pause or extend the one in force (the larger kind, the later end)."""
     p = server.ops.pause
     store = server.store
@@ -163,7 +163,7 @@ def pause(server: ServerState, kind: int, end: float) -> None:
     _schedule_end(server)
 
 
-def _schedule_end(server: ServerState) -> None:
+def _schedule_end(server: ServerCore) -> None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -182,7 +182,7 @@ def _schedule_end(server: ServerState) -> None:
     loop.call_at(loop.time() + max(0.0, p.end - time.monotonic()), check)
 
 
-def unpause(server: ServerState) -> None:
+def unpause(server: ServerCore) -> None:
     """End the pause: expiry resumes, and the held connections run their commands in
     the order they were held (each on its own turn of the event loop)."""
     p = server.ops.pause

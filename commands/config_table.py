@@ -8,18 +8,19 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from commands.access import policy_changed
 from commands.evict import maxmemory_changed
-from commands.limits import config_changed, memtoull, merge_output_limits
+from commands.limits import memtoull, merge_output_limits
 from commands.notify import set_flags
-from commands.ops_state import normalize_percentiles, ops_config_changed
+from commands.ops_state import normalize_percentiles, parse_percentiles
 from commands.parsing import string2ll
 from commands.redis_table import command_data
-from commands.session import Config, ServerState
+from commands.session import Config, ServerCore
 from store.values import LIMITS
 
 log = logging.getLogger("temporalstore")
@@ -78,7 +79,7 @@ def config_table() -> dict[str, ConfigParam]:
     return dict(sorted(table.items()))
 
 
-def config_values(server: ServerState) -> dict[str, str]:
+def config_values(server: ServerCore) -> dict[str, str]:
     """The live values: `Config.params`, filled once with Redis' defaults."""
     params = server.config.params
     if not server.config_defaults_loaded:
@@ -90,7 +91,7 @@ def config_values(server: ServerState) -> dict[str, str]:
     return params
 
 
-def config_get_value(server: ServerState, name: str) -> str:
+def config_get_value(server: ServerCore, name: str) -> str:
     """The current value of a parameter by its canonical name."""
     cfg = server.config
     if name == "port":
@@ -126,7 +127,7 @@ _SET_AT_START = {
 }
 
 
-def shown_config_value(server: ServerState, name: str) -> str:
+def shown_config_value(server: ServerCore, name: str) -> str:
     """What CONFIG GET shows: the value, unless it is a secret."""
     value = config_get_value(server, name)
     if name == "notify-keyspace-events" and value.startswith("An"):
@@ -199,7 +200,7 @@ def _enum(p: ConfigParam, value: str) -> str:
     return " ".join(n for n in names if n in picked) or names[0]
 
 
-def _special(p: ConfigParam, value: str, server: ServerState) -> str:
+def _special(p: ConfigParam, value: str, server: ServerCore) -> str:
     name = p.canonical
     if name == "save":
         args = [] if value == "" else value.split(" ")
@@ -246,7 +247,7 @@ def _special(p: ConfigParam, value: str, server: ServerState) -> str:
     return value
 
 
-def config_normalize(server: ServerState, p: ConfigParam, value: str) -> str:
+def config_normalize(server: ServerCore, p: ConfigParam, value: str) -> str:
     """The value as CONFIG GET will show it, or ValueError with Redis' reason."""
     shown = _normalize(server, p, value)
     if p.canonical in _SET_AT_START and shown != config_get_value(server, p.canonical):
@@ -255,7 +256,7 @@ def config_normalize(server: ServerState, p: ConfigParam, value: str) -> str:
     return shown
 
 
-def _normalize(server: ServerState, p: ConfigParam, value: str) -> str:
+def _normalize(server: ServerCore, p: ConfigParam, value: str) -> str:
     kind = p.spec.get("type", "string")
     if kind == "bool":
         if value.lower() not in ("yes", "no"):
@@ -297,7 +298,7 @@ _ENCODING_LIMITS = {
 }
 
 
-def config_store(server: ServerState, name: str, value: str) -> None:
+def config_store(server: ServerCore, name: str, value: str) -> None:
     cfg = server.config
     if name == "requirepass":
         cfg.requirepass = value or None
@@ -310,9 +311,36 @@ def config_store(server: ServerState, name: str, value: str) -> None:
         setattr(LIMITS, _ENCODING_LIMITS[name], int(value))
     if name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time"):
         policy_changed(server.store.dbs, config_values(server))
-    config_changed(server, name, value)
+    server.limits.apply(name, value)  # the limits in force (commands.limits)
     if name == "maxmemory":
         maxmemory_changed(server)  # evicts from the event loop (commands.evict)
     ops_config_changed(server, name, value)
     server.replication.configure(name, value)
     server.min_replicas = server.replication.min_replicas  # the dispatcher's copy
+
+
+def refresh(server: ServerCore) -> None:
+    """Bring the dispatcher's per-command fields up to date with `ServerState.ops`."""
+    server.slow_ns = server.ops.slow_ns()
+    server.clock_mark = time.perf_counter_ns()
+
+
+def ops_config_changed(server: ServerCore, name: str, value: str) -> None:
+    """CONFIG SET stored `value`: apply the settings of SLOWLOG, LATENCY and the latency
+    histograms (`ServerState.ops`, commands.ops_state) and the dispatcher's copies."""
+    ops = server.ops
+    if name == "slowlog-log-slower-than":
+        ops.slowlog_us = int(value)
+    elif name == "slowlog-max-len":
+        ops.slowlog_max = int(value)
+        while len(ops.slowlog) > ops.slowlog_max:
+            ops.slowlog.pop()
+    elif name == "latency-monitor-threshold":
+        ops.latency_ms = int(value)
+    elif name == "latency-tracking":
+        server.latency_tracking = value == "yes"
+    elif name == "latency-tracking-info-percentiles":
+        ops.percentiles = parse_percentiles(value)
+    else:
+        return
+    refresh(server)

@@ -27,7 +27,8 @@ from commands.errors import (
 )
 from commands.evict import memory_check
 from commands.hotwrites import hset_one, incr_by, push
-from commands.limits import OOM, memory_pressed, oom_rejects
+from commands.limits import OOM
+from commands.maxmemory import memory_pressed, oom_rejects
 from commands.notify import notify_after
 from commands.ops_log import feed_monitors, feed_script_call, note_slow
 from commands.permissions import denied as acl_denied

@@ -11,7 +11,7 @@ until retention drops it, so counting it would make eviction free nothing.
 
 `perform_evictions` is Redis' performEvictions: called before a command while
 maxmemory is set and the used memory is past it (the dispatcher asks the compiled
-`limits.memory_pressed` first), and in a loop on the event loop after CONFIG SET
+`maxmemory.memory_pressed` first), and in a loop on the event loop after CONFIG SET
 maxmemory and whenever one call ran out of time (evictionTimeProc). Past maxmemory
 it evicts keys under `maxmemory-policy` until enough is freed: the LRU, LFU and
 volatile-ttl policies through a pool of the `EVPOOL_SIZE` best candidates refilled
@@ -40,9 +40,9 @@ import weakref
 from typing import Any
 
 from commands.access import frequency, idle_seconds
-from commands.limits import used_memory
+from commands.maxmemory import used_memory
 from commands.notify import EVICTED, notify
-from commands.session import ServerState
+from commands.session import ServerCore
 from store import Database
 from store.ops import DEL
 
@@ -52,12 +52,12 @@ EVPOOL_SIZE = 16
 OK, RUNNING, FAIL = 0, 1, 2
 
 
-def dataset_bytes(server: ServerState) -> int:
+def dataset_bytes(server: ServerCore) -> int:
     """The live dataset's estimate, every database's."""
     return sum(db.used for db in server.store.dbs)
 
 
-def held_history_bytes(server: ServerState) -> int:
+def held_history_bytes(server: ServerCore) -> int:
     """History held past retention (by seals and branch forks) and branches' versions."""
     mem = server.store.mem
     return mem.pinned_bytes + sum(b for b, _ in mem.branches.values())
@@ -117,17 +117,17 @@ class Eviction:
         return []
 
 
-_STATE: weakref.WeakKeyDictionary[ServerState, Eviction] = weakref.WeakKeyDictionary()
+_STATE: weakref.WeakKeyDictionary[ServerCore, Eviction] = weakref.WeakKeyDictionary()
 
 
-def state_of(server: ServerState) -> Eviction:
+def state_of(server: ServerCore) -> Eviction:
     ev = _STATE.get(server)
     if ev is None:
         ev = _STATE[server] = Eviction()
     return ev
 
 
-def _param(server: ServerState, name: str, default: str) -> str:
+def _param(server: ServerCore, name: str, default: str) -> str:
     return server.config.params.get(name) or default
 
 
@@ -158,7 +158,7 @@ def _populate(ev: Eviction, policy: str, dbi: int, db: Database, keys: list[byte
             pool.insert(k - 1, (idle, dbi, key))
 
 
-def _pick(server: ServerState, ev: Eviction, policy: str) -> tuple[Database, bytes] | None:
+def _pick(server: ServerCore, ev: Eviction, policy: str) -> tuple[Database, bytes] | None:
     """The key to evict next, or None when the policy leaves none."""
     dbs = server.store.dbs
     volatile = policy.startswith("volatile-")
@@ -191,7 +191,7 @@ def _pick(server: ServerState, ev: Eviction, policy: str) -> tuple[Database, byt
             # A ghost (deleted since it was sampled): try the next one.
 
 
-def evict_key(server: ServerState, db: Database, key: bytes) -> int:
+def evict_key(server: ServerCore, db: Database, key: bytes) -> int:
     """Delete `key` as an eviction, committed on its own; return the bytes freed."""
     store = server.store
     cmd, writer = store.cmd, store.writer
@@ -211,7 +211,7 @@ def evict_key(server: ServerState, db: Database, key: bytes) -> int:
     return before - db.used
 
 
-def _safe(server: ServerState) -> bool:
+def _safe(server: ServerCore) -> bool:
     """isPerformEvictions: not on a replica, while paused or loading, while a script
     runs past its time, or inside an open transaction."""
     store = server.store
@@ -221,7 +221,7 @@ def _safe(server: ServerState) -> bool:
     )
 
 
-def _exceeded(server: ServerState, result: int) -> None:
+def _exceeded(server: ServerCore, result: int) -> None:
     """INFO's total/current_eviction_exceeded_time."""
     st = server.stats
     if result != OK:
@@ -232,7 +232,7 @@ def _exceeded(server: ServerState, result: int) -> None:
         st.eviction_exceeded_since = 0.0
 
 
-def perform_evictions(server: ServerState) -> int:
+def perform_evictions(server: ServerCore) -> int:
     """performEvictions: OK (under maxmemory, or evicting is not possible now),
     RUNNING (over, and evicting goes on from the event loop) or FAIL (over, and the
     policy leaves nothing to evict)."""
@@ -273,7 +273,7 @@ def perform_evictions(server: ServerState) -> int:
     return result
 
 
-def start_eviction_proc(server: ServerState) -> None:
+def start_eviction_proc(server: ServerCore) -> None:
     """startEvictionTimeProc: evict from the event loop until under maxmemory or
     nothing is left to evict."""
     ev = state_of(server)
@@ -297,16 +297,16 @@ def start_eviction_proc(server: ServerState) -> None:
     loop.call_soon(proc)
 
 
-def memory_check(server: ServerState) -> bool:
+def memory_check(server: ServerCore) -> bool:
     """The dispatcher's step before a command while maxmemory is set and
-    `limits.memory_pressed`: evict as needed; True when still out of memory (denyoom
+    `maxmemory.memory_pressed`: evict as needed; True when still out of memory (denyoom
     commands are refused)."""
     over = perform_evictions(server) == FAIL
     server.over_maxmemory = over
     return over
 
 
-def maxmemory_changed(server: ServerState) -> None:
+def maxmemory_changed(server: ServerCore) -> None:
     """CONFIG SET maxmemory (Redis' updateMaxmemory): warn when already past it, and
     start evicting from the event loop."""
     limit = server.limits.maxmemory

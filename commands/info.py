@@ -22,14 +22,15 @@ from typing import Any
 
 from commands.config_table import config_get_value
 from commands.evict import dataset_bytes, held_history_bytes
-from commands.limits import CLIENT_MEMORY, STARTUP_RSS, rss_bytes, used_memory
+from commands.limits import CLIENT_MEMORY, STARTUP_RSS, rss_bytes
 from commands.lua_state import memory as scripting_memory
+from commands.maxmemory import used_memory
 from commands.migrate_cache import cached_sockets
-from commands.ops_state import format_percentile, hist_percentile, sync_expired
+from commands.ops_state import format_percentile, hist_percentile
 from commands.redis_table import REDIS_VERSION
 from commands.registry import LOADING_STALE, Flag, command
 from commands.replies import Reply, Verbatim
-from commands.session import Session
+from commands.session import ServerCore, Session
 from store import native
 from store.coldhistory import hot_bytes
 from store.secrets import redact  # credentials in a URL are never shown
@@ -634,3 +635,11 @@ def info_text(s: Session, args: list[bytes]) -> str:
 @command("info", -1, LOADING_STALE | Flag.SENTINEL)
 def cmd_info(s: Session, argv: list[bytes]) -> Reply:
     return Verbatim(info_text(s, argv[1:]).encode())
+
+
+def sync_expired(server: ServerCore) -> None:
+    """INFO expired_keys: every key the store deleted by expiry (lazily or by the cron;
+    none while a CLIENT PAUSE holds expiry), counted since the last CONFIG RESETSTAT."""
+    n = server.store.expired_keys
+    server.stats.expired_keys += n - server.expired_seen
+    server.expired_seen = n

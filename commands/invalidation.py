@@ -1,7 +1,8 @@
 """Client-side caching's server side (Redis 7.0's tracking.c): the tracking table and
 its invalidation messages, the core's hook that the dispatcher, eviction, cleanup and
 notifications call (`ServerState.tracking`, a `Tracking` once a client turns tracking
-on), and each client's mode (`Session.tracking`, a `ClientTracking`). The commands
+on; the core names it by what it calls of it, `session_state.TrackingTable`), and
+each client's mode (`Session.tracking`, a `server_parts.ClientTracking`). The commands
 that turn it on and off (CLIENT TRACKING, CLIENT CACHING) are the `commands.tracking`
 family's; see its doc for how messages are delivered."""
 
@@ -24,9 +25,10 @@ from commands.replies import (
     Push,
     Reply,
 )
+from commands.server_parts import ClientTracking
 
 if TYPE_CHECKING:
-    from commands.session import ServerState, Session
+    from commands.session import ServerCore, Session
 
 
 INVALIDATE = b"invalidate"
@@ -52,22 +54,6 @@ FLUSHES = frozenset(("flushdb", "flushall"))
 READS: dict[str, bool] = {}
 
 
-class ClientTracking:
-    """One client's tracking mode (Redis' CLIENT_TRACKING_* flags)."""
-
-    __slots__ = ("bcast", "broken", "caching", "noloop", "optin", "optout", "prefixes", "redirect")
-
-    def __init__(self) -> None:
-        self.redirect = 0
-        self.bcast = False
-        self.optin = False
-        self.optout = False
-        self.noloop = False
-        self.caching = False  # CLIENT CACHING given for the next command
-        self.broken = False  # the redirect client was gone when a message was due
-        self.prefixes: set[bytes] = set()
-
-
 class Prefix:
     """A BCAST prefix: its clients, and the keys modified under it since the last
     broadcast, each with the client that modified it last (None: expiry)."""
@@ -87,7 +73,7 @@ def _c_string(b: bytes) -> bytes:
 class Tracking:
     """The server's tracking state (Redis' TrackingTable, PrefixTable and friends)."""
 
-    def __init__(self, server: ServerState) -> None:
+    def __init__(self, server: ServerCore) -> None:
         self.server = server
         self.table: dict[bytes, dict[int, None]] = {}
         self.items = 0  # tracking_total_items: (key, client) pairs in the table
@@ -410,7 +396,7 @@ class Tracking:
             fn()  # no loop (a test driving the dispatcher directly): now
 
 
-def tracking_of(server: ServerState) -> Tracking:
+def tracking_of(server: ServerCore) -> Tracking:
     tr = server.tracking
     if tr is None:
         tr = server.tracking = Tracking(server)

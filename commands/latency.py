@@ -22,7 +22,7 @@ from commands.errors import CommandError
 from commands.ops_state import LatencySeries, hist_cdf
 from commands.registry import Flag, command, container, lookup_by_name
 from commands.replies import PairsMap, Reply, Verbatim
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 
 LATENCY_FLAGS = Flag.ADMIN | Flag.NOSCRIPT | Flag.LOADING | Flag.STALE
 NO_SAMPLES = "ERR No samples available for event '{}'"
@@ -284,7 +284,7 @@ def _event_line(n: int, name: str, ts: LatencySeries) -> str:
     )
 
 
-def doctor(server: ServerState) -> str:
+def doctor(server: ServerCore) -> str:
     """Redis' createLatencyReport for the events recorded here."""
     ops = server.ops
     if not ops.events and not ops.latency_ms:

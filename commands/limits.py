@@ -5,9 +5,9 @@
   (`merge_output_limits`) and CONFIG GET's text (`format_output_limits`). The connections
   check `output_limit_reached` against the bytes they have queued.
 - `client-query-buffer-limit` and `proto-max-bulk-len`: numbers the request reader uses.
-- `maxmemory`: the number, and what the dispatcher refuses while the used memory is
-  past it with nothing left to evict (`oom_rejects`); the used memory and eviction
-  are commands.evict's.
+- `maxmemory`: the number; what the dispatcher refuses while the used memory is past
+  it with nothing left to evict, and the used memory, are commands.maxmemory's (they
+  read the server state, which holds these limits); eviction is commands.evict's.
 """
 
 from __future__ import annotations
@@ -16,13 +16,7 @@ import os
 import re
 import resource
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
-
-from commands.registry import Flag
-
-if TYPE_CHECKING:
-    from commands.registry import Command
-    from commands.session import ServerState, Session
+from typing import Final
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 OUTPUT_LIMITS_DEFAULT = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
@@ -32,8 +26,6 @@ PROTO_MAX_BULK_DEFAULT = 512 * 1024 * 1024
 _CLASSES = {"normal": "normal", "slave": "slave", "replica": "slave", "pubsub": "pubsub"}
 _ORDER = ("normal", "slave", "pubsub")  # CONFIG GET's order
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-# What may still run inside MULTI while out of memory (Redis: processCommand).
-_MULTI_OOM_ALLOWED = frozenset({"exec", "discard", "quit", "reset"})
 
 
 def rss_bytes() -> int:
@@ -49,32 +41,6 @@ def rss_bytes() -> int:
 # imported before any data is loaded.
 STARTUP_RSS: Final = rss_bytes()
 CLIENT_MEMORY: Final = 22298  # what Redis reports as an idle client's tot-mem
-
-
-def used_memory(state: ServerState) -> int:
-    """INFO used_memory, what maxmemory is compared with (commands.evict says what it
-    counts): compiled, as the dispatcher reads it before every command while maxmemory
-    is set."""
-    store = state.store
-    used = STARTUP_RSS + len(state.clients) * CLIENT_MEMORY
-    for db in store.dbs:
-        used += db.used
-    mem = store.mem
-    used += mem.pinned_bytes
-    if mem.branches:
-        for counts in mem.branches.values():
-            used += counts[0]
-    return used
-
-
-def memory_pressed(state: ServerState) -> bool:
-    """Whether the command about to run must go through commands.evict first: past
-    maxmemory, or just back under it (its state and statistics to update)."""
-    return (
-        state.over_maxmemory
-        or bool(state.stats.eviction_exceeded_since)
-        or used_memory(state) > state.limits.maxmemory
-    )
 
 
 def memtoull(text: str) -> int | None:
@@ -199,23 +165,3 @@ class Limits:
         else:
             return False
         return True
-
-
-def config_changed(state: ServerState, name: str, value: str) -> None:
-    """CONFIG SET stored `value`: bring the limits in force up to date."""
-    state.limits.apply(name, value)
-
-
-def oom_rejects(s: Session, cmd: Command) -> bool:
-    """Out of memory, Redis refuses commands flagged denyoom, everything queued inside
-    MULTI but EXEC, DISCARD, QUIT and RESET, and an EXEC whose queue holds a denyoom
-    command. A blocked command being retried was admitted already."""
-    if s.blocked:
-        return False
-    if s.multi is None:
-        return bool(cmd.flags & Flag.DENYOOM)
-    if cmd.flags & Flag.NO_MULTI:
-        return False  # refused inside MULTI for that reason first
-    if cmd.name == "exec":
-        return any(c.flags & Flag.DENYOOM for c, _ in s.multi)
-    return cmd.name not in _MULTI_OOM_ALLOWED

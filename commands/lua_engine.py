@@ -55,7 +55,7 @@ from commands.replies import (
 from store.slots import key_slot
 
 if TYPE_CHECKING:
-    from commands.session import ServerState, Session
+    from commands.session import ServerCore, Session
 
 log = logging.getLogger("temporalstore")
 
@@ -224,7 +224,7 @@ class ScriptEngine:
     """The server's scripting state: the two interpreters, the script cache, the
     function libraries (compiled from what the store holds), and the run in progress."""
 
-    def __init__(self, server: ServerState) -> None:
+    def __init__(self, server: ServerCore) -> None:
         self.server = server
         self.run: Run | None = None
         self.loading: dict[bytes, tuple[Any, int, bytes | None]] | None = None

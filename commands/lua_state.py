@@ -15,13 +15,13 @@ from commands.lua_engine import FLAG_EVAL_COMPAT, SCRIPT_FLAGS, ScriptEngine
 from commands.lua_library import shebang_parts
 
 if TYPE_CHECKING:
-    from commands.session import ServerState
+    from commands.session import ServerCore
 
 
-_ENGINES: weakref.WeakKeyDictionary[ServerState, ScriptEngine] = weakref.WeakKeyDictionary()
+_ENGINES: weakref.WeakKeyDictionary[ServerCore, ScriptEngine] = weakref.WeakKeyDictionary()
 
 
-def engine_of(server: ServerState) -> ScriptEngine:
+def engine_of(server: ServerCore) -> ScriptEngine:
     eng = _ENGINES.get(server)
     if eng is None:
         eng = _ENGINES[server] = ScriptEngine(server)
@@ -44,7 +44,7 @@ class LuaMemory:
 SCRIPT_OVERHEAD = 96  # per cached script or function: its entry and name, roughly
 
 
-def memory(server: ServerState) -> LuaMemory:
+def memory(server: ServerCore) -> LuaMemory:
     eng = _ENGINES.get(server)
     if eng is None:
         return LuaMemory()

@@ -37,12 +37,13 @@ from typing import Any
 from commands import allocator
 from commands.common import help_reply
 from commands.errors import SYNTAX, CommandError
-from commands.limits import CLIENT_MEMORY, STARTUP_RSS, used_memory
+from commands.limits import CLIENT_MEMORY, STARTUP_RSS
 from commands.lua_state import memory as scripting_memory
+from commands.maxmemory import used_memory
 from commands.parsing import get_int
 from commands.registry import LOADING_STALE, Flag, command, container
 from commands.replies import OK, Reply, Verbatim
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from store.accounting import PACKED_BYTES, entry_bytes
 from store.stream import Stream
 from store.values import ZSet
@@ -141,7 +142,7 @@ def cmd_memory_usage(s: Session, argv: list[bytes]) -> Reply:
 class Overhead:
     """Redis' getMemoryOverheadData, with this process' figures."""
 
-    def __init__(self, server: ServerState) -> None:
+    def __init__(self, server: ServerCore) -> None:
         self.total = used_memory(server)
         server.peak_memory = self.peak = max(server.peak_memory, self.total)
         self.startup = min(STARTUP_RSS, self.total)
@@ -247,7 +248,7 @@ _SCRIPTS = (
 )
 
 
-def doctor_report(server: ServerState) -> str:
+def doctor_report(server: ServerCore) -> str:
     """Redis' getMemoryDoctorReport. Our allocator figures have ratio 1 and no replicas
     read from us, so the fragmentation, RSS and replica-buffer findings cannot arise."""
     m = Overhead(server)

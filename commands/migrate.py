@@ -28,7 +28,7 @@ from commands.rdb_write import dump_of
 from commands.registry import COMMANDS, Flag, command
 from commands.replies import OK, ErrorReply, Reply, Simple
 from commands.replstate import encode_command
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from store import now_ms
 from store.ops import DEL
 
@@ -41,13 +41,13 @@ TARGET_ERROR = b"ERR Target instance replied with error: %s"
 CACHE_ITEMS = 64  # MIGRATE_SOCKET_CACHE_ITEMS
 
 
-def _close(server: ServerState, name: bytes) -> None:
+def _close(server: ServerCore, name: bytes) -> None:
     cs = _SOCKETS.get(server, {}).pop(name, None)
     if cs is not None:
         cs.sock.close()
 
 
-def _get_socket(server: ServerState, host: bytes, port: bytes, timeout: float) -> _Cached | None:
+def _get_socket(server: ServerCore, host: bytes, port: bytes, timeout: float) -> _Cached | None:
     """The cached connection to host:port, or a new one; None when the connection
     was refused."""
     cached_sockets(server)

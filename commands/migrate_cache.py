@@ -11,7 +11,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from commands.session import ServerState
+    from commands.session import ServerCore
 
 
 CACHE_TTL = 10  # MIGRATE_SOCKET_CACHE_TTL, seconds
@@ -41,10 +41,10 @@ class _Cached:
         return line.rstrip(b"\r")[: LINE_MAX - 1]
 
 
-_SOCKETS: weakref.WeakKeyDictionary[ServerState, dict[bytes, _Cached]] = weakref.WeakKeyDictionary()
+_SOCKETS: weakref.WeakKeyDictionary[ServerCore, dict[bytes, _Cached]] = weakref.WeakKeyDictionary()
 
 
-def cached_sockets(server: ServerState) -> int:
+def cached_sockets(server: ServerCore) -> int:
     """INFO's migrate_cached_sockets (idle ones closed first, as Redis' cron does)."""
     cache = _SOCKETS.get(server)
     if not cache:

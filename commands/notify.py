@@ -24,7 +24,7 @@ from commands.channels import publish
 from store.ops import CREATED, DEL, EXPIRE, KEEP_TTL, SET
 
 if TYPE_CHECKING:
-    from commands.session import ServerState, Session
+    from commands.session import ServerCore, Session
 
 # notify.c's class bits.
 KEYSPACE = 1 << 0  # K
@@ -70,7 +70,7 @@ def parse_flags(text: str) -> int:
     return flags
 
 
-def set_flags(server: ServerState, text: str) -> None:
+def set_flags(server: ServerCore, text: str) -> None:
     """CONFIG SET notify-keyspace-events took `text`: the flags in force, and the
     store's expiry hook (set only while `expired` events are wanted)."""
     flags = parse_flags(text)
@@ -80,7 +80,7 @@ def set_flags(server: ServerState, text: str) -> None:
     set_expiry_hook(server)
 
 
-def set_expiry_hook(server: ServerState) -> None:
+def set_expiry_hook(server: ServerCore) -> None:
     """The store's `on_expired`: `expired` events while they are wanted, and client-side
     caching's invalidation (commands.tracking) once a client has tracked; else None."""
     want = server.notify_flags & EXPIRED
@@ -105,7 +105,7 @@ def set_expiry_hook(server: ServerState) -> None:
     server.store.on_expired = hook if want or others else None
 
 
-def notify(server: ServerState, cls: int, event: bytes, key: bytes, dbi: Any) -> None:
+def notify(server: ServerCore, cls: int, event: bytes, key: bytes, dbi: Any) -> None:
     """notifyKeyspaceEvent: the keyspace message, then the keyevent one."""
     flags = server.notify_flags
     if not flags & cls or type(dbi) is not int:
@@ -123,7 +123,7 @@ AFTER = 0
 ONLY = 1
 
 Entry = tuple[int, bytes, int]
-Special = Callable[["ServerState", "Session", list[bytes], list[Any]], None]
+Special = Callable[["ServerCore", "Session", list[bytes], list[Any]], None]
 
 EVENTS: dict[str, Entry] = {}
 SPECIAL: dict[str, Special] = {}
@@ -337,7 +337,7 @@ def notify_command(s: Session, name: str, argv: list[bytes], applied: list[Any])
 
 
 def per_key(
-    server: ServerState, name: str, cls: int, event: bytes | None, mode: int, applied: list[Any]
+    server: ServerCore, name: str, cls: int, event: bytes | None, mode: int, applied: list[Any]
 ) -> None:
     """The events of a command that writes each key once: `new` for a key it created,
     its event (None: the op's name), then `del` for a key it left empty."""
@@ -366,7 +366,7 @@ def per_key(
             notify(server, GENERIC, b"del", key, dbi)
 
 
-def _expire_family(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _expire_family(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     for dbi, key, op, undo, _cmd in applied:
         if op[0] == DEL:
             if undo[0][1] is not None:
@@ -375,7 +375,7 @@ def _expire_family(server: ServerState, s: Session, argv: list[bytes], applied: 
             notify(server, GENERIC, b"expire" if op[1] is not None else b"persist", key, dbi)
 
 
-def _list_mpop(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _list_mpop(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     per_key(server, "lmpop", LIST, None, AFTER, applied)
 
 
@@ -383,7 +383,7 @@ SPECIAL["lmpop"] = SPECIAL["blmpop"] = _list_mpop
 EVENTS["zmpop"] = EVENTS["bzmpop"] = (ZSET, b"zpopmin", AFTER)
 
 
-def _temporal(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _temporal(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     """TS.REVERT, TS.RESTORE, TS.MERGE (no Redis counterpart; docs/notifications.md
     lists the names): a key brought back to absence gets `del`; any other key `new`
     if it did not exist, then the verb's name (generic class), once per key."""
@@ -409,7 +409,7 @@ for _name in ("expire", "pexpire", "expireat", "pexpireat", "persist", "getex"):
     SPECIAL[_name] = _expire_family
 
 
-def _rename(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _rename(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     if len(applied) < 2:
         return  # RENAME k k: no change, no event (as Redis)
     dbi = applied[0][0]
@@ -421,7 +421,7 @@ def _rename(server: ServerState, s: Session, argv: list[bytes], applied: list[An
 SPECIAL["rename"] = SPECIAL["renamenx"] = _rename
 
 
-def _move(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _move(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     if len(applied) < 2:
         return
     dst, src = applied[0][0], applied[1][0]
@@ -433,7 +433,7 @@ def _move(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]
 SPECIAL["move"] = _move
 
 
-def _moves(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _moves(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     """LMOVE and friends: the push on the destination, then the pop on the source
     (and its `del` if emptied), as lmoveGenericCommand."""
     if len(applied) < 2:
@@ -453,7 +453,7 @@ for _name in ("lmove", "rpoplpush", "blmove", "brpoplpush"):
     SPECIAL[_name] = _moves
 
 
-def _smove(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _smove(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     """srem on the source (and its `del` if emptied), then `sadd` on the destination
     unless it held the member already (smoveCommand)."""
     src = argv[1]
@@ -468,7 +468,7 @@ def _smove(server: ServerState, s: Session, argv: list[bytes], applied: list[Any
         notify(server, SET_, b"sadd", key, dbi)
 
 
-def _stream(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+def _stream(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
     """XADD, XDEL, XTRIM: each stream op is its event (XADD's trimming: xadd, xtrim)."""
     for dbi, key, op, undo, _cmd in applied:
         if undo == CREATED:
@@ -494,7 +494,7 @@ _GROUP_EVENTS = {
 def _group_special(name: str) -> Special:
     event = _GROUP_EVENTS.get(name)
 
-    def special(server: ServerState, s: Session, argv: list[bytes], applied: list[Any]) -> None:
+    def special(server: ServerCore, s: Session, argv: list[bytes], applied: list[Any]) -> None:
         for dbi, key, op, undo, _cmd in applied:
             if undo == CREATED:
                 notify(server, NEW, b"new", key, dbi)

@@ -20,12 +20,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from commands.registry import bucket_high
-
-if TYPE_CHECKING:
-    from commands.session import ServerState
 
 # What nothing reaches: the slow path's threshold when nothing records slow commands.
 NEVER = 1 << 62
@@ -144,40 +140,6 @@ def format_percentile(p: float) -> str:
 def normalize_percentiles(value: str) -> str:
     """The value CONFIG GET shows after CONFIG SET (ValueError: Redis' reason)."""
     return " ".join(format_percentile(p) for p in parse_percentiles(value))
-
-
-def refresh(server: ServerState) -> None:
-    """Bring the dispatcher's per-command fields up to date with the settings."""
-    server.slow_ns = server.ops.slow_ns()
-    server.clock_mark = time.perf_counter_ns()
-
-
-def sync_expired(server: ServerState) -> None:
-    """INFO expired_keys: every key the store deleted by expiry (lazily or by the cron;
-    none while a CLIENT PAUSE holds expiry), counted since the last CONFIG RESETSTAT."""
-    n = server.store.expired_keys
-    server.stats.expired_keys += n - server.expired_seen
-    server.expired_seen = n
-
-
-def ops_config_changed(server: ServerState, name: str, value: str) -> None:
-    """CONFIG SET stored `value`: apply the settings this module keeps."""
-    ops = server.ops
-    if name == "slowlog-log-slower-than":
-        ops.slowlog_us = int(value)
-    elif name == "slowlog-max-len":
-        ops.slowlog_max = int(value)
-        while len(ops.slowlog) > ops.slowlog_max:
-            ops.slowlog.pop()
-    elif name == "latency-monitor-threshold":
-        ops.latency_ms = int(value)
-    elif name == "latency-tracking":
-        server.latency_tracking = value == "yes"
-    elif name == "latency-tracking-info-percentiles":
-        ops.percentiles = parse_percentiles(value)
-    else:
-        return
-    refresh(server)
 
 
 # -- latency histograms (CommandStats.hist, filled by the dispatcher) --------------------

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from commands.errors import CommandError
 from commands.lua_state import engine_of
 from commands.rdb_file import RdbContents
-from commands.session import ServerState
+from commands.session import ServerCore
 from store import now_ms
 from store.ops import SET
 
@@ -21,7 +21,7 @@ class ImportRefused(Exception):
     """The target cannot take the file (it holds data, or the file does not fit it)."""
 
 
-def check_target(state: ServerState, contents: RdbContents) -> dict[bytes, bytes]:
+def check_target(state: ServerCore, contents: RdbContents) -> dict[bytes, bytes]:
     """Refuse a store that holds anything, or a file it cannot hold; return the file's
     function libraries (name -> code), each compiled once to check it."""
     store = state.store
@@ -50,7 +50,7 @@ def check_target(state: ServerState, contents: RdbContents) -> dict[bytes, bytes
 
 
 def apply_contents(
-    state: ServerState, contents: RdbContents, libraries: dict[bytes, bytes]
+    state: ServerCore, contents: RdbContents, libraries: dict[bytes, bytes]
 ) -> Iterator[tuple[int, int]]:
     """Commit the file's keys in batches, yielding (keys written, keys skipped as
     expired) after each (the caller waits for the flusher there), then the libraries."""

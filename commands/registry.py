@@ -11,13 +11,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from commands.replies import Reply
-    from commands.session import Session
 
-Handler = Callable[["Session", list[bytes]], "Reply"]
+# A handler takes the client's `Session` and the arguments. The table names no Session:
+# it is below the session's state (`Session.server` holds the ACL users, whose command
+# catalog is built from this table), so `command` keeps each handler's own type (H),
+# which names it.
+Handler = Callable[[Any, list[bytes]], "Reply"]
+H = TypeVar("H", bound=Handler)
 
 
 class Flag(enum.Flag):
@@ -134,10 +138,10 @@ def command(
     last_key: int = 0,
     step: int = 0,
     direct: int = 0,
-) -> Callable[[Handler], Handler]:
+) -> Callable[[H], H]:
     """Declare a command (or `container|sub` subcommand) and its handler."""
 
-    def deco(fn: Handler) -> Handler:
+    def deco(fn: H) -> H:
         table, short = _lookup_table(name)
         cmd = Command(
             name=name,

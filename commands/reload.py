@@ -17,7 +17,7 @@ from typing import Any
 from commands.access import policy_changed
 from commands.errors import CommandError
 from commands.replies import OK, ErrorReply, Reply, deferred
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from store import PrunedError, Store
 from store.values import LIMITS, HashSet, HashTable, ZSet, is_int_member
 
@@ -65,7 +65,7 @@ def reload_reply(s: Session, argv: list[bytes]) -> Reply:
     return deferred(run)
 
 
-async def _rebuild(server: ServerState, store: Store, save: bool) -> None:
+async def _rebuild(server: ServerCore, store: Store, save: bool) -> None:
     dur = server.durability
 
     def dropping() -> None:
@@ -85,7 +85,7 @@ async def _rebuild(server: ServerState, store: Store, save: bool) -> None:
         raise
 
 
-def after_load(server: ServerState, nonempty: list[int]) -> None:
+def after_load(server: ServerCore, nonempty: list[int]) -> None:
     store = server.store
     for db in store.dbs:
         data = db.data

@@ -9,12 +9,9 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from commands.replies import Encoded, Reply
-
-if TYPE_CHECKING:
-    from commands.session import Session
 
 PING_ARGV = [b"PING"]
 GETACK_ARGV = [b"REPLCONF", b"GETACK", b"*"]
@@ -62,8 +59,10 @@ class ReplicationState:
     min_replicas: int = 0
     min_replicas_lag: int = 10
     group: GroupView | None = None  # --group: what the Sentinel protocol answers
-    # Installed by the proxy: start streaming to a link; switch role (host None: NO ONE).
-    follow: Callable[[Session, int], Reply] | None = None
+    # Installed by the proxy: start streaming to a link (called with the link's Session,
+    # which this module, below the server state, does not name); switch role (host
+    # None: NO ONE).
+    follow: Callable[[Any, int], Reply] | None = None
     switch: Callable[[str | None, int], None] | None = None
     _acked: asyncio.Event | None = None
     _applied: asyncio.Event | None = None
@@ -221,9 +220,23 @@ def encode_command(argv: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+class ReplicaClient(Protocol):
+    """What the stream uses of a Redis replica's connection, a `Session` (the server
+    state that holds this module's state holds the sessions too: it is above)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def push(self) -> Callable[[Reply], None]: ...
+
+    @property
+    def server(self) -> Any: ...  # its `clients`: whether the connection is still open
+
+
 @dataclass
 class RedisReplica:
-    session: Session
+    session: ReplicaClient
     ip: str
     port: int
     acked: int = 0  # REPLCONF ACK: the offset the replica says it processed

@@ -22,7 +22,7 @@ from commands.errors import CommandError
 from commands.registry import Flag, command, container
 from commands.replies import Reply
 from commands.replstate import GroupView
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 
 NO_SUCH_MASTER = "ERR No such master with that name"
 NOT_IN_GROUP = "ERR this node is in no group (start it with --group or --etcd-endpoints)"
@@ -162,7 +162,7 @@ def cmd_myid(s: Session, argv: list[bytes]) -> Reply:
     return _group(s).my_id.encode()
 
 
-def set_group(server: ServerState, view: GroupView) -> None:
+def set_group(server: ServerCore, view: GroupView) -> None:
     """Take a new view of the group; a new primary is announced on `+switch-master`."""
     old = server.replication.group
     server.replication.group = view

@@ -3,8 +3,10 @@
 The proxy creates one `Session` per connection and gives it the callbacks it
 needs to reach the wire (push a message, close); handlers get the session and
 reach the store, the server state and the clock through it. `Session`, `Stats` and
-`ServerState`'s base `ServerCore` are defined in `commands.session_state` (compiled
-with the dispatcher) and importable from here.
+`ServerState`'s base `ServerCore` (which declares every field of the server state:
+`Session.server` is a `ServerCore`) are defined in `commands.session_state` (compiled
+with the dispatcher), the parts of the state that name neither (`Config`,
+`Durability`, ...) in `commands.server_parts`; all are importable from here.
 """
 
 from __future__ import annotations
@@ -13,239 +15,47 @@ import hashlib
 import itertools
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
 
 from commands.access import policy_changed
 from commands.limits import STARTUP_RSS, Limits
 from commands.ops_state import OpsState
 from commands.replstate import ReplicationState, ReplStream
+from commands.server_parts import ClusterSnapshots as ClusterSnapshots
+from commands.server_parts import Config as Config
+from commands.server_parts import DebugSettings as DebugSettings
+from commands.server_parts import Durability as Durability
+from commands.server_parts import Faults as Faults
+from commands.server_parts import Rates as Rates
+from commands.server_parts import SaveStats as SaveStats
 from commands.session_state import ServerCore as ServerCore
 from commands.session_state import Session as Session
 from commands.session_state import Stats as Stats
 from commands.users import Users
-from store import Database, Store
-from store.settings import DEFAULTS
-
-if TYPE_CHECKING:
-    from commands.session_state import ScanSnapshot
-
-
-@dataclass
-class Config:
-    """Settings the server was started with; CONFIG GET/SET reads and changes them."""
-
-    host: str = DEFAULTS.host
-    port: int = DEFAULTS.port
-    storage: str = DEFAULTS.storage
-    s3_endpoint_url: str | None = None
-    replicaof: tuple[str, int] | None = None  # --replicaof: (host, port) of the primary
-    group: str | None = None  # --group: the Sentinel protocol's master name
-    etcd_endpoints: str | None = None  # --etcd-endpoints: failover and raft tables
-    # --cluster-enabled yes: a node of a Redis Cluster whose slot map is in etcd at
-    # these endpoints, under /<cluster_name>/cluster/ (flusher.slotmap); None: not.
-    cluster_etcd: str | None = None
-    cluster_name: str = "temporalstore"
-    announce_host: str = "127.0.0.1"
-    announce_port: int = 0  # 0: the port listened on
-    flush_interval_ms: int = DEFAULTS.flush_interval_ms
-    requirepass: str | None = None
-    databases: int = DEFAULTS.databases
-    log_level: str = DEFAULTS.log_level
-    history: str = DEFAULTS.history
-    durability: str = DEFAULTS.durability
-    segment_max_bytes: int = DEFAULTS.segment_max_bytes
-    max_unflushed_bytes: int = DEFAULTS.max_unflushed_bytes
-    checkpoint_every_records: int = DEFAULTS.checkpoint_every_records
-    checkpoint_every_seconds: int = DEFAULTS.checkpoint_every_seconds
-    checkpoint_every_bytes: int = DEFAULTS.checkpoint_every_bytes
-    keep_checkpoints: int = DEFAULTS.keep_checkpoints
-    write_wait_ms: int = DEFAULTS.write_wait_ms
-    fault_injection: bool = False
-    aclfile: str | None = None  # ACL users loaded at start (ACL LOAD / ACL SAVE)
-    http_port: int | None = None  # --http-port: /metrics and the explorer (None: off)
-    http_bind: str = "127.0.0.1"  # --http-bind
-    history_spill_dir: str | None = None  # --history-spill-dir (None: the temporary directory)
-    s3_put_cost: float = 0.0  # --s3-put-cost: dollars per 1,000 PUTs (INFO, /metrics)
-    checkpoint_cpus: frozenset[int] = frozenset()  # --checkpoint-cpulist (empty: inherited)
-    # Redis parameters clients commonly read; settable where meaningful.
-    params: dict[str, str] = field(
-        default_factory=lambda: {
-            "maxmemory": "0",
-            "maxmemory-policy": "noeviction",
-            "timeout": str(DEFAULTS.timeout),
-            "maxclients": str(DEFAULTS.maxclients),
-            "appendonly": "no",
-            "save": "",
-            "hash-max-listpack-entries": "512",
-            "hash-max-listpack-value": "64",
-            "hash-max-ziplist-entries": "512",
-            "hash-max-ziplist-value": "64",
-            "set-max-intset-entries": "512",
-            "zset-max-listpack-entries": "128",
-            "zset-max-listpack-value": "64",
-            "zset-max-ziplist-entries": "128",
-            "zset-max-ziplist-value": "64",
-            "list-max-listpack-size": "-2",
-            "list-max-ziplist-size": "-2",
-            "proto-max-bulk-len": "536870912",
-            "client-query-buffer-limit": "1073741824",
-            "notify-keyspace-events": "",
-            "slowlog-log-slower-than": "10000",
-            "slowlog-max-len": "128",
-            "lua-time-limit": "5000",
-            "busy-reply-threshold": "5000",
-            "tcp-keepalive": "300",
-            "loglevel": "notice",
-            "protected-mode": DEFAULTS.protected_mode,
-        }
-    )
-
-
-class Durability(Protocol):
-    """What commands see of the durable stream (implemented in `flusher.durable`)."""
-
-    @property
-    def durable_lsn(self) -> int: ...
-
-    @property
-    def fenced(self) -> str | None: ...
-
-    @property
-    def sync(self) -> bool: ...
-
-    async def wait_durable(self, lsn: int, timeout: float | None = None) -> bool: ...
-
-    def on_durable(self, lsn: int, callback: Callable[[Exception | None], None]) -> None:
-        """`callback(None)` once `lsn` is durable (at once if it is), `callback(exc)`
-        if it cannot become durable (fenced)."""
-
-    @property
-    def raft_lsn(self) -> int: ...
-
-    async def wait_raft(self, lsn: int) -> None: ...
-
-    def over_capacity(self) -> bool: ...
-
-    async def wait_capacity(self, timeout: float) -> bool: ...
-
-    async def drain(self, timeout: float) -> bool: ...
-
-    def last_error(self) -> str: ...
-
-    def info(self) -> dict[str, Any]: ...
-
-    async def read_as_of(self, dbi: int, key: bytes, lsn: int) -> tuple[Any, int | None]: ...
-
-    async def checkpoint(self) -> int: ...
-
-    def checkpoint_soon(self) -> None: ...
-
-    async def reload(self, save: bool, dropping: Callable[[], None]) -> None: ...
-
-
-class ClusterSnapshots(Protocol):
-    """Cluster-wide snapshots in cluster mode (implemented in `proxy.cluster_time`):
-    what TS.SEAL, TS.UNSEAL and TS.SNAPSHOTS ask of the other shards and of etcd."""
-
-    async def seal(self, name: bytes, args: list[bytes], lsn: int) -> None:
-        """This shard sealed `name` at `lsn` (with TS.SEAL's `args` after the name):
-        seal every other shard under it and record the cluster snapshot; an
-        exception (its text the error) if that cannot be done, nothing recorded."""
-
-    async def unseal(self, name: bytes) -> None:
-        """Drop `name` on every other shard and its record (this shard dropped it)."""
-
-    def recorded(self, name: bytes) -> dict[str, int] | None:
-        """The shards (shard id -> LSN) of the cluster snapshot `name` as this node
-        last read the records, or None if it is not a cluster snapshot."""
-
-    def slot_times(self, name: bytes) -> Sequence[int] | None:
-        """For each hash slot, the commit time of the seal of cluster snapshot `name`
-        on the shard that served the slot then; None if it is not a cluster snapshot
-        or was recorded without them."""
-
-
-class Faults(Protocol):
-    """The fault-injecting object store's knobs (`flusher.objectstore.FaultyObjectStore`)."""
-
-    outage: bool
-    latency: float
-    jitter: float
-    error_rate: float
-    fail_after_put: int
-
-
-@dataclass
-class SaveStats:
-    """What LASTSAVE and INFO persistence report of SAVE and BGSAVE."""
-
-    lastsave: int = field(default_factory=lambda: int(time.time()))
-    lsn_at_save: int = 0
-    saves: int = 0
-    # BGREWRITEAOF (commands.server): its checkpoint under way since (monotonic; 0:
-    # none), scheduled (asked inside MULTI/EXEC), and the outcome of the last ones.
-    aof_rewrite_since: float = 0.0
-    aof_rewrite_scheduled: bool = False
-    aof_rewrites: int = 0
-    aof_last_status: str = "ok"
-    aof_last_time_s: int = -1
-    aof_failures: int = 0
-    aof_task: Any = None
-
-
-@dataclass
-class DebugSettings:
-    """What DEBUG switches (commands.debug), read where each takes effect."""
-
-    active_expire: bool = True  # SET-ACTIVE-EXPIRE: the cron's expiry cycle runs
-    pause_cron: bool = False  # PAUSE-CRON: the server cron does nothing
-    allow_deny_scripts: bool = False  # SET-DISABLE-DENY-SCRIPTS: noscript commands in scripts
-    skip_checksum_validation: bool = False  # SET-SKIP-CHECKSUM-VALIDATION (RESTORE payloads)
-    quicklist_packed_threshold: int = 1 << 30  # list elements this big get a node each
-    reply_buffer_peak_reset_ms: int = 5000  # REPLYBUFFER PEAK-RESET-TIME (-1: never)
-    reply_buffer_resizing: bool = True  # REPLYBUFFER RESIZING
-    # DEBUG OBJECT's at: of values INCR changed in place, as Redis does (the address
-    # stays): (db, key) -> (id of the value now, the address it keeps).
-    addresses: dict[tuple[Any, bytes], tuple[int, int]] = field(default_factory=dict)
-
-
-@dataclass
-class Rates:
-    """INFO stats' instantaneous rates and the counters they were last measured from."""
-
-    sample_time: float = field(default_factory=time.monotonic)
-    sample_cmds: int = 0
-    sample_in: int = 0
-    sample_out: int = 0
-    ops_per_sec: int = 0
-    in_kbps: float = 0.0
-    out_kbps: float = 0.0
+from store import Store
 
 
 class ServerState(ServerCore):
-    """Everything shared by all connections except the keyspace itself: what the
-    dispatcher reads per command is declared by `ServerCore` (compiled), the rest here
-    (a Python class: it keys weak references, as commands.scripting's engines)."""
+    """Everything shared by all connections except the keyspace itself: its fields are
+    declared by `ServerCore` (compiled) and set here, from the store and the config (a
+    Python class: it keys weak references, as commands.scripting's engines)."""
 
     def __init__(self, store: Store, config: Config | None = None) -> None:
         super().__init__()
         self.store = store
         self.config = config or Config()
         self.started = time.time()
-        self.clients: dict[int, Session] = {}
+        self.clients = {}
         self.next_client_id = itertools.count(1)
-        self.channels: dict[bytes, dict[int, Session]] = {}
-        self.patterns: dict[bytes, dict[int, Session]] = {}
-        self.shutdown_requested: Callable[[], None] = lambda: None
+        self.channels = {}
+        self.patterns = {}
+        self.shutdown_requested = lambda: None
         # CONFIG SET port: listen on this port instead (0: not at all), keeping the
         # connections; OSError if it cannot be bound. Set by the server that listens.
-        self.listen_port: Callable[[int], None] | None = None
-        self.loading_progress: dict[str, Any] = {}
-        self.faults: Faults | None = None  # set when started with --fault-injection yes
+        self.listen_port = None
+        self.loading_progress = {}
+        self.faults = None  # set when started with --fault-injection yes
         # Cluster mode's cluster-wide seals (set by proxy.cluster_node), else None.
-        self.cluster_snapshots: ClusterSnapshots | None = None
+        self.cluster_snapshots = None
         self.replication = ReplicationState()  # role, primary, replica links
         for name in ("min-replicas-to-write", "min-replicas-max-lag"):  # given as flags
             if name in self.config.params:
@@ -276,8 +86,8 @@ class ServerState(ServerCore):
         self.config_defaults_loaded = False
         # SCAN's hash-ordered keys per database, kept while a scan is under way, and
         # SSCAN's member order of a few large sets (commands.keys, commands.sets).
-        self.scan_snapshots: dict[Database, ScanSnapshot] = {}
-        self.set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]] = {}
+        self.scan_snapshots = {}
+        self.set_scan_orders = {}
         # SLOWLOG, LATENCY, MONITOR and CLIENT PAUSE (commands.ops_state). What the
         # dispatcher reads per command: the end of the command before (perf_counter_ns),
         # the shortest duration anything records, whether latency histograms are kept,
@@ -285,7 +95,4 @@ class ServerState(ServerCore):
         self.ops = OpsState(self.config.params)
         self.slow_ns = self.ops.slow_ns()
         self.latency_tracking = self.config.params.get("latency-tracking", "yes") == "yes"
-        self.expired_seen = store.expired_keys  # INFO expired_keys (ops_state.sync_expired)
-
-    def uptime(self) -> int:
-        return int(time.time() - self.started)
+        self.expired_seen = store.expired_keys  # INFO expired_keys (info.sync_expired)

@@ -1,36 +1,52 @@
-"""What compiled code reads per command: `Session` (one client connection's state),
-`ServerCore` (the server-wide fields the dispatcher and the connection's loop test on
-every command), `Stats` and SCAN's `ScanSnapshot` (kept per database by the server).
-A compiled module (tools/compiled.py): compiled callers read these attributes
-directly instead of looking them up in an instance dict.
+"""The state every command is handed: `Session` (one client connection's state),
+`ServerCore` (the server-wide state: every field of it, the ones the dispatcher and
+the connection's loop test on every command first), `Stats` and SCAN's
+`ScanSnapshot` (kept per database by the server). A compiled module
+(tools/compiled.py): compiled callers read these attributes directly instead of
+looking them up in an instance dict.
 
-`commands.session.ServerState` derives from `ServerCore` (it stays a Python class:
-it keys weak references) and re-exports `Session` and `Stats`; import them from there.
-Compiled code that reads a `ServerCore` field per command names the server as a
-`ServerCore` (`server: ServerCore = s.server`) so the read is direct.
+The bottom of the commands core's state: the modules these fields' types come from
+(the limits, the replication state, the ACL users, SLOWLOG's and LATENCY's state, the
+parts in `commands.server_parts`) name neither class, and those that do (the
+notifications, the tracking table, ...) are above it. `Session.server` is a
+`ServerCore`; `commands.session.ServerState` derives from it and fills its fields from
+the store and the config (it stays a Python class: it keys weak references), and
+re-exports `Session`, `ServerCore` and `Stats`.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
 from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
-from store import Database, Writer
+from store import Database, Store, Writer
 from store.slots import ClusterView
 from store.views import KeyTimes
 
 if TYPE_CHECKING:
-    from commands.invalidation import ClientTracking, Tracking
     from commands.limits import Limits
+    from commands.ops_state import OpsState
+    from commands.registry import Command
     from commands.replies import Reply
     from commands.replstate import ReplicationState, ReplStream
-    from commands.session import Durability, ServerState
+    from commands.server_parts import (
+        ClientTracking,
+        ClusterSnapshots,
+        Config,
+        DebugSettings,
+        Durability,
+        Faults,
+        Rates,
+        SaveStats,
+    )
+    from commands.users import Users
 
 
 @dataclass
@@ -52,14 +68,78 @@ class Stats:
     pubsub_messages: int = 0
 
 
+class TrackingTable(Protocol):
+    """What the core calls of client-side caching's table (`commands.invalidation.
+    Tracking`, a Python class above this module: it holds sessions and calls the
+    notifications), and INFO reads of it."""
+
+    @property
+    def table(self) -> Mapping[bytes, Mapping[int, None]]: ...
+
+    @property
+    def prefixes(self) -> Mapping[bytes, object]: ...
+
+    @property
+    def items(self) -> int: ...
+
+    @property
+    def clients(self) -> int: ...
+
+    def after_call(
+        self, s: Session, cmd: Command, argv: list[bytes], savepoint: int, reply: Reply
+    ) -> Reply: ...
+
+    def disable(self, s: Session) -> None: ...
+
+    def flushed(self, current: Session | None) -> None: ...
+
+    def sliced_writes(self, s: Session, applied: list[Any]) -> None: ...
+
+    def replayed(self, entries: list[Any]) -> None: ...
+
+    def expired(self, key: bytes) -> None: ...
+
+    def removed(self, key: bytes) -> None: ...
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ServerCore:
-    """The server-wide state the dispatcher reads per command (see the module doc)."""
+    """The server-wide state (see the module doc): the fields set here are the ones the
+    dispatcher reads per command; `commands.session.ServerState` sets the others, and
+    says what each holds."""
 
-    # Set by ServerState: the limits in force (commands.limits) and the replication
-    # state (commands.replstate), both read by the dispatcher per command.
+    store: Store
+    config: Config
+    started: float
+    clients: dict[int, Session]
+    next_client_id: itertools.count[int]
+    channels: dict[bytes, dict[int, Session]]
+    patterns: dict[bytes, dict[int, Session]]
+    shutdown_requested: Callable[[], None]
+    listen_port: Callable[[int], None] | None
+    loading_progress: dict[str, Any]
+    faults: Faults | None
+    cluster_snapshots: ClusterSnapshots | None
+    # The limits in force (commands.limits) and the replication state
+    # (commands.replstate), both read by the dispatcher per command.
     limits: Limits
     replication: ReplicationState
+    redis_repl: ReplStream
+    sync_full: int
+    sync_partial_err: int
+    write_wait_s: float
+    users: Users
+    run_id: str
+    replid: str
+    save_stats: SaveStats
+    debug: DebugSettings
+    rates: Rates
+    peak_memory: int
+    config_defaults_loaded: bool
+    scan_snapshots: dict[Database, ScanSnapshot]
+    set_scan_orders: dict[int, tuple[set[bytes], int, list[int], list[bytes]]]
+    ops: OpsState
+    expired_seen: int
 
     def __init__(self) -> None:
         self.stats = Stats()
@@ -100,7 +180,7 @@ class ServerCore:
         self.notify_flags = 0
         # Client-side caching (commands.tracking): None until a client turns tracking
         # on, and again once nothing is tracked; the dispatcher tests it per command.
-        self.tracking: Tracking | None = None
+        self.tracking: TrackingTable | None = None
         # SLOWLOG, LATENCY, MONITOR and CLIENT PAUSE (commands.ops_state), as the
         # dispatcher reads them per command: the end of the command before
         # (perf_counter_ns), the shortest duration anything records (ServerState sets it
@@ -116,6 +196,9 @@ class ServerCore:
         # command (commands.cluster_mode routes by it).
         self.cluster: ClusterView | None = None
 
+    def uptime(self) -> int:
+        return int(time.time() - self.started)
+
 
 class Session(Writer):
     """One client connection's view: selected database, protocol, name, MULTI
@@ -123,7 +206,7 @@ class Session(Writer):
 
     def __init__(
         self,
-        server: ServerState,
+        server: ServerCore,
         addr: str = "",
         laddr: str = "",
         push: Callable[[Reply], None] | None = None,

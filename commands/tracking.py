@@ -51,7 +51,7 @@ from commands.errors import (
     SYNTAX,
     CommandError,
 )
-from commands.invalidation import ClientTracking, _c_string, tracking_of
+from commands.invalidation import _c_string, tracking_of
 from commands.parsing import string2ll
 from commands.registry import CONN, command
 from commands.replies import (
@@ -60,6 +60,7 @@ from commands.replies import (
     Frames,
     Reply,
 )
+from commands.server_parts import ClientTracking
 from commands.session import Session
 
 MODE_WORDS = (b"bcast", b"optin", b"optout", b"noloop")  # CLIENT TRACKING's flag options

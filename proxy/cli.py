@@ -21,7 +21,7 @@ from commands import allocator
 from commands.config_table import set_at_start
 from commands.limits import memtoull
 from commands.rdb_file import RdbContents
-from commands.session import Config, ServerState
+from commands.session import Config, ServerCore, ServerState
 from commands.users import AclFileError, Users
 from flusher.checkpoint import cpulist
 from flusher.durable import DurabilityConfig
@@ -431,7 +431,7 @@ def durability_config(config: Config) -> DurabilityConfig:
 class LoadProgress:
     """Replay progress: INFO persistence fields and a console bar (on a terminal)."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerCore) -> None:
         from tqdm import tqdm
 
         self.state = state
@@ -529,7 +529,9 @@ async def serve(config: Config, rdb: tuple[str, RdbContents] | None = None) -> i
     state.loading = False
     # Everything alive now (imports, the replayed store) is long-lived and holds no
     # cycles that matter: keep the cyclic collector from walking it again and again.
-    gc.collect()
+    # Frozen without a collection first: replay ran with the collector off, and a
+    # full pass over what it built found nothing to free (0 objects after 2M
+    # overwriting SETs, 1M SETs) and took 0.33 s of the restart.
     gc.freeze()
     # From now on large buffers (clients' socket reads) go back to the system when
     # freed; not during the replay, whose segment buffers reuse the heap 7-10 % faster.

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.coordination import CoordinationError, NodeRegistry, etcd_client
 from flusher.objectapi import ObjectStoreError
 from flusher.slotmap import SlotMapConflict, even_map, node_id_for, nodes, read_map, registry
@@ -48,7 +48,7 @@ class ClusterNode:
 
     def __init__(
         self,
-        state: ServerState,
+        state: ServerCore,
         endpoints: str,
         cluster: str,
         host: str,

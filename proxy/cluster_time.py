@@ -37,7 +37,7 @@ from typing import Any
 import hiredis
 
 from commands.resp import encode_reply
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.clustersnaps import ClusterSnapshot, forget, record, recorded
 from flusher.coordination import CoordinationError
 from flusher.slotmap import read_map
@@ -83,7 +83,7 @@ def _seal_time(listed: Any, name: bytes) -> int:
 class ClusterTime:
     """This node's side of cluster snapshots (see the module doc)."""
 
-    def __init__(self, state: ServerState, client: Any, cluster: str, view: ClusterView):
+    def __init__(self, state: ServerCore, client: Any, cluster: str, view: ClusterView):
         self.state = state
         self.client = client
         self.cluster = cluster

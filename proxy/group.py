@@ -37,7 +37,7 @@ from typing import Protocol
 from commands.errors import READONLY, TRYAGAIN_NO_QUORUM
 from commands.replstate import GroupView
 from commands.sentinel import set_group
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.backlog import Backlog
 from flusher.codec import records_from
 from flusher.coordination import (
@@ -60,7 +60,7 @@ class GroupNode(Protocol):
     """What a group member needs of its node (`proxy.replication.Node`, which makes the
     member: the node owns the member, the member only sees this)."""
 
-    state: ServerState
+    state: ServerCore
     store: Store
     durable: DurableStore | None
     backlog: Backlog | None

@@ -13,14 +13,14 @@ import socket
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from commands.session import ServerState
+from commands.session import ServerCore
 
 
 class Listening(Protocol):
     """What moving the listener changes of the server (`proxy.server.Server`, which
     calls it: the server imports this module, never the reverse)."""
 
-    state: ServerState
+    state: ServerCore
     plain: list[asyncio.base_events.Server]  # the plain TCP listeners
     servers: list[asyncio.base_events.Server]  # every listener
     tasks: set[asyncio.Task[Any]]

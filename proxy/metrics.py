@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from commands.config_table import config_get_value
 from commands.limits import rss_bytes
 from commands.redis_table import REDIS_VERSION
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.metered import PUT_LATENCY_BUCKETS, RequestStats
 
 P = "temporalstore_"
@@ -44,7 +44,7 @@ class ServerCollector(Collector):
     """Everything `/metrics` shows, read from `state` (and `requests`) per scrape."""
 
     def __init__(
-        self, state: ServerState, requests: RequestStats | None, put_cost: float = 0.0
+        self, state: ServerCore, requests: RequestStats | None, put_cost: float = 0.0
     ) -> None:
         self.state = state
         self.requests = requests
@@ -240,7 +240,7 @@ class ServerCollector(Collector):
 
 
 def registry_for(
-    state: ServerState, requests: RequestStats | None, put_cost: float
+    state: ServerCore, requests: RequestStats | None, put_cost: float
 ) -> CollectorRegistry:
     """A registry of our own (not the library's global one) with the collector."""
     registry = CollectorRegistry(auto_describe=False)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from commands.rdb import RdbError
 from commands.rdb_file import RdbContents, parse_rdb
 from commands.rdb_import import ImportRefused, apply_contents, check_target
-from commands.session import ServerState
+from commands.session import ServerCore
 
 if TYPE_CHECKING:
     from proxy.replication import Node
@@ -79,7 +79,7 @@ def _bar(desc: str, total: int, unit: str) -> Any:
     )
 
 
-async def import_rdb(state: ServerState, node: Node, contents: RdbContents, path: str) -> None:
+async def import_rdb(state: ServerCore, node: Node, contents: RdbContents, path: str) -> None:
     """Write the file's keys and functions into the (new) store and wait until they
     are durable (RdbImportError when refused or when storage does not take them)."""
     try:

@@ -43,7 +43,7 @@ from commands.errors import READONLY, CommandError
 from commands.replies import Encoded, Reply, Simple
 from commands.replstate import GroupView, ReplicaLink
 from commands.sentinel import set_group
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from flusher.backlog import Backlog
 from flusher.codec import records_from
 from flusher.durable import DurabilityConfig, DurableStore
@@ -229,7 +229,7 @@ class Node:
 
     def __init__(
         self,
-        state: ServerState,
+        state: ServerCore,
         objects: ObjectStore,
         durability: DurabilityConfig,
         port: int,

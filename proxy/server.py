@@ -23,8 +23,8 @@ from commands.client_control import quiet_reply
 from commands.config_table import config_get_value
 from commands.dispatch import DISPATCHER
 from commands.errors import MAX_CLIENTS, TRYAGAIN_RAFT, TRYAGAIN_STORAGE
+from commands.info import sync_expired
 from commands.limits import output_limit_reached
-from commands.ops_state import sync_expired
 from commands.replies import (
     Blocked,
     Deferred,
@@ -32,7 +32,7 @@ from commands.replies import (
     Reply,
 )
 from commands.resp import ProtocolError, encode
-from commands.session import Durability, ServerState, Session
+from commands.session import Durability, ServerCore, Session
 from proxy.listeners import move_listener
 from proxy.pipeline import READY, receive, send, serve_ready, write
 from proxy.pipeline import run as run_batch
@@ -76,7 +76,7 @@ def is_loopback(peer: Any) -> bool:
     return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
 
 
-def protected_denied(state: ServerState, peer: Any) -> bool:
+def protected_denied(state: ServerCore, peer: Any) -> bool:
     """Redis' protected mode: with no password, only loopback clients are accepted."""
     return (
         state.config.params.get("protected-mode", "yes") == "yes"
@@ -85,7 +85,7 @@ def protected_denied(state: ServerState, peer: Any) -> bool:
     )
 
 
-def _int_param(state: ServerState, name: str, default: int) -> int:
+def _int_param(state: ServerCore, name: str, default: int) -> int:
     try:
         return int(state.config.params.get(name, default))
     except ValueError:
@@ -618,7 +618,7 @@ def _fmt_addr(a: Any) -> str:
 class Server:
     """Listens, tracks connections, runs active expiry, shuts down gracefully."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerCore) -> None:
         self.state = state
         self.connections: set[Connection] = set()
         self.servers: list[asyncio.base_events.Server] = []

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from commands.session import ServerState
+from commands.session import ServerCore
 from flusher.clustersnaps import recorded
 from flusher.coordination import CoordinationError, etcd_client
 from flusher.objectapi import ObjectStoreError
@@ -99,7 +99,7 @@ class MovingNode(Protocol):
     """What a move worker uses of its node (proxy.cluster_node.ClusterNode, which
     makes the worker: this module does not import it)."""
 
-    state: ServerState
+    state: ServerCore
     client: Any
     cluster: str
     view: ClusterView

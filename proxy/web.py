@@ -24,7 +24,7 @@ from commands.cleanup import session_closed
 from commands.dispatch import DISPATCHER, lookup
 from commands.registry import Command
 from commands.replies import ErrorReply
-from commands.session import ServerState, Session
+from commands.session import ServerCore, Session
 from proxy.explorer import API_ROUTES, SESSION
 from proxy.server import is_loopback
 
@@ -48,7 +48,7 @@ def _static(name: str) -> bytes:
 class HttpServer:
     """One aiohttp application on `host:port`, served until `close`."""
 
-    def __init__(self, state: ServerState, registry: CollectorRegistry) -> None:
+    def __init__(self, state: ServerCore, registry: CollectorRegistry) -> None:
         self.state = state
         self.registry = registry
         self.runner: web.AppRunner | None = None

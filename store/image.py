@@ -93,6 +93,10 @@ def _db_items(db: Database) -> Iterator[Any]:
     all_keys = list(data)
     all_values = list(data.values())
     all_raw = chains.raw_many(all_keys)
+    # A key whose history is frozen, all or in part (store.coldhistory), is read
+    # back whole: a string-chain item as any other.
+    cold = chains.cold
+    whole = chains.whole
     for i in range(0, len(all_keys), BATCH):
         ks, vs, ps = all_keys[i : i + BATCH], all_values[i : i + BATCH], all_raw[i : i + BATCH]
         if (
@@ -115,7 +119,7 @@ def _db_items(db: Database) -> Iterator[Any]:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
-            elif type(p) is not list or chains.cold or not strings.add(key, value, p):
+            elif not strings.add(key, value, p if type(p) is list and not cold else whole(key, p)):
                 yield key_item(db, key, value, chains.born(key))
         if keys:
             yield (BATCH_TAG, index, keys, values, packed)
@@ -142,21 +146,25 @@ class _Strings:
         """Take `key` if every version of its `chain` is a plain string write."""
         if not chain:
             return False
+        undos: list[bytes | None] = []
         for e in chain:
-            undo = e[V_UNDO]
-            if (
-                e[V_META] is not None
-                or e[V_SNAP] is not None
-                or (type(undo) is not bytes and undo is not CREATED)
-                or e[V_CMD] not in _cmd_codes
-            ):
+            if e[V_META] is not None or e[V_SNAP] is not None or e[V_CMD] not in _cmd_codes:
                 return False
-        for e in chain:
             undo = e[V_UNDO]
+            if type(undo) is bytes:
+                undos.append(undo)
+            elif undo is CREATED or undo == CREATED:  # equal only: read back from pages
+                undos.append(None)
+            else:
+                replaced = compact_undo(undo)  # entries read back keep their ops
+                if type(replaced) is not bytes:
+                    return False
+                undos.append(replaced)
+        for e in chain:
             self.lsns.append(e[V_LSN])
             self.times.append(e[V_TIME])
             self.codes.append(_cmd_codes[e[V_CMD]])
-            self.undos.append(undo if type(undo) is bytes else None)
+        self.undos.extend(undos)
         self.keys.append(key)
         self.values.append(value)
         self.counts.append(len(chain))

@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commands.snapshot_codec import encode_value
+from flusher.checkpoint import image, load_image
 from store import V_LSN, V_SNAP, PrunedError, Store
 from store.coldhistory import Codec, attach, compact, hot_bytes, use_kind
+from store.image import PLAIN_TAGS
 from tests.conftest import start_temporalstore
 from tests.helpers import make_session, run
 from tests.test_durability import kill9
@@ -500,3 +502,26 @@ def test_packed_first_versions_do_not_count_against_the_budget(tmp_path: Path) -
     assert store.tierer.step(0, 60.0) is False and spill.runs == 1
     assert hot_bytes(store) == 0
     _check_counts(store)
+
+
+@pytest.mark.parametrize("memory", [False, True])
+def test_checkpoint_images_of_frozen_history_keep_string_chains(
+    tmp_path: Path, memory: bool
+) -> None:
+    """A checkpoint of a store whose string keys' history went out of memory, all of it
+    or the older part, writes those keys into string-chain items (loaded with C-level
+    passes at restart), not one item per key; loaded back, every chain is whole."""
+    # k0-k3 written, frozen, then k0 and k1 written again: k2 and k3 wholly out of
+    # memory, k0 and k1 in part.
+    before = [("set", i % 4, b"v%d" % i) for i in range(30)]
+    after = [("set", i % 2, b"w%d" % i) for i in range(10)]
+    tiered = _play([*before, ("tier", 0, b""), *after], "all", tmp_path, memory)
+    assert any(db.chains.cold for db in tiered.dbs)  # keys in part out of memory
+    assert any(v < 0 for db in tiered.dbs for v in dict.values(db.chains) if type(v) is int)
+    items = list(tiered.export_image())
+    per_key = [it for it in items[1:] if it[0] not in PLAIN_TAGS]
+    assert per_key == []
+    raw, _count = image(tiered)
+    fresh = Store(databases=2, history=tiered.history)
+    assert load_image(fresh, raw, "test") == tiered.lsn
+    assert _chains(fresh) == _chains(tiered)  # read back whole: every entry

@@ -34,15 +34,6 @@ DEFERRED = {
 }
 
 
-# Session and ServerState are the state every module of the commands core is handed:
-# a module may name them in annotations (imported under `if TYPE_CHECKING:`) though
-# they hold it in turn (`Session.server` is a `ServerState`; `ServerCore` holds the
-# limits, the replication state and the tracking hook). Such imports of these modules
-# are not counted; any other TYPE_CHECKING import is. (Naming them by a Protocol
-# instead would cost the compiled build its direct reads of `Session` fields.)
-ANNOTATION_ONLY = {"commands.session", "commands.session_state"}
-
-
 def _ours(name: str | None) -> bool:
     return name is not None and name.split(".")[0] in PACKAGES
 
@@ -111,23 +102,10 @@ def _module_names() -> dict[str, Path]:
     return names
 
 
-def _type_checking_imports(tree: ast.Module) -> set[ast.AST]:
-    """The import statements of `if TYPE_CHECKING:` blocks (read for annotations only)."""
-    return {
-        node
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for stmt in block.body
-        for node in ast.walk(stmt)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-    }
-
-
 def import_graph() -> dict[str, set[str]]:
     """Which project modules each project module imports: every import statement
     counts, at module level, under `if TYPE_CHECKING:` (annotations are read too) and
-    inside functions (the DEFERRED ones), but for imports of ANNOTATION_ONLY modules
-    made only under `if TYPE_CHECKING:`. `from package import name` is an import of
+    inside functions (the DEFERRED ones). `from package import name` is an import of
     `package.name` when that is a module, else of `package`; the package a module sits
     in, which Python imports first, is not counted (as import-linter does not)."""
     names = _module_names()
@@ -141,8 +119,7 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in names.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text())
-        annotations_only = _type_checking_imports(tree)
-        targets: dict[str | None, bool] = {}  # module -> imported outside TYPE_CHECKING
+        targets: set[str | None] = set()
         for node in ast.walk(tree):
             found: list[str | None] = []
             if isinstance(node, ast.Import):
@@ -155,13 +132,8 @@ def import_graph() -> dict[str, set[str]]:
                 for a in node.names:
                     full = f"{base}.{a.name}"
                     found.append(full if full in names else module(base))
-            for target in found:
-                targets[target] = targets.get(target, False) or node not in annotations_only
-        graph[name] = {
-            t
-            for t, at_run_time in targets.items()
-            if t is not None and t != name and (at_run_time or t not in ANNOTATION_ONLY)
-        }
+            targets.update(found)
+        graph[name] = {t for t in targets if t is not None and t != name}
     return graph
 
 
@@ -209,8 +181,8 @@ def import_loops(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 def test_no_import_loop_between_project_modules() -> None:
     """No two project modules import each other, directly or through others (issue
-    30): counting the imports made for annotations only (`if TYPE_CHECKING:`, but
-    for ANNOTATION_ONLY's), so also none of the imports that run."""
+    30): counting the imports made for annotations only (`if TYPE_CHECKING:`), so
+    also none of the imports that run."""
     loops = [sorted(loop) for loop in import_loops(import_graph())]
     assert not loops, f"modules that import each other (directly or through others): {loops}"
 

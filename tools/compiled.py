@@ -58,6 +58,7 @@ MODULES = [
     "commands/keys.py",
     "commands/encodings.py",
     "commands/limits.py",
+    "commands/maxmemory.py",
     "commands/notify.py",
     "commands/querybuf.py",
     "commands/transactions.py",
