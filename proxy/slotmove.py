@@ -148,6 +148,13 @@ class MoveWorker:
         move, _ = await read_move(self.node.client, self.node.cluster)
         if move is not None and move.source == self.shard:
             self.node.view.fenced = (move.first, move.last)
+        if self.node.view.group and self._leads():
+            # A promoted primary commits after every recorded seal too: its group may
+            # have taken a range whose seals its old primary had not committed past.
+            try:
+                await self._after_seals(None)
+            except (ValueError, ObjectStoreError) as exc:
+                log.warning("cluster %s: no commit after the seals (%s)", self.node.cluster, exc)
 
     async def step(self) -> None:
         node = self.node
@@ -200,17 +207,26 @@ class MoveWorker:
         store.db_op(0, op)
         return store.commit()
 
-    async def _after_seals(self, source: str) -> None:
-        """Commit an empty IMPORT after every seal the source shard recorded for a
-        cluster snapshot (proxy.cluster_time): one sealed after this shard read the
-        source's stream, before the map gave it the range, has its time too."""
+    async def _after_seals(self, source: str | None) -> None:
+        """Commit an empty IMPORT after every seal the source shard (None: any shard)
+        recorded for a cluster snapshot (proxy.cluster_time): one sealed after this
+        shard read the source's stream, before the map gave it the range, has its time
+        too. Nothing if this shard's clock is past them already (the common case)."""
         node = self.node
         try:
             snaps = await recorded(node.client, node.cluster)
         except CoordinationError as exc:
             log.warning("cluster %s: cannot read its snapshots (%s)", node.cluster, exc)
             return
-        sealed = max((snap.times.get(source, 0) for snap in snaps.values()), default=0)
+        sealed = max(
+            (
+                t
+                for snap in snaps.values()
+                for shard, t in snap.times.items()
+                if source is None or shard == source
+            ),
+            default=0,
+        )
         if sealed >= node.state.store.last_time_ms:
             await self._durable(self._commit(("import", ()), sealed + 1))
 
