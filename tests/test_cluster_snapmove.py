@@ -31,14 +31,13 @@ from tests.conftest import until
 from tests.etcd import EtcdCluster, unique_group
 from tests.reliability import Background
 from tests.test_cluster import Cluster
-from tests.test_cluster_move import _move, created
-from tests.test_cluster_move import cluster as cluster  # the fixture
+from tests.test_cluster_move import _move
+from tests.test_cluster_move import cluster as cluster  # the fixtures
+from tests.test_cluster_move import created as created
 from tests.test_cluster_shards import Shards, _ready
 from tests.test_cluster_shards import shards as shards  # the fixture
 from tests.test_cluster_time import _fields, _shards, _snapshots
 from tests.test_moves import Records, _commit, _set
-
-__all__ = ["created"]  # a fixture
 
 FIRST, LAST = 0, 999  # moved: the first shard's
 
