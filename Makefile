@@ -129,18 +129,19 @@ bench-long: install redis-server
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	$(BIN)/python -m bench.run --items L,p --json bench-results-long.json
 
-# The long versions of the reliability tests (about 13 minutes): a million fuzzed
+# The long versions of the reliability tests (about 16 minutes): a million fuzzed
 # frames, 20 kill -9 cycles, a 30-second object storage outage, 1,000 idle connections
 # with a million commands pipelined unread, history at bounded cost at issue 11's
 # sizes, 10 rounds of failover in a group on etcd, a 1 GB export and import, 100,000 keys
 # through redis-py's RedisCluster and ioredis' Cluster, a slot move of 1,000 slots in a
-# cluster holding 1M keys. `make test` runs their short versions.
+# cluster holding 1M keys, 3 rounds of 10 s of async writes across a replicated shard's
+# failover (with and without min-replicas). `make test` runs their short versions.
 # Writes soak-figures.jsonl, soak-results.xml and the table of docs/reliability.md.
 SOAK_TESTS := tests/test_fuzz.py tests/test_crashloop.py tests/test_storage_faults.py \
 	tests/test_floods.py tests/test_corruption_inspect.py tests/test_durability.py \
 	tests/test_history_bounds.py tests/test_slices.py tests/test_failover.py tests/test_export.py \
 	tests/test_ioredis.py tests/test_cluster.py tests/test_cluster_clients.py \
-	tests/test_cluster_move.py
+	tests/test_cluster_move.py tests/test_cluster_shards.py
 soak: install redis-server etcd node-deps
 	rm -f soak-figures.jsonl soak-results.xml
 	TS_SOAK=1 TS_FIGURES=soak-figures.jsonl $(BIN)/pytest -q -s --timeout 1800 \

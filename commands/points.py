@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from commands.errors import SYNTAX, CommandError
 from commands.parsing import get_int
 from commands.session import Session
-from store import V_LSN, V_TIME, PrunedError, VersionEntry, entry_created, now_ms
+from store import V_LSN, PrunedError, VersionEntry, entry_created, lsn_by_time, now_ms
+from store.slots import key_slot
 
 NO_SNAPSHOT = "ERR no such snapshot '{}'"
 FUTURE_VERSION = "ERR version {} is in the future (current version is {})"
@@ -41,10 +42,6 @@ def pruned(e: PrunedError) -> CommandError:
 
 def entry_lsn(e: VersionEntry) -> int:
     return e[V_LSN]
-
-
-def entry_time(e: VersionEntry) -> int:
-    return e[V_TIME]
 
 
 def base_lsn(s: Session) -> int:
@@ -99,16 +96,10 @@ def back_lsn(s: Session, key: bytes, n: int) -> int:
 
 
 def key_lsn_at_time(s: Session, key: bytes, lsn: int, t: int) -> int:
-    """The LSN to read `key` at for the time `t`, where `lsn` is the store's LSN then.
-    They agree unless the key's chain holds versions moved in from another shard
-    (store.moves): those keep their commit times but were given this store's LSNs, so
-    the versions at or before `t` by time are found in the chain itself."""
+    """The LSN to read `key` at for the time `t`, where `lsn` is the store's LSN then
+    (`store.lsn_by_time`: a chain with versions moved in from another shard decides)."""
     chains, _ = chains_and_floors(s)
-    chain: list[VersionEntry] = chains.get(key) or []
-    j = bisect_right(chain, t, key=entry_time)  # chain[:j] were committed by t
-    if (j and chain[j - 1][V_LSN] > lsn) or (j < len(chain) and chain[j][V_LSN] <= lsn):
-        return chain[j - 1][V_LSN] if j else chain[0][V_LSN] - 1
-    return lsn
+    return lsn_by_time(chains.get(key) or [], lsn, t)
 
 
 def parse_point(
@@ -141,7 +132,14 @@ def parse_point(
         snap = store.snapshots.get(arg)
         if snap is None:
             raise CommandError(NO_SNAPSHOT.format(arg.decode("utf-8", "replace")))
-        point = Point(snap.lsn, clock_of(s, snap.lsn))
+        lsn = snap.lsn
+        seals = s.server.cluster_snapshots
+        per_slot = None if key is None or seals is None else seals.slot_times(arg)
+        if key is not None and per_slot is not None:
+            # Cluster mode: the key as of its shard's seal then, if its slot moved here
+            # since (commands.temporal's checkout reads every key so).
+            lsn = key_lsn_at_time(s, key, lsn, per_slot[key_slot(key)])
+        point = Point(lsn, clock_of(s, snap.lsn))
     elif kind == b"back":
         if key is None:
             raise CommandError(BACK_NEEDS_KEY)

@@ -64,6 +64,7 @@ def _script_session(eng: ScriptEngine, caller: Session) -> Session:
     s.acl_all = caller.acl_all
     s.meta = caller.meta
     s.view_lsn = caller.view_lsn
+    s.view_times = caller.view_times
     s.branch = caller.branch
     s.select(caller.dbi)
     return s

@@ -9,7 +9,7 @@ re-exports them; a Python module (Config and the others stay dataclasses)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -142,8 +142,13 @@ class ClusterSnapshots(Protocol):
         """Drop `name` on every other shard and its record (this shard dropped it)."""
 
     def recorded(self, name: bytes) -> dict[str, int] | None:
-        """The shards (node id -> LSN) of the cluster snapshot `name` as this node
+        """The shards (shard id -> LSN) of the cluster snapshot `name` as this node
         last read the records, or None if it is not a cluster snapshot."""
+
+    def slot_times(self, name: bytes) -> Sequence[int] | None:
+        """For each hash slot, the commit time of the seal of cluster snapshot `name`
+        on the shard that served the slot then; None if it is not a cluster snapshot
+        or was recorded without them."""
 
 
 class Faults(Protocol):

@@ -28,6 +28,7 @@ from commands.querybuf import QueryBuffer
 from commands.registry import CommandStats
 from store import Database, Store, Writer
 from store.slots import ClusterView
+from store.views import KeyTimes
 
 if TYPE_CHECKING:
     from commands.limits import Limits
@@ -248,6 +249,8 @@ class Session(Writer):
         self.tracking: ClientTracking | None = None  # CLIENT TRACKING ON (commands.tracking)
         self.cluster_readonly = False  # READONLY: a replica in cluster mode serves reads
         self.view_lsn: int | None = None  # TS.CHECKOUT AT: reads answer as of this LSN
+        # ... and in cluster mode each key as of its time (store.views.KeyTimes)
+        self.view_times: KeyTimes | None = None
         self.branch: bytes | None = None  # TS.CHECKOUT <branch>: reads and writes go there
         self.created = time.time()
         self.last_interaction = self.created
@@ -271,7 +274,7 @@ class Session(Writer):
         elif self.view_lsn is None:
             db = self.store.dbs[dbi]
         else:
-            db = self.store.view(dbi, self.view_lsn)
+            db = self.store.view(dbi, self.view_lsn, self.view_times)
         self.dbi = dbi
         self.db = db
 

@@ -32,7 +32,8 @@ verbs count and show them as one version.
 
 In cluster mode (`--cluster-enabled yes`) TS.SEAL seals every shard and records the
 cluster snapshot in etcd (`ServerState.cluster_snapshots`, proxy.cluster_time);
-TS.CHECKOUT AT SNAPSHOT then reads each shard at its own seal.
+TS.CHECKOUT AT SNAPSHOT then reads each shard at its own seal, and keys whose slots
+moved here since as of the old owner's seal time (`_key_times`).
 
 The full reference is docs/temporal.md.
 """
@@ -70,8 +71,10 @@ from commands.session import ClusterSnapshots, Session
 from commands.slices import each_in_slices, map_in_slices, run_sliced, sliced, write_in_slices
 from store import V_CMD, V_LSN, V_META, V_TIME, PrunedError, Store, VersionEntry, WriteMeta, now_ms
 from store.ops import RESTORE
+from store.slots import key_slot
 from store.stream import MAX_ID, MIN_ID, Stream
 from store.values import ZSet
+from store.views import KeyTimes
 
 SNAPSHOT_EXISTS = "ERR snapshot '{}' already exists"
 PINNED_CAP = (
@@ -428,6 +431,27 @@ def _next_pin(store: Store, lsn: int) -> int | None:
     return min(pins) if pins else None
 
 
+def _key_times(s: Session, kind: bytes, arg: bytes, lsn: int) -> KeyTimes | None:
+    """In cluster mode, what a checkout reads each key as of by time (None: the LSN
+    alone): a cluster snapshot's seal time on the shard that served the key's slot
+    then, or a TIME point's time; so keys whose slot moved here since read as they
+    were (store.moves keeps their versions' times). A snapshot recorded without seal
+    times (before they were kept) reads at this shard's LSN only."""
+    seals = s.server.cluster_snapshots
+    if seals is None or lsn >= s.store.lsn:
+        return None
+    if kind == b"snapshot":
+        per_slot = seals.slot_times(arg)
+        if per_slot is None:
+            return None
+        name = ("snapshot", arg, id(per_slot))
+        return KeyTimes(name, lambda key: per_slot[key_slot(key)], True)
+    if kind == b"time":
+        t = int(arg)
+        return KeyTimes(("time", t), lambda key: t, False)
+    return None
+
+
 # Refused inside MULTI: EXEC runs queued commands without the READONLY check, so a
 # queued checkout followed by a write would write into the historical view.
 @command("ts.checkout", -2, Flag.LOADING | Flag.NO_MULTI)
@@ -444,11 +468,13 @@ def cmd_ts_checkout(s: Session, argv: list[bytes]) -> Reply:
             raise CommandError(SYNTAX)
         if s.server.over_maxmemory:
             raise CommandError(OOM)  # a view holds memory, like a write
+        times = _key_times(s, argv[2].lower(), argv[3], lsn)
         try:
-            s.store.view(s.dbi, lsn)
+            s.store.view(s.dbi, lsn, times)
         except PrunedError as e:
             raise pruned(e) from None
         s.view_lsn = lsn
+        s.view_times = times
         s.branch = None  # a view of the main line
         s.select(s.dbi)
         return OK

@@ -137,9 +137,9 @@ def _fork_image(store: Store, lsn: int, cpus: frozenset[int]) -> tuple[int, int]
         if cpus:
             _set_cpus(cpus)
         os.close(r)
-        # Hold no client or listening socket open past the parent's close.
-        os.closerange(3, w)
-        os.closerange(w + 1, 1 << 16)
+        # Hold no client or listening socket open past the parent's close; keep the
+        # pipe and what the image reads (the history spill file).
+        _close_all_but([w, *(store.spill.descriptors() if store.spill else [])])
         raw, count = image(store)
         data = segment.encode(segment.CHECKPOINT_MAGIC, lsn, lsn, count, raw)
         view = memoryview(data)
@@ -148,6 +148,16 @@ def _fork_image(store: Store, lsn: int, cpus: frozenset[int]) -> tuple[int, int]
         code = 0
     finally:
         os._exit(code)
+
+
+def _close_all_but(keep: list[int]) -> None:
+    """Close every descriptor from 3 on but those of `keep`."""
+    low = 3
+    for fd in sorted(set(keep)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 16)
 
 
 def _set_cpus(cpus: frozenset[int]) -> None:

@@ -47,6 +47,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from commands.session import ServerCore
+from flusher.clustersnaps import recorded
 from flusher.coordination import CoordinationError, etcd_client
 from flusher.objectapi import ObjectStoreError
 from flusher.objectstore import open_object_store
@@ -68,7 +69,7 @@ from flusher.slotmove import (
     shard_id,
 )
 from replay.replay import recover
-from store import Store
+from store import Store, now_ms
 from store.moves import (
     IMPORT_CMD,
     carried_tables,
@@ -147,6 +148,13 @@ class MoveWorker:
         move, _ = await read_move(self.node.client, self.node.cluster)
         if move is not None and move.source == self.shard:
             self.node.view.fenced = (move.first, move.last)
+        if self.node.view.group and self._leads():
+            # A promoted primary commits after every recorded seal too: its group may
+            # have taken a range whose seals its old primary had not committed past.
+            try:
+                await self._after_seals(None)
+            except (ValueError, ObjectStoreError) as exc:
+                log.warning("cluster %s: no commit after the seals (%s)", self.node.cluster, exc)
 
     async def step(self) -> None:
         node = self.node
@@ -187,13 +195,40 @@ class MoveWorker:
         elif move.state == DONE and not leads:
             self.imported = None
 
-    def _commit(self, op: tuple[Any, ...]) -> int:
+    def _commit(self, op: tuple[Any, ...], not_before_ms: int = 0) -> int:
+        """Commit a database op of the move (at `not_before_ms` or later: see
+        `_import`)."""
         if not self._leads():  # the lease lapsed during the step: not this node's turn
             raise ValueError(f"this node no longer leads group {self.node.view.group}")
         store = self.node.state.store
         store.begin(IMPORT_CMD)
+        if not_before_ms > store.last_time_ms:
+            store.commit_time = max(now_ms(), not_before_ms)
         store.db_op(0, op)
         return store.commit()
+
+    async def _after_seals(self, source: str | None) -> None:
+        """Commit an empty IMPORT after every seal the source shard (None: any shard)
+        recorded for a cluster snapshot (proxy.cluster_time): one sealed after this
+        shard read the source's stream, before the map gave it the range, has its time
+        too. Nothing if this shard's clock is past them already (the common case)."""
+        node = self.node
+        try:
+            snaps = await recorded(node.client, node.cluster)
+        except CoordinationError as exc:
+            log.warning("cluster %s: cannot read its snapshots (%s)", node.cluster, exc)
+            return
+        sealed = max(
+            (
+                t
+                for snap in snaps.values()
+                for shard, t in snap.times.items()
+                if source is None or shard == source
+            ),
+            default=0,
+        )
+        if sealed >= node.state.store.last_time_ms:
+            await self._durable(self._commit(("import", ()), sealed + 1))
 
     async def _durable(self, lsn: int) -> None:
         durability = self.node.state.durability
@@ -232,6 +267,7 @@ class MoveWorker:
         if rec.lsn < move.fenced_lsn:
             raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
         items = export_range(scratch.dbs[0], move.first, move.last)
+        source_ms = scratch.last_time_ms
         tables = carried_tables(scratch, store, items, bool(node.state.config.etcd_endpoints))
         del scratch
         replayed = time.monotonic()
@@ -247,8 +283,12 @@ class MoveWorker:
                 op[2],
             )
         # An empty IMPORT first: the versions committed after this store's last commit
-        # take its LSN; then as many as the longest chain needs LSNs.
-        lsn = self._commit(("import", ()))
+        # take its LSN; then as many as the longest chain needs LSNs. It and every
+        # commit after it take times at or past the source's last (its clock's, which
+        # is past its seals: store.keyspace), so the moved keys' later versions here
+        # are later by time than any seal of the source (a cluster snapshot reads the
+        # moved keys by time: proxy.cluster_time).
+        lsn = self._commit(("import", ()), source_ms)
         while store.lsn < longest_chain(items):
             lsn = self._commit(("import", ()))
         self.imported = (move.first, move.last)
@@ -267,6 +307,7 @@ class MoveWorker:
             node.client, node.cluster, move, revision, new, map_revision, node.leading()
         )
         self.imported = None
+        await self._after_seals(move.source)
         await node.refresh()
         log.info(
             "cluster %s: took slots %d-%d (%d keys) at LSN %d, epoch %d "

@@ -24,7 +24,7 @@ from store.native import extend as _extend
 __path__ = _extend(__path__, __name__)
 
 import store.stream  # noqa: F401  (registers the stream type and its ops)
-from store.asof import PrunedError
+from store.asof import PrunedError, lsn_by_time
 from store.chains import (
     V_CMD,
     V_LSN,
@@ -76,5 +76,6 @@ __all__ = [
     "WriteMeta",
     "Writer",
     "entry_created",
+    "lsn_by_time",
     "now_ms",
 ]

@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn, undo_ops
+from store.chains import V_LSN, V_SNAP, V_UNDO, VersionEntry, _entry_lsn, _entry_time, undo_ops
 from store.core import StoreCore
 from store.database import Database
 from store.ops import RESTORE, apply_op
@@ -40,6 +40,18 @@ def undo_versions(
         for u in undo_ops(entry[V_UNDO]):
             apply_op(scratch, key, u)
     return scratch.data.get(key), scratch.expires.get(key)
+
+
+def lsn_by_time(chain: Sequence[VersionEntry], lsn: int, t: int) -> int:
+    """The LSN to read a key whose versions are `chain` at for the time `t`, where
+    `lsn` is the store's LSN then. They agree unless the chain holds versions moved in
+    from another shard (store.moves): those keep their commit times but were given
+    this store's LSNs, so the versions at or before `t` by time are found in the
+    chain itself."""
+    j = bisect_right(chain, t, key=_entry_time)  # chain[:j] were committed by t
+    if (j and chain[j - 1][V_LSN] > lsn) or (j < len(chain) and chain[j][V_LSN] <= lsn):
+        return chain[j - 1][V_LSN] if j else chain[0][V_LSN] - 1
+    return lsn
 
 
 def value_as_of(store: StoreCore, dbi: Any, key: bytes, lsn: int) -> tuple[Any, int | None]:

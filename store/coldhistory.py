@@ -224,6 +224,11 @@ class Spill:
         """Bytes this spill holds: the file's size, or the compressed pages in memory."""
         return self.size
 
+    def descriptors(self) -> list[int]:
+        """The file descriptors reading this spill needs (a forked checkpoint child
+        keeps them open)."""
+        return [self._file] if self._file >= 0 and self.kind == "file" else []
+
     def _fd(self) -> int:
         if self._file < 0:
             fd, path = tempfile.mkstemp(prefix="temporalstore-history-", dir=self.directory)

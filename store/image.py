@@ -151,7 +151,7 @@ class _Strings:
             if e[V_META] is not None or e[V_SNAP] is not None or e[V_CMD] not in _cmd_codes:
                 return False
             undo = e[V_UNDO]
-            if type(undo) is bytes:
+            if isinstance(undo, bytes):
                 undos.append(undo)
             elif undo is CREATED or undo == CREATED:  # equal only: read back from pages
                 undos.append(None)

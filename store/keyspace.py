@@ -59,7 +59,7 @@ from store.records import LsnMismatch as LsnMismatch
 from store.records import RecordSink as RecordSink
 from store.records import UpdateRecord as UpdateRecord
 from store.records import WriteMeta as WriteMeta
-from store.views import ViewDatabase, make_view
+from store.views import KeyTimes, ViewDatabase, make_view
 
 _time = time.time  # not Final: tests set the commit clock through it
 
@@ -108,7 +108,7 @@ class Store(StoreCore):
         super().__init__(databases, history, sink)
         self.tierer = Tierer(self)  # moves history out of memory (store.coldhistory)
         # (db, LSN, clock) -> the view connections checked out there share, while any does
-        self.views: weakref.WeakValueDictionary[tuple[int, int, int], ViewDatabase] = (
+        self.views: weakref.WeakValueDictionary[tuple[Any, ...], ViewDatabase] = (
             weakref.WeakValueDictionary()
         )
         self.branches: Branches = Branches(self)  # name -> Branch
@@ -205,6 +205,9 @@ class Store(StoreCore):
                 batch = direct[1]
         if t:
             self.commit_time = 0
+            # A seal in this commit set the clock past it (`apply_db_op`): keep that.
+            if t > self.last_time_ms:
+                self.last_time_ms = t
         elif batch is not None and len(batch) & 31:
             # One clock read per pass of the event loop (and per 32 commits in it): a
             # commit that is not its first takes the time of the last (the batch
@@ -214,7 +217,7 @@ class Store(StoreCore):
             t = int(_time() * 1000)
             if t < self.last_time_ms:
                 t = self.last_time_ms
-        self.last_time_ms = t
+            self.last_time_ms = t
         # Boxed once: the entry, the record and the index take the same objects, and
         # commits in the same millisecond the same time object.
         lsn_o: Any = lsn
@@ -419,14 +422,15 @@ class Store(StoreCore):
         views = list(self.views.values())
         return len(views), sum(v.cached_bytes() for v in views)
 
-    def view(self, dbi: int, lsn: int) -> Database:
+    def view(self, dbi: int, lsn: int, times: KeyTimes | None = None) -> Database:
         """Database `dbi` just after `lsn`, read-only, made in O(1) and shared by every
-        caller at the same point while one holds it (`store.views`)."""
+        caller at the same point while one holds it (`store.views`); with `times`, each
+        key as of its time (`store.views.KeyTimes`)."""
         at = self.time_of(lsn) if lsn < self.lsn else now_ms()
-        k = (dbi, lsn, at)
+        k = (dbi, lsn, at, None if times is None else times.name)
         view = self.views.get(k)
         if view is None:
-            view = self.views[k] = make_view(self, dbi, lsn, at)
+            view = self.views[k] = make_view(self, dbi, lsn, at, times)
         return view
 
     # -- database-level changes ----------------------------------------------------
@@ -467,6 +471,10 @@ class Store(StoreCore):
         elif name == "seal":
             # ("seal", name, trigger[, meta]): seals without META have no fourth field.
             self.snapshots[op[1]] = Snapshot(op[1], lsn, time_ms, op[2], *op[3:])
+            # The commits after a seal take a later millisecond than its own: the
+            # seal's time then tells the versions it holds from the later ones (a
+            # cluster snapshot reads the keys moved since by their times).
+            self.last_time_ms = max(self.last_time_ms, time_ms + 1)
         elif name == "unseal":
             self.snapshots.pop(op[1], None)
         elif name == "table":

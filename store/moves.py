@@ -92,7 +92,7 @@ def renumber(store: StoreCore, items: list[tuple[Any, ...]], at: int) -> list[tu
     read of the store at an LSN sees the versions committed by that LSN's time; raised
     past the key's previous version's, and lowered so that the key's last version is
     at most `at` (entries of one commit keep one LSN). A floor becomes the first
-    retained version's LSN."""
+    retained version's LSN (less one where the state before it was readable)."""
     out = []
     for dbi, key, value, expire, chain, floor in items:
         olds = sorted({e[0] for e in chain})
@@ -115,8 +115,12 @@ def renumber(store: StoreCore, items: list[tuple[Any, ...]], at: int) -> list[tu
             raise ValueError(f"{n} versions do not fit below LSN {at}")
         to = dict(zip(olds, new, strict=True))
         moved = [(to[e[0]], *e[1:]) for e in chain]
-        if floor is not None:
-            floor = new[0] if n else at
+        if floor is not None and n:
+            # Readable from the floor on: the state before the first retained version
+            # too where the floor is below it (its undo gives that state).
+            floor = new[0] - 1 if floor < olds[0] else new[0]
+        elif floor is not None:
+            floor = at
         out.append((dbi, key, value, expire, moved, floor))
     return out
 

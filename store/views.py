@@ -16,33 +16,60 @@ database's floor watermark (the newest LSN trimming has dropped for any key).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from store.accounting import payload_bytes
-from store.asof import PrunedError, value_as_of
-from store.chains import VersionEntry, _entry_lsn
+from store.asof import PrunedError, lsn_by_time, value_as_of
+from store.chains import V_LSN, VersionEntry, _entry_lsn
 from store.core import StoreCore
 from store.database import Database
 
 _MISSING = (None, None)
 
 
+class KeyTimes(NamedTuple):
+    """A view's time for each key (cluster mode: the commit time its shard sealed a
+    cluster snapshot at, or a TIME point's): the key reads as its versions committed
+    by then have it (`lsn_by_time`), which is the view's LSN unless versions of the key
+    moved in from another shard since (store.moves)."""
+
+    name: Any  # what names them (with the LSN: the views' cache key)
+    of: Callable[[bytes], int]
+    # A snapshot's seal times: never before a moved key's floor (the seal pinned its
+    # history then), so the state before its oldest retained version is the one.
+    sealed: bool
+
+
 class _PointStates:
     """Each key's (value, expire) at the point, computed on first use."""
 
-    def __init__(self, store: StoreCore, dbi: int, lsn: int, at_ms: int) -> None:
+    def __init__(
+        self, store: StoreCore, dbi: int, lsn: int, at_ms: int, times: KeyTimes | None
+    ) -> None:
         self.store = store
         self.dbi = dbi
         self.lsn = lsn
         self.at_ms = at_ms
+        self.times = times
         self.cache: dict[bytes, tuple[Any, int | None]] = {}
         self.nbytes = 0  # estimated bytes of the cached values
 
     def state(self, key: bytes) -> tuple[Any, int | None]:
         st = self.cache.get(key)
         if st is None:
-            value, expire = value_as_of(self.store, self.dbi, key, self.lsn)
+            lsn = self.lsn
+            if self.times is not None:
+                main = self.store.dbs[self.dbi]
+                chain: Sequence[VersionEntry] = main.chains.get(key) or ()
+                cut = lsn_by_time(chain, lsn, self.times.of(key))
+                if cut != lsn and cut < chain[0][V_LSN] and key in main.floors:
+                    # Before a moved key's oldest retained version: its state there is
+                    # known from its floor's time on only, which the move did not keep.
+                    if not self.times.sealed:
+                        raise PrunedError(cut, key)
+                lsn = cut
+            value, expire = value_as_of(self.store, self.dbi, key, lsn)
             if value is None or (expire is not None and expire <= self.at_ms):
                 st = _MISSING
             else:
@@ -147,14 +174,17 @@ class _Chains(Mapping[bytes, list[VersionEntry]]):
 
 
 class ViewDatabase(Database):
-    """Database `dbi` just after `lsn`, read-only, with its clock stopped at `at_ms`."""
+    """Database `dbi` just after `lsn`, read-only, with its clock stopped at `at_ms`
+    (with `times`, each key as of its time: `KeyTimes`)."""
 
-    def __init__(self, store: StoreCore, dbi: int, lsn: int, at_ms: int) -> None:
+    def __init__(
+        self, store: StoreCore, dbi: int, lsn: int, at_ms: int, times: KeyTimes | None = None
+    ) -> None:
         super().__init__(dbi)
         main = store.dbs[dbi]
         self.lsn = lsn
         self.frozen_ms = at_ms
-        self.states = _PointStates(store, dbi, lsn, at_ms)
+        self.states = _PointStates(store, dbi, lsn, at_ms, times)
         self.data = _Values(self.states)  # type: ignore[assignment]
         self.expires = _Expires(self.states)  # type: ignore[assignment]
         self.chains = _Chains(main.chains, lsn)
@@ -164,11 +194,13 @@ class ViewDatabase(Database):
         return self.states.nbytes
 
 
-def make_view(store: StoreCore, dbi: int, lsn: int, at_ms: int) -> ViewDatabase:
+def make_view(
+    store: StoreCore, dbi: int, lsn: int, at_ms: int, times: KeyTimes | None = None
+) -> ViewDatabase:
     """A view of database `dbi` at `lsn` (O(1)); PrunedError if trimming has dropped
     some key's state there."""
     main = store.dbs[dbi]
     if main.floor_mark > lsn:
         key = next((k for k, f in main.floors.items() if f > lsn), b"")
         raise PrunedError(lsn, key)
-    return ViewDatabase(store, dbi, lsn, at_ms)
+    return ViewDatabase(store, dbi, lsn, at_ms, times)

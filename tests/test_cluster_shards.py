@@ -3,7 +3,9 @@ two shards, the first a group of two nodes on one storage prefix started with
 `--cluster-enabled yes --group NAME` (they elect its primary on etcd), the second one
 node; `temporalstore cluster create` naming each shard's primary; redis-py's
 RedisCluster across a kill -9 of the replicated shard's primary, and READONLY on its
-replica. Every node runs `--durability sync`: what a write acknowledged is stored.
+replica. Every node runs `--durability sync` (what a write acknowledged is stored),
+except in the async loss measurement at the end: the default durability (async),
+with and without `--min-replicas-to-write 1 --min-replicas-max-lag 1`.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from flusher.coordination import etcd_client
 from flusher.slotmap import node_id_for, read_map
@@ -28,6 +33,17 @@ from tests.conftest import ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, unique_group
 from tests.reliability import figure
 from tests.test_cluster import _raw, cluster_cli
+from tests.test_failover import (
+    LOSS_ROUNDS,
+    LOSS_SECONDS,
+    AsyncWriter,
+    ReplicaWatch,
+    _kill,
+    loss_figures,
+    lost_tail,
+    refused_while_stopped,
+    with_and_without_min_replicas,
+)
 
 KEYS = 2_000
 
@@ -69,13 +85,14 @@ class Shards:
         return asyncio.run(read())
 
 
-@pytest.fixture
-def shards(etcd: EtcdCluster) -> Iterator[Shards]:
+@contextmanager
+def started(etcd: EtcdCluster, extra: list[str]) -> Iterator[Shards]:
+    """The two shards on `etcd`, every node started with `extra`, registered."""
     name = unique_group("cluster")
     group = unique_group("shard")
     endpoints = ",".join(etcd.endpoints)
     args = ["--cluster-enabled", "yes", "--etcd-endpoints", endpoints, "--cluster-name", name]
-    args += ["--durability", "sync", "--flush-interval-ms", "50"]
+    args += extra
     shared = Path(tempfile.mkdtemp(prefix="ts-shard-"))
     nodes: list[ServerProcess] = []
     try:
@@ -88,6 +105,12 @@ def shards(etcd: EtcdCluster) -> Iterator[Shards]:
     finally:
         for n in nodes:
             n.stop()
+
+
+@pytest.fixture
+def shards(etcd: EtcdCluster) -> Iterator[Shards]:
+    with started(etcd, ["--durability", "sync", "--flush-interval-ms", "50"]) as s:
+        yield s
 
 
 def _slots(port: int) -> list[tuple[int, int, list[int]]]:
@@ -216,3 +239,56 @@ def test_readonly_on_a_replica(shards: Shards) -> None:
     own = shards.cli("move", "--slots", "0-10", "--to", f"127.0.0.1:{replica.port}")
     assert own.returncode == 1
     assert f"(group {shards.group})'s already: nothing to move" in own.stderr
+
+
+# --------------------------------------------------------------------------- async loss
+
+
+def _async_shard_loss(etcd: EtcdCluster, settings: list[str]) -> dict[str, int]:
+    """One round, on shards of their own at the default durability (async) with
+    `settings`: a RedisCluster writer pipelining SETs to one slot of the replicated
+    shard for LOSS_SECONDS, kill -9 of the shard's primary, its replica elected; what
+    the new primary lacks of the acknowledged writes (`lost_tail` checks that it is a
+    tail and nothing the replica or object storage had acknowledged). With
+    min-replicas-to-write, first: writes to the shard are refused while its replica
+    is stopped."""
+    with started(etcd, settings) as s:
+        primary, replica = _ready(s)
+        p = redis.Redis(port=primary.port)
+        until(lambda: p.info("replication")["connected_slaves"] == 1, 20)
+        # A hash tag of the replicated shard's slots: one slot, one node, one connection.
+        tag = next(f"{{a{i}}}:" for i in range(100) if key_slot(f"a{i}".encode()) <= 8191)
+        stopped = {}
+        if settings:
+            stopped["acked_after_replica_stopped"] = refused_while_stopped(primary, replica, tag)
+        # No retries: a write sent again after the kill could land on the successor
+        # after an earlier one was lost, and the first error must end the writer.
+        rc = RedisCluster(
+            host="127.0.0.1", port=s.single.port, socket_timeout=2, retry=Retry(NoBackoff(), 0)
+        )
+        writer = AsyncWriter(rc, tag)
+        watch = ReplicaWatch(primary.port, writer)
+        writer.start()
+        watch.start()
+        time.sleep(LOSS_SECONDS)
+        _kill(primary)
+        writer.stop()
+        watch.stop()
+        assert not writer.error, writer.error
+        want = [(0, 8191, [replica.port]), (8192, 16383, [s.single.port])]
+        until(lambda: _slots(replica.port) == want, 30, (redis.RedisError,))
+        r = redis.Redis(port=replica.port)
+        assert r.execute_command("ROLE")[0] == b"master"
+        return lost_tail(r, writer, watch) | stopped
+
+
+@with_and_without_min_replicas
+def test_async_writes_lost_on_a_shard_failover(etcd: EtcdCluster, settings: list[str]) -> None:
+    """test_failover.py's async loss measurement in cluster mode: the acknowledged
+    async writes a replicated shard loses when its primary is killed and its replica
+    elected, with and without min-replicas-to-write 1 / min-replicas-max-lag 1
+    (figures `shard-failover-async-loss-default` and `-min-replicas-1-lag-1`)."""
+    rounds = [_async_shard_loss(etcd, settings) for _ in range(LOSS_ROUNDS)]
+    stopped = [str(x["acked_after_replica_stopped"]) for x in rounds if settings]
+    more = {"acked_after_replica_stopped": ",".join(stopped)} if settings else {}
+    loss_figures("shard-failover-async-loss", settings, rounds, **more)

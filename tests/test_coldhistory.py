@@ -416,6 +416,9 @@ def test_server_moves_history_out_and_keeps_it_across_kill9(tmp_path: Path) -> N
         while int(r.info("persistence")["checkpoints_written"]) < 1:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        # The child wrote it: it kept the spill file open (else it fails, and the
+        # server takes the image in-process, blocking its clients meanwhile).
+        assert not [line for line in p.log_lines if "checkpoint child exited" in line]
         r.close()
         kill9(p)
         q = start_temporalstore(flags)

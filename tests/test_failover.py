@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
@@ -302,38 +303,43 @@ LOSS_ROUNDS = 3 if SOAK else 1
 
 
 class AsyncWriter(Background):
-    """SET a:<i> <i>, i = 0, 1, 2, ..., 100 per pipeline, as fast as the primary
-    answers, until the connection fails. `acked` lists the writes answered OK in
-    order (their LSNs grow with i); `refused` counts -NOREPLICAS answers."""
+    """SET <prefix><i> <i>, i = 0, 1, 2, ..., 100 per pipeline, as fast as the
+    primary answers, until the connection fails, through `r` (a client that never
+    retries: `client`, or a RedisCluster with no retries whose `prefix` holds a hash
+    tag, so that every key is in one slot and a pipeline goes to one node on one
+    connection). `acked` lists the writes answered OK in order (their LSNs grow with
+    i); `refused` counts -NOREPLICAS answers."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, r: redis.Redis | RedisCluster, prefix: str = "a:") -> None:
         super().__init__()
-        self.port = port
+        self.r = r
+        self.prefix = prefix
         self.acked: list[int] = []
         self.refused = 0
         self.error = ""
 
     def run(self) -> None:
-        r = client(self.port)
         i = 0
         try:
             while not self.stopping.is_set():
-                pipe = r.pipeline(transaction=False)
+                pipe = self.r.pipeline(transaction=False)
                 for j in range(i, i + 100):
-                    pipe.set(f"a:{j}", j)
+                    pipe.set(f"{self.prefix}{j}", j)
                 for j, res in enumerate(pipe.execute(raise_on_error=False), i):
                     if res is True:
                         self.acked.append(j)
                     elif isinstance(res, redis.ResponseError) and str(res) == NOREPLICAS:
                         self.refused += 1
+                    elif isinstance(res, (redis.ConnectionError, redis.TimeoutError)):
+                        return  # the primary was killed (RedisCluster returns the error)
                     else:
-                        self.error = f"a:{j}: {res!r}"
+                        self.error = f"{self.prefix}{j}: {res!r}"
                         return
                 i += 100
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             pass  # the primary was killed
         finally:
-            r.close()
+            self.r.close()
 
 
 class ReplicaWatch(Background):
@@ -375,7 +381,7 @@ def _async_loss(extra: list[str]) -> dict[str, int]:
     LOSS_SECONDS, kill -9 of the primary, REPLICAOF NO ONE on the replica; what the
     promoted replica lacks of the acknowledged writes."""
     with replicated(["--group", "g", *extra], linked=True) as (primary, replica):
-        writer = AsyncWriter(primary.port)
+        writer = AsyncWriter(client(primary.port))
         watch = ReplicaWatch(primary.port, writer)
         writer.start()
         watch.start()
@@ -387,30 +393,57 @@ def _async_loss(extra: list[str]) -> dict[str, int]:
         r = redis.Redis(port=replica.port)
         assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
         _until(lambda: r.execute_command("ROLE")[0] == b"master")
-        acked = writer.acked
-        present: list[bool] = []
-        for start in range(0, len(acked), 1000):
-            keys = [f"a:{j}" for j in acked[start : start + 1000]]
-            present += [v is not None for v in r.mget(keys)]
-        kept = present.index(False) if False in present else len(present)
-        # The promoted replica holds a prefix of the primary's history: what it
-        # lacks of one connection's writes is their tail ...
-        assert not any(present[kept:]), "a later write survived an earlier lost one"
-        # ... and never a write it, or object storage, had acknowledged.
-        assert kept >= watch.confirmed, (kept, watch.confirmed)
-        return {
-            "acknowledged": len(acked),
-            "lost": len(acked) - kept,
-            "confirmed_before_kill": watch.confirmed,
-            "refused_noreplicas": writer.refused,
-        }
+        return lost_tail(r, writer, watch)
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [[], ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]],
-    ids=["default", "min-replicas-1-lag-1"],
+def lost_tail(r: redis.Redis, writer: AsyncWriter, watch: ReplicaWatch) -> dict[str, int]:
+    """What the promoted replica `r` lacks of the writes `writer` had acknowledged
+    when its primary was killed, checked: a tail, never a write `watch` saw the
+    replica or object storage acknowledge. The round's figures."""
+    acked = writer.acked
+    present: list[bool] = []
+    for start in range(0, len(acked), 1000):
+        keys = [f"{writer.prefix}{j}" for j in acked[start : start + 1000]]
+        present += [v is not None for v in r.mget(keys)]
+    kept = present.index(False) if False in present else len(present)
+    # The promoted replica holds a prefix of the primary's history: what it lacks of
+    # one connection's writes is their tail ...
+    assert not any(present[kept:]), "a later write survived an earlier lost one"
+    # ... and never a write it, or object storage, had acknowledged.
+    assert kept >= watch.confirmed, (kept, watch.confirmed)
+    return {
+        "acknowledged": len(acked),
+        "lost": len(acked) - kept,
+        "confirmed_before_kill": watch.confirmed,
+        "refused_noreplicas": writer.refused,
+    }
+
+
+MIN_REPLICAS = ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]
+# The two settings the async loss is measured with (here and in cluster mode).
+with_and_without_min_replicas = pytest.mark.parametrize(
+    "settings", [[], MIN_REPLICAS], ids=["default", "min-replicas-1-lag-1"]
 )
+
+
+def loss_figures(name: str, settings: list[str], rounds: list[dict[str, int]], **more: Any) -> None:
+    """Record the rounds of an async loss measurement (and `more`) as the figure
+    <name>-default or <name>-min-replicas-1-lag-1."""
+    figure(
+        f"{name}-{'min-replicas-1-lag-1' if settings else 'default'}",
+        rounds=len(rounds),
+        seconds_each=LOSS_SECONDS,
+        acknowledged=sum(x["acknowledged"] for x in rounds),
+        lost=sum(x["lost"] for x in rounds),
+        lost_per_round=",".join(f"{x['lost']}/{x['acknowledged']}" for x in rounds),
+        lost_max_per_round=max(x["lost"] for x in rounds),
+        confirmed_before_kill=sum(x["confirmed_before_kill"] for x in rounds),
+        refused_noreplicas=sum(x["refused_noreplicas"] for x in rounds),
+        **more,
+    )
+
+
+@with_and_without_min_replicas
 def test_async_writes_lost_on_failover(settings: list[str]) -> None:
     """Async writes as fast as one pipelining client can, kill -9 of the primary, its
     replica promoted: the acknowledged writes the new primary lacks, measured with
@@ -420,16 +453,8 @@ def test_async_writes_lost_on_failover(settings: list[str]) -> None:
     min-replicas-to-write does not make writes wait for the replica (as in Redis: it
     only refuses writes while no replica acknowledged within the lag), so it is not
     expected to shrink this loss; the figures say how it went."""
-    rounds = [_async_loss(settings) for _ in range(LOSS_ROUNDS)]
-    figure(
-        "failover-async-loss-" + ("min-replicas-1-lag-1" if settings else "default"),
-        rounds=LOSS_ROUNDS,
-        seconds_each=LOSS_SECONDS,
-        acknowledged=sum(x["acknowledged"] for x in rounds),
-        lost=sum(x["lost"] for x in rounds),
-        lost_max_per_round=max(x["lost"] for x in rounds),
-        confirmed_before_kill=sum(x["confirmed_before_kill"] for x in rounds),
-        refused_noreplicas=sum(x["refused_noreplicas"] for x in rounds),
+    loss_figures(
+        "failover-async-loss", settings, [_async_loss(settings) for _ in range(LOSS_ROUNDS)]
     )
 
 
@@ -439,32 +464,41 @@ def test_min_replicas_to_write_refuses_writes_while_the_replica_is_stopped() -> 
     text, reads go on, and once the replica resumes and acknowledges, writes are
     accepted again. How many writes it acknowledged between the stop and the first
     refusal is recorded (it depends on the write rate: about the lag's worth)."""
-    flags = ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]
-    with replicated(flags, linked=True) as (primary, replica):
-        p = client(primary.port)
-        assert p.set("before", "1")
-        replica.proc.send_signal(signal.SIGSTOP)
-        acked_after_stop = 0
-        try:
-
-            def refused() -> bool:
-                nonlocal acked_after_stop
-                try:
-                    p.set(f"during:{acked_after_stop}", "1")
-                except redis.ResponseError as e:
-                    assert str(e) == NOREPLICAS, e
-                    return True
-                acked_after_stop += 1
-                return False
-
-            _until(refused)
-            assert p.get("before") == b"1"
-            with pytest.raises(redis.ResponseError) as still:
-                p.set("still", "refused")
-            assert str(still.value) == NOREPLICAS
-        finally:
-            replica.proc.send_signal(signal.SIGCONT)
-        _until(lambda: p.set("after", "1"))
+    with replicated(MIN_REPLICAS, linked=True) as (primary, replica):
+        acked_after_stop = refused_while_stopped(primary, replica)
         r = redis.Redis(port=replica.port)
         _until(lambda: r.get("after") == b"1")
         figure("min-replicas-stopped-replica", acked_after_stop=acked_after_stop)
+
+
+def refused_while_stopped(primary: ServerProcess, replica: ServerProcess, prefix: str = "") -> int:
+    """On a primary started with --min-replicas-to-write 1 --min-replicas-max-lag 1:
+    <prefix>before written, the replica stopped (SIGSTOP), writes go on until one is
+    refused with NOREPLICAS, and the next too while reads go on; the replica resumed,
+    <prefix>after is written. How many writes were acknowledged after the stop."""
+    p = client(primary.port)
+    assert p.set(f"{prefix}before", "1")
+    replica.proc.send_signal(signal.SIGSTOP)
+    acked_after_stop = 0
+    try:
+
+        def refused() -> bool:
+            nonlocal acked_after_stop
+            try:
+                p.set(f"{prefix}during:{acked_after_stop}", "1")
+            except redis.ResponseError as e:
+                assert str(e) == NOREPLICAS, e
+                return True
+            acked_after_stop += 1
+            return False
+
+        _until(refused)
+        assert p.get(f"{prefix}before") == b"1"
+        with pytest.raises(redis.ResponseError) as still:
+            p.set(f"{prefix}still", "refused")
+        assert str(still.value) == NOREPLICAS
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+    _until(lambda: p.set(f"{prefix}after", "1"))
+    p.close()
+    return acked_after_stop
