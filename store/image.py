@@ -119,7 +119,9 @@ def _db_items(db: Database) -> Iterator[Any]:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
-            elif not strings.add(key, value, p if type(p) is list and not cold else whole(key, p)):
+            elif p is None or not strings.add(
+                key, value, p if type(p) is list and not cold else whole(key, p)
+            ):
                 yield key_item(db, key, value, chains.born(key))
         if keys:
             yield (BATCH_TAG, index, keys, values, packed)

@@ -1,7 +1,7 @@
 """The package layout the code review holds us to: modules of a readable size, no
 project import hidden inside a function, and no import loop between project modules
 (the import-linter contracts in pyproject.toml, run by `make test`, hold the direction
-of the imports between packages and between the layers of `commands` and of `store`)."""
+of the imports between packages and between the layers of `commands`, of `store` and of `proxy`)."""
 
 from __future__ import annotations
 
