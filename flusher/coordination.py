@@ -44,6 +44,8 @@ from urllib.parse import urlsplit
 import aetcd
 from aetcd import rpc
 
+from store.tasks import cancel_and_wait
+
 log = logging.getLogger("temporalstore")
 
 DEFAULT_TIMEOUT_S = 2.0
@@ -275,11 +277,8 @@ class _KeptLease:
 
     async def stop(self) -> None:
         """Stop renewing (the lease then lapses by itself in etcd)."""
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-            self.task = None
+        await cancel_and_wait(self.task)
+        self.task = None
 
     async def revoke(self, timeout: float) -> None:
         """Stop renewing and revoke: keys on the lease go at once. Best effort."""
@@ -663,11 +662,8 @@ class NodeRegistry:
 
     async def close(self, timeout: float | None = None) -> None:
         """Stop publishing and remove the registration (revokes the lease)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._lease is not None:
             await self._lease.revoke(self.timeout_s if timeout is None else timeout)
             self._lease = None

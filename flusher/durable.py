@@ -27,6 +27,7 @@ from flusher.metered import OPS, MeteredObjectStore
 from flusher.objectapi import ObjectStore, ObjectStoreError
 from store import R_LSN, HistoryPolicy, PrunedError, Store
 from store.settings import DEFAULTS
+from store.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from flusher.raft import RaftAppender
@@ -416,10 +417,7 @@ class DurableStore:
         """Flush everything, write a final checkpoint, release the object store
         (unless the process goes on reading it, as a replica)."""
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self.flusher.stop()
         try:
             if self.fenced is None:

@@ -45,6 +45,7 @@ from flusher.objectapi import InvalidObjectStore, ObjectStore, Unavailable
 from flusher.putlimit import PutLimit
 from store import R_LSN, R_TIME, UpdateRecord
 from store.settings import DEFAULTS
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -612,7 +613,5 @@ class Flusher:
         in flight go on)."""
         self.closed = True
         self._wake.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, FencedError, Unavailable):
-                await self._task
+        with contextlib.suppress(FencedError, Unavailable):
+            await cancel_and_wait(self._task)

@@ -17,12 +17,12 @@ error, never OK.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 from flusher.backlog import Backlog
 from flusher.coordination import CoordinationError, RaftLog
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -60,10 +60,7 @@ class RaftAppender:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     def _covered(self) -> int:
         return max(self.committed, self.durable_lsn())

@@ -36,6 +36,7 @@ from proxy.cluster_time import ClusterTime
 from proxy.slotmove import MoveWorker, move_main, show_main
 from replay.replay import ReplayError
 from store.slots import ClusterView, SlotMap, with_primary
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -160,10 +161,7 @@ class ClusterNode:
 
     async def close(self) -> None:
         await self.time.close()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         with contextlib.suppress(CoordinationError):
             await self.registry.close()
         await self.client.close()

@@ -28,7 +28,6 @@ snapshot and not in the other (Redis Cluster has no cross-shard transaction eith
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from array import array
@@ -43,6 +42,7 @@ from flusher.coordination import CoordinationError
 from flusher.slotmap import read_map
 from flusher.slotmove import shard_id
 from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -100,10 +100,7 @@ class ClusterTime:
         self._task = asyncio.get_running_loop().create_task(self._poll())
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _poll(self) -> None:
         while True:

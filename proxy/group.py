@@ -54,6 +54,7 @@ from flusher.durable import DurableStore
 from flusher.raft import RaftAppender
 from replay.replay import replay_body
 from store import Store
+from store.tasks import cancel_and_wait
 
 
 class GroupNode(Protocol):
@@ -112,10 +113,7 @@ class GroupMember:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self.appender is not None:
             await self.appender.stop()
         with contextlib.suppress(CoordinationError):

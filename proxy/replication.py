@@ -56,6 +56,7 @@ from replay.startup import take_over
 from store import HistoryPolicy, PrunedError, Store
 from store.coldhistory import attach
 from store.keyspace import LsnMismatch
+from store.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from proxy.group import GroupMember
@@ -105,10 +106,7 @@ class Follower:
 
     async def stop(self) -> None:
         self.stopped = True
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        await cancel_and_wait(self.task)
         if self.writer is not None:
             self.writer.close()
 

@@ -38,6 +38,7 @@ from proxy.pipeline import READY, receive, send, serve_ready, write
 from proxy.pipeline import run as run_batch
 from proxy.reader import RequestReader
 from store.coldhistory import hot_bytes, use_kind
+from store.tasks import cancel_and_wait
 
 log = logging.getLogger("temporalstore")
 
@@ -776,11 +777,7 @@ class Server:
             conn.kill()
         for srv in self.servers:
             await srv.wait_closed()
-        for task in [*self.tasks, *self.releases]:
-            task.cancel()
-        for task in [*self.tasks, *self.releases]:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self.tasks, *self.releases)
         log.info("shut down")
 
     async def _drain(self, dur: Durability) -> bool:

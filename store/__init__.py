@@ -13,7 +13,10 @@ transaction (begin, apply, commit or roll back) at the single commit point that
 assigns LSNs and hands records to the sink, and replay of persisted records (in
 bulk where it can: `bulkreplay`). For cluster mode: hash slots and the slot map as
 plain data (`slots`), and the keys of a slot range moving between shards (`moves`:
-taken out with their history, renumbered, the IMPORT and FORGET ops)."""
+taken out with their history, renumbered, the IMPORT and FORGET ops). And, because
+every other package may import `store` (`flusher` imports nothing else, `proxy.server`
+no durable layer), one helper they all share that has nothing to do with keys:
+`tasks` (`cancel_and_wait`: stopping background asyncio tasks)."""
 
 from store.native import extend as _extend
 
