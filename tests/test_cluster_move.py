@@ -333,7 +333,9 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     assert cli.returncode == 1
     assert "slots 3000-3999 not moved within 3 s (state import): aborted" in err
     plain = redis.Redis(port=src.port)
-    until(lambda: plain.set(key, "after") is True, 20)  # the fence is lifted
+    # The fence is lifted at the source's next look at the move (every 0.1 s): until
+    # then a write is answered -TRYAGAIN.
+    until(lambda: plain.set(key, "after") is True, 20, retry_on=(redis.exceptions.TryAgainError,))
     assert plain.get(key) == b"after"
     for n in c.nodes:
         assert _info(n.port)["cluster_current_epoch"] == "1"
