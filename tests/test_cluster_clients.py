@@ -25,9 +25,10 @@ from tests.test_durability import kill9
 from tests.test_ioredis import JS, _node
 
 IO_KEYS = sized(10_000, 100_000)
-# The writer's acknowledged writes before the move, between it and the kill, after.
+# The writer's acknowledged writes before the moves, after each move, after the kill.
 IO_BEFORE, IO_BETWEEN = sized(300, 5_000), sized(300, 5_000)
-MOVED = (0, 2999)  # from the replicated shard (0-8191) to the single node
+TO_SINGLE = (0, 2999)  # from the replicated shard (0-8191) to the single node
+TO_GROUP = (9000, 10999)  # from the single node to the replicated shard
 
 
 def owner(ports: list[int], key: str) -> int:
@@ -135,18 +136,20 @@ class NodeWriter(Background):
 
 def test_ioredis_cluster_survives_a_move_and_a_failover(shards: Shards) -> None:
     """One ioredis Cluster client, never recreated, writes all along while slots move
-    from the replicated shard to the single node and the shard's primary is killed
-    (kill -9): the writes begun after each went where the new map says, and every
-    write it was told OK reads back (`--durability sync`)."""
+    from the replicated shard to the single node, others the other way, and then the
+    shard's primary is killed (kill -9): the writes begun after each went where the new
+    map says, and every write it was told OK reads back (`--durability sync`)."""
     s = shards
     primary, replica = _ready(s)  # the group serves 0-8191, the single node the rest
-    first, last = MOVED
     writer = NodeWriter(s.single.port)
     writer.start()
     try:
         writer.more(IO_BEFORE)
-        _move(s, first, last, s.single)
-        writer.tell("mark moved")
+        _move(s, *TO_SINGLE, s.single)
+        writer.tell("mark to-single")
+        writer.more(IO_BETWEEN)
+        _move(s, *TO_GROUP, primary)
+        writer.tell("mark to-group")
         writer.more(IO_BETWEEN)
         kill9(primary)
         until(lambda: s.slot_map().shards[0].port == replica.port, 30)
@@ -156,7 +159,7 @@ def test_ioredis_cluster_survives_a_move_and_a_failover(shards: Shards) -> None:
     finally:
         writer.close()
     acked: list[int] = got["acked"]
-    assert len(acked) == len(set(acked)) >= IO_BEFORE + 2 * IO_BETWEEN
+    assert len(acked) == len(set(acked)) >= IO_BEFORE + 3 * IO_BETWEEN
     # The client found the new map by itself: the single node and the new primary.
     assert got["masters"] == sorted([replica.port, s.single.port])
     rc = RedisCluster(host="127.0.0.1", port=s.single.port, socket_timeout=2)
@@ -171,14 +174,18 @@ def test_ioredis_cluster_survives_a_move_and_a_failover(shards: Shards) -> None:
         keys = (f"io:w{i}".encode() for i in acked if i >= got["marks"][since])
         return {k for k in keys if low <= key_slot(k) <= high}
 
-    moved, failed_shard = written("moved", first, last), written("failed-over", last + 1, 8191)
-    assert moved and moved <= _keys_on(s.single.port)
+    to_single, to_group = written("to-single", *TO_SINGLE), written("to-group", *TO_GROUP)
+    failed_shard = written("failed-over", TO_SINGLE[1] + 1, 8191)
+    assert to_single and to_single <= _keys_on(s.single.port)
+    # Taken by the group's primary, then found on its successor.
+    assert to_group and to_group <= _keys_on(replica.port)
     assert failed_shard and failed_shard <= _keys_on(replica.port)
     figure(
         "ioredis-cluster-move-and-failover",
         durability="sync",
         acked=len(acked),
-        acked_in_moved_slots_after_move=len(moved),
+        acked_in_slots_moved_to_single=len(to_single),
+        acked_in_slots_moved_to_group=len(to_group),
         acked_on_failed_shard_after_failover=len(failed_shard),
         errors_seen=sum(got["errors"].values()),
         errors_by_last=",".join(f"{k}:{v}" for k, v in sorted(got["errors"].items())) or "-",
