@@ -1,10 +1,11 @@
 // node cluster_writer.js PORT: ONE ioredis Cluster client, created once, writes
 // io:w0, io:w1, ... (WRITERS at a time) until "stop" arrives on stdin, while the test
 // moves slots and kills a shard's primary under it; "mark NAME" on stdin keeps the
-// next index to be written under NAME (every write from it on began after the line). Each SET is sent again until it
-// is acknowledged (or DEADLINE_MS passes: the script fails). Prints "acked N" every
-// 100 acknowledgements (the test waits on them), then one JSON line: the acknowledged
-// indices, the errors the application saw (by kind) and the client's node events.
+// next index to be written under NAME (every write from it on began after the line).
+// Each SET is sent again until it is acknowledged (or DEADLINE_MS passes: the script
+// fails). Prints "acked N" every 100 acknowledgements (the test waits on them), then
+// one JSON line: the acknowledged indices, the marks, the errors the application saw
+// (by kind) and the client's node events.
 "use strict";
 
 const readline = require("readline");
