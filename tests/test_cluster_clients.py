@@ -11,13 +11,24 @@ import subprocess
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 
 from store.slots import key_slot, spread
-from tests.reliability import sized
+from tests.conftest import until
+from tests.reliability import Background, figure, sized
 from tests.test_cluster import NON_LOCAL, Cluster, _created, cluster  # noqa: F401
+from tests.test_cluster_group_move import _move
+from tests.test_cluster_move import _keys_on
+from tests.test_cluster_shards import Shards, _ready
+from tests.test_cluster_shards import shards as shards  # the fixture
+from tests.test_durability import kill9
 from tests.test_ioredis import JS, _node
 
 IO_KEYS = sized(10_000, 100_000)
+# The writer's acknowledged writes before the moves, after each move, after the kill.
+IO_BEFORE, IO_BETWEEN = sized(300, 5_000), sized(300, 5_000)
+TO_SINGLE = (0, 2999)  # from the replicated shard (0-8191) to the single node
+TO_GROUP = (9000, 10999)  # from the single node to the replicated shard
 
 
 def owner(ports: list[int], key: str) -> int:
@@ -64,3 +75,122 @@ def test_ioredis_cluster(cluster: Cluster) -> None:  # noqa: F811
         assert all(first <= key_slot(k) <= last for k in keys)
         total += len(keys)
     assert total == IO_KEYS
+
+
+# ------------------------------------------------------------ a move and a failover
+
+
+class NodeWriter(Background):
+    """tests/js/cluster_writer.js, its "acked N" lines followed as they come."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.proc = subprocess.Popen(
+            [_node(), "cluster_writer.js", str(port)],
+            cwd=JS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.acked = 0
+        self.lines: list[str] = []
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if line.startswith("acked "):
+                self.acked = int(line.split()[1])
+
+    def more(self, n: int) -> None:
+        """Wait until `n` more writes are acknowledged (the script still running)."""
+        start = self.acked
+        until(lambda: self.acked >= start + n or self.proc.poll() is not None, 90)
+        assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
+
+    def tell(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def finish(self) -> Any:
+        """Ask the script to stop; its JSON."""
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.tell("stop")
+        self.proc.stdin.close()
+        self.proc.wait(90)
+        self.join(10)
+        assert self.proc.returncode == 0, f"cluster_writer.js failed:\n{self.proc.stderr.read()}"
+        return json.loads(self.lines[-1])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.join(10)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_ioredis_cluster_survives_a_move_and_a_failover(shards: Shards) -> None:
+    """One ioredis Cluster client, never recreated, writes all along while slots move
+    from the replicated shard to the single node, others the other way, and then the
+    shard's primary is killed (kill -9): the writes begun after each went where the new
+    map says, and every write it was told OK reads back (`--durability sync`)."""
+    s = shards
+    primary, replica = _ready(s)  # the group serves 0-8191, the single node the rest
+    writer = NodeWriter(s.single.port)
+    writer.start()
+    try:
+        writer.more(IO_BEFORE)
+        _move(s, *TO_SINGLE, s.single)
+        writer.tell("mark to-single")
+        writer.more(IO_BETWEEN)
+        _move(s, *TO_GROUP, primary)
+        writer.tell("mark to-group")
+        writer.more(IO_BETWEEN)
+        kill9(primary)
+        until(lambda: s.slot_map().shards[0].port == replica.port, 30)
+        writer.tell("mark failed-over")
+        writer.more(IO_BETWEEN)
+        got = writer.finish()
+    finally:
+        writer.close()
+    acked: list[int] = got["acked"]
+    assert len(acked) == len(set(acked)) >= IO_BEFORE + 3 * IO_BETWEEN
+    # The client found the new map by itself: the single node and the new primary.
+    assert got["masters"] == sorted([replica.port, s.single.port])
+    rc = RedisCluster(host="127.0.0.1", port=s.single.port, socket_timeout=2)
+    try:
+        values = rc.mget_nonatomic([f"io:w{i}" for i in acked])
+    finally:
+        rc.close()
+    lost = [i for i, v in zip(acked, values, strict=True) if v != f"value:{i}".encode()]
+
+    def written(since: str, low: int, high: int) -> set[bytes]:
+        """The acknowledged keys in slots low-high begun after the mark `since`."""
+        keys = (f"io:w{i}".encode() for i in acked if i >= got["marks"][since])
+        return {k for k in keys if low <= key_slot(k) <= high}
+
+    to_single, to_group = written("to-single", *TO_SINGLE), written("to-group", *TO_GROUP)
+    failed_shard = written("failed-over", TO_SINGLE[1] + 1, 8191)
+    assert to_single and to_single <= _keys_on(s.single.port)
+    # Taken by the group's primary, then found on its successor.
+    assert to_group and to_group <= _keys_on(replica.port)
+    assert failed_shard and failed_shard <= _keys_on(replica.port)
+    figure(
+        "ioredis-cluster-move-and-failover",
+        durability="sync",
+        acked=len(acked),
+        acked_in_slots_moved_to_single=len(to_single),
+        acked_in_slots_moved_to_group=len(to_group),
+        acked_on_failed_shard_after_failover=len(failed_shard),
+        errors_seen=sum(got["errors"].values()),
+        errors_by_last=",".join(f"{k}:{v}" for k, v in sorted(got["errors"].items())) or "-",
+        slot_map_refreshes=got["events"]["refresh"],
+        node_connections_added=got["events"]["+node"],
+        lost_acked=len(lost),
+    )
+    assert not lost
