@@ -17,6 +17,8 @@ in failover mode, or from the node's own role otherwise. When the primary change
 
 from __future__ import annotations
 
+import asyncio
+
 from commands.channels import publish
 from commands.errors import CommandError
 from commands.registry import Flag, command, container
@@ -162,11 +164,25 @@ def cmd_myid(s: Session, argv: list[bytes]) -> Reply:
     return _group(s).my_id.encode()
 
 
+SWITCH_NOTICE_DELAY_S = 0.25
+"""How long after the view names a new primary `+switch-master` is published. ioredis
+(5.x, `failoverDetector: true`) ends a client for good ("Connection is closed.") when
+its detector hears the notice while the client is resolving the primary from a
+sentinel (SentinelConnector.connect throws when disconnected mid-resolve): resolves in
+flight when the view changed, the likeliest then, first complete with the new primary."""
+
+
 def set_group(server: ServerCore, view: GroupView) -> None:
-    """Take a new view of the group; a new primary is announced on `+switch-master`."""
+    """Take a new view of the group; a new primary is announced on `+switch-master`
+    (`SWITCH_NOTICE_DELAY_S` later, where an event loop runs)."""
     old = server.replication.group
     server.replication.group = view
     if old is not None and old.primary is not None and view.primary not in (None, old.primary):
         assert view.primary is not None
         msg = f"{view.name} {old.primary[0]} {old.primary[1]} {view.primary[0]} {view.primary[1]}"
-        publish(server, b"+switch-master", msg.encode())
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop: the state driven directly
+            publish(server, b"+switch-master", msg.encode())
+            return
+        loop.call_later(SWITCH_NOTICE_DELAY_S, publish, server, b"+switch-master", msg.encode())
