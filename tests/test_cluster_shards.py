@@ -35,14 +35,12 @@ from tests.reliability import figure
 from tests.test_cluster import _raw, cluster_cli
 from tests.test_failover import (
     LOSS_ROUNDS,
-    LOSS_SECONDS,
     AsyncWriter,
-    ReplicaWatch,
-    _kill,
     loss_figures,
     lost_tail,
     refused_while_stopped,
     with_and_without_min_replicas,
+    write_through_a_kill,
 )
 
 KEYS = 2_000
@@ -267,14 +265,7 @@ def _async_shard_loss(etcd: EtcdCluster, settings: list[str]) -> dict[str, int]:
             host="127.0.0.1", port=s.single.port, socket_timeout=2, retry=Retry(NoBackoff(), 0)
         )
         writer = AsyncWriter(rc, tag)
-        watch = ReplicaWatch(primary.port, writer)
-        writer.start()
-        watch.start()
-        time.sleep(LOSS_SECONDS)
-        _kill(primary)
-        writer.stop()
-        watch.stop()
-        assert not writer.error, writer.error
+        watch = write_through_a_kill(writer, primary)
         want = [(0, 8191, [replica.port]), (8192, 16383, [s.single.port])]
         until(lambda: _slots(replica.port) == want, 30, (redis.RedisError,))
         r = redis.Redis(port=replica.port)

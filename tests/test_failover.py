@@ -376,20 +376,27 @@ class ReplicaWatch(Background):
             r.close()
 
 
+def write_through_a_kill(writer: AsyncWriter, primary: ServerProcess) -> ReplicaWatch:
+    """Run `writer` and a `ReplicaWatch` of `primary` for LOSS_SECONDS, kill -9 the
+    primary, stop both; the watch (what the replica or storage confirmed before)."""
+    watch = ReplicaWatch(primary.port, writer)
+    writer.start()
+    watch.start()
+    time.sleep(LOSS_SECONDS)
+    _kill(primary)
+    writer.stop()
+    watch.stop()
+    assert not writer.error, writer.error
+    return watch
+
+
 def _async_loss(extra: list[str]) -> dict[str, int]:
     """One round: a primary and its replica, an async writer on the primary for
     LOSS_SECONDS, kill -9 of the primary, REPLICAOF NO ONE on the replica; what the
     promoted replica lacks of the acknowledged writes."""
     with replicated(["--group", "g", *extra], linked=True) as (primary, replica):
         writer = AsyncWriter(client(primary.port))
-        watch = ReplicaWatch(primary.port, writer)
-        writer.start()
-        watch.start()
-        time.sleep(LOSS_SECONDS)
-        _kill(primary)
-        writer.stop()
-        watch.stop()
-        assert not writer.error, writer.error
+        watch = write_through_a_kill(writer, primary)
         r = redis.Redis(port=replica.port)
         assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
         _until(lambda: r.execute_command("ROLE")[0] == b"master")
