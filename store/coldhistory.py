@@ -227,7 +227,7 @@ class Spill:
     def descriptors(self) -> list[int]:
         """The file descriptors reading this spill needs (a forked checkpoint child
         keeps them open)."""
-        return [self._file] if self._file >= 0 and self.kind == "file" else []
+        return [self._file] if self._file >= 0 else []
 
     def _fd(self) -> int:
         if self._file < 0:

@@ -95,7 +95,6 @@ def _db_items(db: Database) -> Iterator[Any]:
     all_raw = chains.raw_many(all_keys)
     # A key whose history is frozen, all or in part (store.coldhistory), is read
     # back whole: a string-chain item as any other.
-    cold = chains.cold
     whole = chains.whole
     for i in range(0, len(all_keys), BATCH):
         ks, vs, ps = all_keys[i : i + BATCH], all_values[i : i + BATCH], all_raw[i : i + BATCH]
@@ -119,9 +118,7 @@ def _db_items(db: Database) -> Iterator[Any]:
                 keys.append(key)
                 values.append(value)
                 packed.append(p)
-            elif p is None or not strings.add(
-                key, value, p if type(p) is list and not cold else whole(key, p)
-            ):
+            elif p is None or not strings.add(key, value, whole(key, p)):
                 yield key_item(db, key, value, chains.born(key))
         if keys:
             yield (BATCH_TAG, index, keys, values, packed)
