@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from commands.snapshot_codec import encode_value
 from flusher.checkpoint import image, load_image
 from store import V_LSN, V_SNAP, PrunedError, Store
-from store.coldhistory import Codec, attach, compact, hot_bytes, use_kind
+from store.coldhistory import Codec, MemorySpill, attach, compact, hot_bytes, use_kind
 from store.image import PLAIN_TAGS
 from tests.conftest import start_temporalstore
 from tests.helpers import make_session, run
@@ -192,6 +192,30 @@ def test_runs_round_trip_with_and_without_a_trained_dictionary() -> None:
     assert kinds == {0, 1}
     for i, (packed, entries) in enumerate(made):
         assert codec.decode(packed) == (i, entries)
+
+
+def test_frozen_pages_round_trip_before_and_after_their_dictionary() -> None:
+    """Frozen in memory, pages are compressed plainly until the spill has seen enough
+    of them, then with a dictionary trained on them; runs in pages of both kinds read
+    back the entries they were made of, and a spill compaction writes into shares the
+    dictionary."""
+    spill = MemorySpill()
+    codec = spill.pages
+    made: list[tuple[int, int, list[Any]]] = []
+    for i in range(800):
+        entries: list[Any] = [
+            (1000 * i + j, 1_700_000_000_000 + i, "set", b"value:%d:%d" % (i, j), None, None)
+            for j in range(9)
+        ]
+        ((offset, length),) = spill.write([codec.encode(i, entries)])
+        made.append((offset, length, entries))
+    assert codec.cdict is not None  # these pages are alike: the dictionary pays
+    assert {page[0] for page in spill._pages} == {0, 1}
+    spill._open.clear()
+    for i, (offset, length, entries) in enumerate(made):
+        assert codec.decode(spill.read(offset, length)) == (i, entries)
+    fresh = spill.fresh()
+    assert isinstance(fresh, MemorySpill) and fresh.pages is codec
 
 
 @pytest.mark.parametrize("memory", [True, False])
