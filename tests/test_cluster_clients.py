@@ -11,7 +11,7 @@ import subprocess
 from typing import Any
 
 import redis
-from redis.cluster import RedisCluster
+from redis.cluster import LoadBalancingStrategy, RedisCluster
 
 from store.slots import key_slot, spread
 from tests.conftest import until
@@ -194,3 +194,59 @@ def test_ioredis_cluster_survives_a_move_and_a_failover(shards: Shards) -> None:
         lost_acked=len(lost),
     )
     assert not lost
+
+
+# --------------------------------------------------------------------------- reads on replicas
+
+REPLICA_KEYS = sized(2_000, 20_000)
+
+
+def _gets(port: int) -> int:
+    """How many GETs the node at `port` has served (INFO commandstats)."""
+    stats = redis.Redis(port=port).info("commandstats")
+    return int(stats.get("cmdstat_get", {}).get("calls", 0))
+
+
+def _keys_read_back(read: Any, keys: list[str]) -> bool:
+    return all(read(k) == f"value:{k}".encode() for k in keys)
+
+
+def test_cluster_clients_read_from_a_shards_replica(shards: Shards) -> None:
+    """redis-py's `RedisCluster` reading from replicas (`load_balancing_strategy`
+    ROUND_ROBIN_REPLICAS) and ioredis' `Cluster` with `scaleReads: "slave"` send reads
+    to a replicated shard's replica (READONLY on their connections to it): every key
+    reads its value, and the replica served the reads of its shard's keys."""
+    primary, replica = _ready(shards)
+    rc = RedisCluster(
+        host="127.0.0.1",
+        port=primary.port,
+        load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS,
+    )
+    keys = [f"rp:key:{i}" for i in range(REPLICA_KEYS)]
+    try:
+        for k in keys:
+            assert rc.set(k, f"value:{k}")
+        before = _gets(replica.port)
+        # The replica applies an acknowledged write shortly after its primary: read until
+        # every key has its value.
+        until(lambda: _keys_read_back(rc.get, keys), 30)
+    finally:
+        rc.close()
+    # Every GET of the replicated shard's keys went to its replica: at least one each.
+    ours = sum(1 for k in keys if key_slot(k.encode()) <= 8191)
+    assert ours and _gets(replica.port) - before >= ours
+
+    before = _gets(replica.port)
+    done = subprocess.run(
+        [_node(), "cluster_replicas.js", str(shards.single.port), str(REPLICA_KEYS)],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"node cluster_replicas.js failed:\n{done.stderr}"
+    got = json.loads(done.stdout)
+    assert got["replicas"] == [replica.port]  # found from CLUSTER SLOTS
+    assert (got["written"], got["wrong"]) == (REPLICA_KEYS, 0)
+    ours = sum(1 for i in range(REPLICA_KEYS) if key_slot(b"ro:key:%d" % i) <= 8191)
+    assert _gets(replica.port) - before >= ours
