@@ -279,8 +279,12 @@ def set_at_start(config: Config, name: str, value: str) -> None:
     if kind == "special":
         current = config.params.get(name) or command_data()["config_defaults"][name]
         config.params[name] = merge_output_limits(current, value.split())
+    elif kind == "enum":
+        config.params[name] = _enum(p, value)
+    elif kind == "string":
+        config.params[name] = value
     else:
-        config.params[name] = _enum(p, value) if kind == "enum" else _numeric(p, value)
+        config.params[name] = _numeric(p, value)
     if name in _ENCODING_LIMITS:
         setattr(LIMITS, _ENCODING_LIMITS[name], int(config.params[name]))
 

@@ -59,6 +59,8 @@ SERVE_FLAGS: list[tuple[str, str | None, str]] = [
     ("s3-endpoint-url", None, "S3 endpoint (MinIO, moto, ...)"),
     ("flush-interval-ms", str(DEFAULTS.flush_interval_ms), "how often update records are flushed"),
     ("requirepass", None, "password for the default user"),
+    ("masterauth", None, "password a replica gives its primary (AUTH), as Redis' masterauth"),
+    ("masteruser", None, "the user a replica authenticates as with masterauth (Redis' name)"),
     ("aclfile", None, "ACL users loaded at start, in Redis' aclfile format (ACL LOAD/SAVE)"),
     ("databases", str(DEFAULTS.databases), "number of databases"),
     ("log-level", DEFAULTS.log_level, "debug, info, warning or error"),
@@ -198,6 +200,8 @@ REDIS_PARAM_FLAGS = (
     "enable-module-command",
     "min-replicas-to-write",
     "min-replicas-max-lag",
+    "masterauth",
+    "masteruser",
 )
 
 

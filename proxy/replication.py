@@ -89,6 +89,16 @@ def _command(*args: bytes) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
 
 
+def master_auth(params: dict[str, str]) -> list[list[bytes]]:
+    """The AUTH a replica's link sends first, as Redis' replicas do: `masterauth` as
+    the password of `masteruser` (the default user when empty); none without one."""
+    password = params.get("masterauth") or ""
+    if not password:
+        return []
+    user = params.get("masteruser") or ""
+    return [[b"AUTH", *([user.encode()] if user else []), password.encode()]]
+
+
 class Follower:
     """A replica's link to its primary: connect, follow, acknowledge; on any break,
     catch up from object storage and connect again."""
@@ -152,13 +162,15 @@ class Follower:
         parser = hiredis.Reader(replyError=LinkError)
         nxt = store.lsn + 1
         host, port = self.node.announce
-        writer.write(
-            _command(b"REPLCONF", b"listening-port", str(port).encode())
-            + _command(b"REPLCONF", b"ip-address", host.encode())
-            + _command(b"TS.FOLLOW", str(nxt).encode())
-        )
+        calls = master_auth(self.node.state.config.params)
+        calls += [
+            [b"REPLCONF", b"listening-port", str(port).encode()],
+            [b"REPLCONF", b"ip-address", host.encode()],
+            [b"TS.FOLLOW", str(nxt).encode()],
+        ]
+        writer.write(b"".join(_command(*c) for c in calls))
         replies: list[object] = []
-        while len(replies) < 3:
+        while len(replies) < len(calls):
             async with asyncio.timeout(10):
                 data = await reader.read(65536)
             if not data:
@@ -166,7 +178,7 @@ class Follower:
             parser.feed(data)
             while (r := parser.gets()) is not False:
                 replies.append(r)
-                if len(replies) == 3:
+                if len(replies) == len(calls):
                     break
         for r in replies:
             if isinstance(r, LinkError):
@@ -174,7 +186,7 @@ class Follower:
                     return  # catch up from object storage first, then come back
                 raise r
         # +FOLLOWING <lsn> HISTORY <policy>: the primary's --history.
-        words = replies[2].split() if isinstance(replies[2], bytes) else []
+        words = replies[-1].split() if isinstance(replies[-1], bytes) else []
         if len(words) == 4 and words[2] == b"HISTORY":
             spec = words[3].decode()
             if spec != str(store.history):

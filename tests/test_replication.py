@@ -424,3 +424,39 @@ def test_a_replica_takes_the_history_policy_of_its_primary() -> None:
         if replica is not None:
             replica.stop()
         primary.stop()
+
+
+def test_a_replica_authenticates_to_its_primary_with_masterauth() -> None:
+    """A primary with a password (`--requirepass`) refuses a replica's link until the
+    replica gives it (`masterauth`, as Redis' replicas: AUTH before the rest): without
+    it the link stays down and the reason is logged; `CONFIG SET masterauth` lets the
+    next try in. `--masteruser` names an ACL user to authenticate as."""
+    workdir = Path(tempfile.mkdtemp(prefix="ts-repl-"))
+    primary = start_temporalstore(["--requirepass", "s3cret"], workdir=workdir)
+    replicas: list[ServerProcess] = []
+    try:
+        p = redis.Redis(port=primary.port, password="s3cret")
+        p.execute_command("ACL", "SETUSER", "repl", "on", ">replpw", "+@all", "~*")
+        p.set("k", "v1")
+        replicas.append(_replica(primary, workdir, ["--masterauth", "wrong"]))
+        r = redis.Redis(port=replicas[0].port)
+        until(lambda: any("WRONGPASS" in line for line in replicas[0].log_lines))
+        assert r.info("replication")["master_link_status"] == "down"
+        assert r.config_set("masterauth", "s3cret")
+        until(lambda: r.info("replication")["master_link_status"] == "up", 30)
+        p.set("k", "v2")
+        until(lambda: r.get("k") == b"v2")
+
+        user = ["--masteruser", "repl", "--masterauth", "replpw"]
+        replicas.append(_replica(primary, workdir, user))
+        r2 = redis.Redis(port=replicas[1].port)
+        until(lambda: r2.info("replication")["master_link_status"] == "up", 30)
+        p.set("k", "v3")
+        until(lambda: r2.get("k") == b"v3" and r.get("k") == b"v3")
+        assert r2.config_get("masteruser") == {"masteruser": "repl"}
+        assert r2.config_get("masterauth") == {"masterauth": "<redacted>"}
+        assert p.info("replication")["connected_slaves"] == 2
+    finally:
+        for replica in replicas:
+            replica.stop()
+        primary.stop()
