@@ -29,6 +29,7 @@ the taking shard get later LSNs, so each key's chain stays ordered by LSN and by
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES, chain_bytes
@@ -61,7 +62,17 @@ def range_keys(db: Database, first: int, last: int) -> list[bytes]:
 def export_range(db: Database, first: int, last: int) -> list[tuple[Any, ...]]:
     """The IMPORT items of every key of `db` in slots first..last, chains in the
     giving store's LSNs."""
-    return [key_item(db, key, db.data.get(key), None) for key in range_keys(db, first, last)]
+    return export_keys(db, range_keys(db, first, last))
+
+
+def held(db: Database, key: bytes) -> bool:
+    """`db` holds `key`: live, or with history only."""
+    return key in db.data or key in db.chains
+
+
+def export_keys(db: Database, keys: Iterable[bytes]) -> list[tuple[Any, ...]]:
+    """The IMPORT items of those of `keys` that `db` holds, chains in its LSNs."""
+    return [key_item(db, key, db.data.get(key), None) for key in keys if held(db, key)]
 
 
 def carried_tables(
