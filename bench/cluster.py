@@ -177,6 +177,7 @@ TOOK = re.compile(
     r"took slots \d+-\d+ \((\d+) keys\).*\(replay ([\d.]+) s, import ([\d.]+) s, "
     r"durable ([\d.]+) s, map ([\d.]+) s(, (\d+) keys from the tail)?\)"
 )
+ROUNDS = re.compile(r"(\d+) rounds after the first")
 COPIED = re.compile(
     r"pre-copied slots \d+-\d+ \((\d+) keys\).*\(replay ([\d.]+) s, import ([\d.]+) s, "
     r"durable ([\d.]+) s\)"
@@ -395,6 +396,7 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
                 "fence": {
                     "fence_to_map_s": took_at - fencing,
                     "precopied_keys": int(pc.group(1)) if pc is not None else 0,
+                    "precopy_rounds": int(r.group(1)) if (r := ROUNDS.search(copied)) else 0,
                     "tail_keys": int(m.group(7)) if m.group(7) else keys_moved,
                     "writer_tryagain_s": writer.last_tryagain - writer.first_tryagain,
                 },

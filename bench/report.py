@@ -1657,8 +1657,10 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
                 f"{fe['writer_tryagain_s']:.1f} s",
             ],
             [
-                "keys pre-copied before the fence; keys taken again from the tail after it",
-                f"{fe['precopied_keys']:,}; {fe['tail_keys']:,}",
+                "keys pre-copied (then rounds taking again the keys written meanwhile);"
+                " keys taken again from the tail after the fence",
+                f"{fe['precopied_keys']:,} (+{fe.get('precopy_rounds', 0)} rounds);"
+                f" {fe['tail_keys']:,}",
             ],
             ["-MOVED answers seen by the writer", f"{w['moved']:,}"],
         ],
@@ -1667,9 +1669,15 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
     rows = [["the command's start-up and checks, until the next step", f"{sp['start_s']:.1f}"]]
     if "precopy_replay_s" in sp:
         rows += [
-            ["pre-copy: the target replays the source's stream", f"{sp['precopy_replay_s']:.1f}"],
-            ["pre-copy: the target imports the range's keys", f"{sp['precopy_import_s']:.1f}"],
-            ["pre-copy: the import made durable", f"{sp['precopy_durable_s']:.1f}"],
+            [
+                "pre-copy: the target replays the source's stream (then its rounds' tails)",
+                f"{sp['precopy_replay_s']:.1f}",
+            ],
+            [
+                "pre-copy: the target imports the range's keys (then those written meanwhile)",
+                f"{sp['precopy_import_s']:.1f}",
+            ],
+            ["pre-copy: the imports made durable", f"{sp['precopy_durable_s']:.1f}"],
             ["until the source fences (it polls etcd)", f"{sp['until_fence_s']:.1f}"],
         ]
     rows += [

@@ -10,21 +10,26 @@ The move is a record in etcd (flusher.slotmove) that the nodes carry forward:
    etcd) into a scratch store as far as it is durable, forgets whatever an earlier,
    unfinished try left of the range, takes the range's keys with every version
    (store.moves: IMPORT records of its own stream, LSNs renumbered into its own),
-   waits until they are durable and sets `fence`, naming this pre-copy (`copy`) and
-   the source's LSN it read up to. The source takes writes to the range meanwhile.
+   waits until they are durable; then, in rounds (ROUNDS at most), reads on over what
+   the source wrote meanwhile and takes again the range's keys written in it, as
+   step 4 does, until a round has few of them (SETTLED); then sets `fence`, naming
+   this pre-copy (`copy`) and the source's LSN it read up to. The source takes
+   writes to the range all along.
 3. The source fences the range (`ClusterView.fenced`: its writes answer -TRYAGAIN,
    reads are served), waits until everything it committed is durable in its own
    stream, and sets `import` with that LSN (the fenced LSN).
 4. The target reads the tail of the source's stream into the same scratch store, up
    to at least the fenced LSN (nothing after it touches the range), takes again the
-   range's keys written in that tail (by the version indexes: on the source, and by
-   its own store, an expiry say), each with its whole chain replacing what the
-   pre-copy took (a key deleted in the tail is deleted here too), waits until they
-   are durable, then in one etcd transaction gives itself the range in the slot map
-   (epoch + 1) and sets `done`. Writes to the range are refused only from step 3 to
+   range's keys written in that tail (by the version indexes, or the scratch store's
+   chains where its index does not reach back so far: on the source, and by its own
+   store, an expiry say), each with its whole chain replacing what the pre-copy took
+   (a key deleted in the tail is deleted here too), waits until they are durable,
+   then in one etcd transaction gives itself the range in the slot map (epoch + 1)
+   and sets `done`. Writes to the range are refused only from step 3 to
    here: the tail, not the whole stream. A target without the pre-copy in memory (it
-   restarted, or its group failed over, since), or whose indexes do not reach back
-   to it, takes the whole range again instead, from the start.
+   restarted, or its group failed over, since) takes the whole range again instead,
+   from the start (one whose own index does not reach back to it, from its scratch
+   store).
 5. The source sees the new map (its clients now get -MOVED to the target), forgets
    the range's keys (a FORGET record of its stream), lifts the fence and deletes the
    record. `cluster move` sees it gone and the map changed: done.
@@ -96,6 +101,7 @@ from store.moves import (
     longest_chain,
     range_keys,
     renumber,
+    written_since,
 )
 from store.policy import HistoryPolicy
 from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs, reassign
@@ -104,6 +110,11 @@ log = logging.getLogger("temporalstore")
 
 BATCH = 1000
 """Keys per IMPORT record."""
+ROUNDS = 5
+"""Pre-copy rounds at most after the first, each taking the keys written during the
+one before."""
+SETTLED = 2 * BATCH
+"""A round that took fewer keys than this ends the pre-copy."""
 DURABLE_WAIT_S = 30.0
 
 
@@ -146,11 +157,11 @@ def _held(state: str) -> bool:
         return False
 
 
-def _reached(rec: Recovery, move: Move) -> None:
-    """The replay of the source's stream reached the fenced LSN (it is durable there:
-    a replay that did not was early, or read a stale listing; tried again)."""
-    if rec.lsn < move.fenced_lsn:
-        raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
+def _reached(rec: Recovery, lsn: int) -> None:
+    """The replay of the source's stream reached `lsn` (the fenced LSN: it is durable
+    there; a replay that did not was early, or read a stale listing: tried again)."""
+    if rec.lsn < lsn:
+        raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {lsn}")
 
 
 @dataclass
@@ -162,9 +173,14 @@ class PreCopy:
     token: str  # names it in the move record (`Move.copy`)
     scratch: Store
     recovery: Recovery
-    lsn: int  # the source's LSN the scratch store had reached (the pre-copy's)
-    at: int  # this store's last LSN of the pre-copy's import
-    keys: int  # the range's keys the pre-copy imported
+    lsn: int  # the source's LSN the scratch store had reached when last imported
+    at: int  # this store's last LSN of that import
+    keys: int  # about how many keys of the range that left here
+
+    def advanced(self, keys: int, at: int) -> None:
+        """The scratch store's keys written up to its LSN now are imported, the last
+        at this store's LSN `at`."""
+        self.lsn, self.at, self.keys = self.scratch.lsn, at, keys
 
 
 class MoveWorker:
@@ -356,7 +372,8 @@ class MoveWorker:
 
     async def _precopy(self, move: Move, revision: int) -> None:
         """Import the range as the source's stream holds it so far (the source still
-        takes writes to it), then hand the move on to the source's fence."""
+        takes writes to it), take again what was written meanwhile for a few rounds,
+        then hand the move on to the source's fence."""
         node = self.node
         copy = self._copied(move)
         if copy is None:
@@ -368,27 +385,22 @@ class MoveWorker:
             lsn = self._take(move, scratch, items, left)
             imported = time.monotonic()
             await self._durable(lsn)
-            copy = PreCopy(
-                (move.first, move.last, move.source),
-                os.urandom(8).hex(),
-                scratch,
-                rec,
-                rec.lsn,
-                lsn,
-                len(items),
-            )
+            token = os.urandom(8).hex()
+            copy = PreCopy((move.first, move.last, move.source), token, scratch, rec, 0, 0, 0)
+            copy.advanced(len(items), lsn)
             self.copy = copy
+            spent = [replayed - started, imported - replayed, time.monotonic() - imported]
+            rounds = await self._rounds(move, copy, spent)
             log.info(
-                "cluster %s: pre-copied slots %d-%d (%d keys) up to the source's LSN %d "
-                "(replay %.3f s, import %.3f s, durable %.3f s)",
+                "cluster %s: pre-copied slots %d-%d (%d keys) up to the source's LSN %d, "
+                "%d rounds after the first (replay %.3f s, import %.3f s, durable %.3f s)",
                 node.cluster,
                 move.first,
                 move.last,
                 len(items),
-                rec.lsn,
-                replayed - started,
-                imported - replayed,
-                time.monotonic() - imported,
+                copy.lsn,
+                rounds,
+                *spent,
             )
         elif _held(PRECOPY):
             return
@@ -396,35 +408,77 @@ class MoveWorker:
         move.state = PRECOPY if _held(PRECOPY) else FENCE
         await put_move(node.client, node.cluster, move, revision, node.leading())
 
-    async def _tail(self, move: Move, copy: PreCopy) -> tuple[list[Any], list[bytes]] | None:
-        """Continue the pre-copy's scratch store to the fenced LSN: the IMPORT items of
-        the range's keys written since the pre-copy (on the source, or by this store
-        itself: an expiry, a FLUSHALL) and the keys to forget first. None when which
-        keys those are is not known (the version indexes do not reach back so far):
-        then the whole range is imported again."""
+    async def _rounds(self, move: Move, copy: PreCopy, spent: list[float]) -> int:
+        """Take again, round after round, the keys written while the last round ran,
+        until one has few (so the fence's tail is short) or ROUNDS have run; add
+        their seconds to `spent` (replay, import, durable). Returns how many ran."""
+        for done in range(ROUNDS):
+            started = time.monotonic()
+            try:
+                found = await self._advance(move, copy, 0)
+            except ReplayError as exc:  # the fence's step reads the stream again
+                log.warning("cluster %s: pre-copy round: %s", self.node.cluster, exc)
+                return done
+            if found is None:
+                return done
+            items, forget = found
+            replayed = time.monotonic()
+            keys = self._keys_after(copy, items, forget)
+            lsn = self._take(move, copy.scratch, items, forget)
+            copy.advanced(keys, lsn)
+            imported = time.monotonic()
+            await self._durable(lsn)
+            marks = (started, replayed, imported, time.monotonic())
+            for i in range(3):
+                spent[i] += marks[i + 1] - marks[i]
+            log.info(
+                "cluster %s: pre-copy round %d: %d keys written meanwhile taken again",
+                self.node.cluster,
+                done + 1,
+                len(forget),
+            )
+            if len(forget) < SETTLED:
+                return done + 1
+        return ROUNDS
+
+    def _keys_after(self, copy: PreCopy, items: list[Any], forget: list[bytes]) -> int:
+        """How many keys of the range this store will hold once `forget` is forgotten
+        and `items` imported."""
+        db = self.node.state.store.dbs[0]
+        return copy.keys - sum(1 for k in forget if held(db, k)) + len(items)
+
+    async def _advance(
+        self, move: Move, copy: PreCopy, until: int
+    ) -> tuple[list[Any], list[bytes]] | None:
+        """Continue the pre-copy's scratch store over the source's stream (to `until`
+        at least): the IMPORT items of the range's keys written since the pre-copy's
+        last point (on the source, or by this store itself: an expiry, a FLUSHALL) and
+        those keys, to forget first. None when this store's are not known (its version
+        index does not reach back so far): then the whole range is imported again."""
         objects = await self._source_stream(move)
         try:
             copy.recovery = await recover(copy.scratch, objects, None, after=copy.recovery)
         finally:
             await objects.close()
+        _reached(copy.recovery, until)
         scratch, store = copy.scratch, self.node.state.store
-        _reached(copy.recovery, move)
-        theirs = scratch.keys_written(0, copy.lsn, scratch.lsn)
         ours = store.keys_written(0, copy.at, store.lsn)
-        if theirs is None or ours is None:
-            log.info(
-                "cluster %s: the keys written since the pre-copy are not known", self.node.cluster
-            )
+        if ours is None:
+            log.info("cluster %s: the keys written here since are not known", self.node.cluster)
             return None
+        db = scratch.dbs[0]
+        theirs = scratch.keys_written(0, copy.lsn, scratch.lsn)
+        if theirs is None:  # the index does not reach back so far: the chains say
+            theirs = set(written_since(db, range_keys(db, move.first, move.last), copy.lsn))
         keys = [k for k in theirs | ours if in_range(k, move.first, move.last)]
-        return export_keys(scratch.dbs[0], keys), keys
+        return export_keys(db, keys), keys
 
     def _take(self, move: Move, scratch: Store, items: list[Any], forget: list[bytes]) -> int:
         """Forget `forget` (what an earlier try, or the pre-copy, left of the keys),
         then import `items` (exported from `scratch`, the source's stream replayed)
         with the tables they need. Returns the last LSN committed. All in one step of
         the event loop: nothing else commits in between, so this store's writes to the
-        range after that LSN are the ones made since (`_tail` reads them)."""
+        range after that LSN are the ones made since (`_advance` reads them)."""
         node = self.node
         store = node.state.store
         self.imported = (move.first, move.last)
@@ -465,21 +519,18 @@ class MoveWorker:
         tail: tuple[list[Any], list[bytes]] | None = None
         if copy is not None:
             try:
-                tail = await self._tail(move, copy)
+                tail = await self._advance(move, copy, move.fenced_lsn)
             except ReplayError as exc:  # compacted meanwhile, say: read it all again
                 log.warning("cluster %s: the pre-copy cannot go on (%s)", node.cluster, exc)
                 self.copy = copy = None
         if tail is not None and copy is not None:
             scratch = copy.scratch
             items, forget = tail
-            db = store.dbs[0]
-            had = {k for k in forget if held(db, k)}
-            keys = copy.keys + sum(1 for it in items if it[1] not in had)
-            keys -= len(had - {it[1] for it in items})
+            keys = self._keys_after(copy, items, forget)
         else:
             if copy is None:
                 scratch, rec = await self._replay(move)
-                _reached(rec, move)
+                _reached(rec, move.fenced_lsn)
             else:
                 scratch = copy.scratch
             items = export_range(scratch.dbs[0], move.first, move.last)

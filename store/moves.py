@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES, chain_bytes
+from store.chains import V_LSN
 from store.dataset import weigh
 from store.image import key_item, load_item
 from store.slots import key_slot
@@ -73,6 +74,18 @@ def held(db: Database, key: bytes) -> bool:
 def export_keys(db: Database, keys: Iterable[bytes]) -> list[tuple[Any, ...]]:
     """The IMPORT items of those of `keys` that `db` holds, chains in its LSNs."""
     return [key_item(db, key, db.data.get(key), None) for key in keys if held(db, key)]
+
+
+def written_since(db: Database, keys: Iterable[bytes], lsn: int) -> list[bytes]:
+    """Those of `keys` with a version in `db` after `lsn` (its history keeps every
+    version: a scratch store's)."""
+    chains = db.chains
+    out = []
+    for key in keys:
+        newer = chains.since(key, lsn)
+        if newer and newer[-1][V_LSN] > lsn:
+            out.append(key)
+    return out
 
 
 def carried_tables(
