@@ -1626,7 +1626,12 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
         " while one writer sends `SET` to the moved slots one at a time, as a cluster"
         " client does: -TRYAGAIN retried 10 ms later, -MOVED followed. The time is from"
         " starting the command to its exit 0; the split comes from the nodes' logs"
-        " (`--log-level info`). The machine is shared with other work and was loaded"
+        " (`--log-level info`). The target pre-copies the range while the source still"
+        " takes writes to it, so the writer is refused only during the short fence: it"
+        " writes far more during the move than when the fence came first (each write a"
+        " new key of the range, which the pre-copy's rounds take again), and the move"
+        " takes longer than one without writes would. The machine is shared with other"
+        " work and may have been loaded"
         ' during the run: see the CPU other processes used meanwhile in "This run"; the'
         " import's seconds in particular are CPU-bound Python on a contended core.",
         "",
