@@ -413,6 +413,57 @@ def test_writes_go_on_during_the_precopy(created: Cluster) -> None:
     assert not {k for k in _keys_on(src.port) if first <= key_slot(k) <= last}
 
 
+def test_target_restarted_after_its_precopy_takes_the_whole_range(created: Cluster) -> None:
+    """The target is killed (kill -9) once fenced, its pre-copy only in its memory;
+    restarted, it takes the whole range again from the source's stream and finishes
+    the move: every key with its history, none twice."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    first, last = 3000, 3999  # the first shard's
+    keys = [f"{{b}}:r{i}" for i in range(20)]  # slot 3300
+    on_src = redis.Redis(port=src.port)
+    for v in range(3):
+        for k in keys:
+            on_src.set(k, f"{k}:v{v}")
+    on_src.delete(keys[0])
+    rc = _rc(c)
+    try:
+        before = {k: _history(rc, k) for k in keys}
+    finally:
+        rc.close()
+    assert c.hold is not None
+    c.hold.write_text("import")
+    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
+    to = ["--to", f"127.0.0.1:{dst.port}", *where]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", f"{first}-{last}", *to],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    until(lambda: ", state import, fenced at LSN " in _cli(c, "show").stdout, 30)
+    kill9(dst)
+    c.nodes[1] = dst = _restart(dst, c)  # without the hold
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert f"moved slots {first}-{last} from 127.0.0.1:{src.port}" in out
+    took = next(line for line in dst.log_lines if "took slots" in line)
+    assert f"({len(keys)} keys)" in took and f", {len(keys)} keys from the tail)" in took
+    rc = _rc(c)
+    try:
+        rc.nodes_manager.initialize()
+        assert [_history(rc, k) for k in keys] == [before[k] for k in keys]
+    finally:
+        rc.close()
+    on_dst = redis.Redis(port=dst.port)
+    assert on_dst.exists(keys[0]) == 0
+    assert on_dst.mget(keys[1:]) == [f"{k}:v2".encode() for k in keys[1:]]
+    assert sorted(k for k in _keys_on(dst.port) if first <= key_slot(k) <= last) == sorted(
+        k.encode() for k in keys[1:]
+    )
+
+
 def test_range_over_two_shards_moves_from_each(created: Cluster) -> None:
     """A range owned by two shards is moved one source at a time, each at its epoch."""
     c = created
