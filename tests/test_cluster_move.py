@@ -295,6 +295,22 @@ def test_move_to_a_node_without_slots(etcd: EtcdCluster, created: Cluster) -> No
     assert len(_keys_on(extra.port)) == 200
 
 
+def _held_move(c: Cluster, state: str, slots: str, port: int, *extra: str) -> subprocess.Popen[str]:
+    """`cluster move` started in the background, the target to be held at `state`
+    (the nodes' TEMPORALSTORE_MOVE_HOLD file, proxy.slotmove)."""
+    assert c.hold is not None
+    c.hold.write_text(state)
+    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
+    to = ["--to", f"127.0.0.1:{port}", *extra, *where]
+    return subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", slots, *to],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     """The target pre-copies the range, then is held before it imports the tail: past
     --timeout the move is aborted, the map is unchanged, the source takes writes to the
@@ -304,17 +320,7 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     key = "b"  # slot 3300, the first shard's
     redis.Redis(port=src.port).set(key, "before")
     assert key_slot(key.encode()) == 3300
-    assert c.hold is not None
-    c.hold.write_text("import")
-    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
-    to = ["--to", f"127.0.0.1:{dst.port}", "--timeout", "5", *where]
-    cli = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", "3000-3999", *to],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    cli = _held_move(c, "import", "3000-3999", dst.port, "--timeout", "5")
     # Meanwhile the source is fenced: a write to the range is answered -TRYAGAIN.
     until(lambda: _wire(src.port, b"SET", b"b", b"during").startswith(b"-TRYAGAIN"), 20)
     assert _wire(src.port, b"SET", b"b", b"during") == (
@@ -356,17 +362,7 @@ def test_writes_go_on_during_the_precopy(created: Cluster) -> None:
     for v in range(2):
         for k in kept + changed + deleted:
             on_src.set(k, f"{k}:v{v}")
-    assert c.hold is not None
-    c.hold.write_text("precopy")
-    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
-    to = ["--to", f"127.0.0.1:{dst.port}", *where]
-    cli = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", f"{first}-{last}", *to],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    cli = _held_move(c, "precopy", f"{first}-{last}", dst.port)
     try:
         state = "state precopy, pre-copied up to LSN "
         until(lambda: state in _cli(c, "show").stdout, 30)
@@ -389,7 +385,8 @@ def test_writes_go_on_during_the_precopy(created: Cluster) -> None:
         finally:
             rc.close()
     finally:
-        c.hold.write_text("")
+        assert c.hold is not None
+        c.hold.write_text("")  # the target goes on
         out, err = cli.communicate(timeout=120)
     assert cli.returncode == 0, err
     assert f"moved slots {first}-{last} from 127.0.0.1:{src.port}" in out
@@ -431,17 +428,7 @@ def test_target_restarted_after_its_precopy_takes_the_whole_range(created: Clust
         before = {k: _history(rc, k) for k in keys}
     finally:
         rc.close()
-    assert c.hold is not None
-    c.hold.write_text("import")
-    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
-    to = ["--to", f"127.0.0.1:{dst.port}", *where]
-    cli = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", f"{first}-{last}", *to],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    cli = _held_move(c, "import", f"{first}-{last}", dst.port)
     until(lambda: ", state import, fenced at LSN " in _cli(c, "show").stdout, 30)
     kill9(dst)
     c.nodes[1] = dst = _restart(dst, c)  # without the hold
