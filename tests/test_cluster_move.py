@@ -348,6 +348,30 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     until(lambda: key.encode() not in _keys_on(dst.port), 20)  # the import dropped
 
 
+def test_move_aborted_in_its_precopy(created: Cluster) -> None:
+    """The target pre-copies, then is held in state precopy: the source is never
+    fenced (it takes writes to the range throughout), and past --timeout the move is
+    aborted, the map unchanged, and the target drops what it pre-copied."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    on_src = redis.Redis(port=src.port)
+    on_src.set("b", "before")  # slot 3300
+    cli = _held_move(c, "precopy", "3000-3999", dst.port, "--timeout", "5")
+    until(lambda: "state precopy, pre-copied up to LSN " in _cli(c, "show").stdout, 30)
+    assert b"b" in _keys_on(dst.port)
+    while cli.poll() is None:
+        assert on_src.set("b", "during") is True  # never -TRYAGAIN
+        time.sleep(0.05)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1
+    assert "slots 3000-3999 not moved within 5 s (state precopy): aborted" in err
+    assert on_src.set("b", "after") is True and on_src.get("b") == b"after"
+    for n in c.nodes:
+        assert _info(n.port)["cluster_current_epoch"] == "1"
+    until(lambda: b"b" not in _keys_on(dst.port), 20)  # the pre-copy dropped
+    assert "no move in progress" in _cli(c, "show").stdout
+
+
 def test_writes_go_on_during_the_precopy(created: Cluster) -> None:
     """While the target pre-copies (held in state precopy once it has, by the test
     hook), the source acknowledges writes and deletions in the range; after the fence
