@@ -175,7 +175,12 @@ MOVE_TIMEOUT_S = 900.0
 LOG_TIME = "%Y-%m-%d %H:%M:%S,%f"
 TOOK = re.compile(
     r"took slots \d+-\d+ \((\d+) keys\).*\(replay ([\d.]+) s, import ([\d.]+) s, "
-    r"durable ([\d.]+) s, map ([\d.]+) s\)"
+    r"durable ([\d.]+) s, map ([\d.]+) s(, (\d+) keys from the tail)?\)"
+)
+ROUNDS = re.compile(r"(\d+) rounds after the first")
+COPIED = re.compile(
+    r"pre-copied slots \d+-\d+ \((\d+) keys\).*\(replay ([\d.]+) s, import ([\d.]+) s, "
+    r"durable ([\d.]+) s\)"
 )
 
 
@@ -234,6 +239,7 @@ class MoveWriter(threading.Thread):
         self.tags = tags
         self.acked: list[tuple[float, bytes, bytes]] = []  # (when, key, value)
         self.tryagain = 0
+        self.first_tryagain = self.last_tryagain = 0.0  # when they came (monotonic)
         self.moved = 0
         self.other_errors: list[str] = []
         self.stopping = threading.Event()
@@ -252,6 +258,8 @@ class MoveWriter(threading.Thread):
                     text = str(e)
                     if "TRYAGAIN" in text:
                         self.tryagain += 1
+                        self.last_tryagain = time.monotonic()
+                        self.first_tryagain = self.first_tryagain or self.last_tryagain
                         time.sleep(0.01)
                     elif (m := re.search(r"MOVED \d+ [\d.]+:(\d+)", text)) is not None:
                         self.moved += 1
@@ -279,12 +287,15 @@ class MoveWriter(threading.Thread):
         return lost
 
 
-def _logged(p: Proc, text: str) -> tuple[float, str]:
-    """The wall time and line of the first line of p's log holding `text`."""
+def _logged(p: Proc, text: str, needed: bool = True) -> tuple[float, str]:
+    """The wall time and line of the first line of p's log holding `text` (0.0 and ""
+    if there is none and it is not `needed`)."""
     for line in p.log.read_text(errors="replace").splitlines():
         if text in line:
             stamp = datetime.strptime(line[:23], LOG_TIME).timestamp()
             return stamp, line
+    if not needed:
+        return 0.0, ""
     raise RuntimeError(f"{p.name}'s log has no line with {text!r}:\n{p.log_tail()}")
 
 
@@ -327,8 +338,11 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
             writer.join(60)
             log(f"cluster move: slots {first}-{last} moved in {seconds:.1f} s")
             # The split, from the nodes' log lines (their times to the millisecond): the
-            # source fenced and flushed; the target took the range (its line gives its
-            # steps' seconds); the source forgot the range and deleted the record.
+            # target pre-copied the range (its line gives its steps' seconds); the source
+            # fenced, flushed; the target took the stream's tail (its line too); the
+            # source forgot the range and deleted the record.
+            copied_at, copied = _logged(dst, "pre-copied slots", needed=False)
+            fencing, _ = _logged(src, "fencing slots")
             fenced, _ = _logged(src, "fenced and flushed")
             took_at, took = _logged(dst, "took slots")
             gave, _ = _logged(src, "gave slots")
@@ -338,6 +352,27 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
             keys_moved = int(m.group(1))
             replay, imported, durable, mapped = (float(m.group(g)) for g in range(2, 6))
             target_started = took_at - (replay + imported + durable + mapped)
+            split = {"start_s": fencing - wall0}
+            pc = COPIED.search(copied)
+            if pc is not None:  # a server that pre-copies: its steps before the fence
+                pre = [float(pc.group(g)) for g in range(2, 5)]
+                split = {
+                    "start_s": copied_at - sum(pre) - wall0,
+                    "precopy_replay_s": pre[0],
+                    "precopy_import_s": pre[1],
+                    "precopy_durable_s": pre[2],
+                    "until_fence_s": fencing - copied_at,
+                }
+            split |= {
+                "fence_flush_s": fenced - fencing,
+                "target_poll_s": target_started - fenced,
+                "replay_s": replay,
+                "import_s": imported,
+                "durable_s": durable,
+                "map_s": mapped,
+                "source_forget_s": gave - took_at,
+                "exit_s": wall1 - gave,
+            }
             readable = _readable(dst.port, tags, per_slot, s.value_bytes)
             with Client(src.port) as c:
                 src_left = int(c.call("DBSIZE"))
@@ -355,15 +390,15 @@ def item_cluster_move(s: Settings) -> dict[str, Any]:
                 "seconds": seconds,
                 "keys_moved": keys_moved,
                 "keys_per_s": keys_moved / seconds,
-                "split": {
-                    "start_fence_flush_s": fenced - wall0,
-                    "target_poll_s": target_started - fenced,
-                    "replay_s": replay,
-                    "import_s": imported,
-                    "durable_s": durable,
-                    "map_s": mapped,
-                    "source_forget_s": gave - took_at,
-                    "exit_s": wall1 - gave,
+                "split": split,
+                # How long writes to the range were refused: from the source's fence to
+                # the map that gives the range away, and as the writer met it.
+                "fence": {
+                    "fence_to_map_s": took_at - fencing,
+                    "precopied_keys": int(pc.group(1)) if pc is not None else 0,
+                    "precopy_rounds": int(r.group(1)) if (r := ROUNDS.search(copied)) else 0,
+                    "tail_keys": int(m.group(7)) if m.group(7) else keys_moved,
+                    "writer_tryagain_s": writer.last_tryagain - writer.first_tryagain,
                 },
                 "readable_on_target": readable,
                 "writer": {

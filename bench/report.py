@@ -1610,7 +1610,7 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
     if not _ok(mv):
         return L + _failed("item 11m", mv)
     assert mv is not None
-    sp, w = mv["split"], mv["writer"]
+    sp, w, fe = mv["split"], mv["writer"], mv["fence"]
     L += [
         "A 2-shard cluster of ours (one etcd member, each node on its own `file://`"
         " storage, async durability, the first shard on the server CPU, the second on the"
@@ -1626,7 +1626,12 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
         " while one writer sends `SET` to the moved slots one at a time, as a cluster"
         " client does: -TRYAGAIN retried 10 ms later, -MOVED followed. The time is from"
         " starting the command to its exit 0; the split comes from the nodes' logs"
-        " (`--log-level info`). The machine is shared with other work and was loaded"
+        " (`--log-level info`). The target pre-copies the range while the source still"
+        " takes writes to it, so the writer is refused only during the short fence: it"
+        " writes far more during the move than when the fence came first (each write a"
+        " new key of the range, which the pre-copy's rounds take again), and the move"
+        " takes longer than one without writes would. The machine is shared with other"
+        " work and may have been loaded"
         ' during the run: see the CPU other processes used meanwhile in "This run"; the'
         " import's seconds in particular are CPU-bound Python on a contended core.",
         "",
@@ -1648,33 +1653,59 @@ def _cluster_move(mv: dict[str, Any] | None) -> list[str]:
             ["writes acknowledged in all (before, during, 1 s after)", f"{w['acked']:,}"],
             ["acknowledged writes lost", f"**{w['lost']}**"],
             ["-TRYAGAIN answers seen by the writer", f"{w['tryagain']:,}"],
+            [
+                "writes to the range refused: the source's fence to the map change",
+                f"**{fe['fence_to_map_s']:.1f} s**",
+            ],
+            [
+                "the writer's first -TRYAGAIN to its last",
+                f"{fe['writer_tryagain_s']:.1f} s",
+            ],
+            [
+                "keys pre-copied (then rounds taking again the keys written meanwhile);"
+                " keys taken again from the tail after the fence",
+                f"{fe['precopied_keys']:,} (+{fe.get('precopy_rounds', 0)} rounds);"
+                f" {fe['tail_keys']:,}",
+            ],
             ["-MOVED answers seen by the writer", f"{w['moved']:,}"],
         ],
     )
     L += ["", "Where the time went:", ""]
-    L += _table(
-        ["step", "seconds"],
+    rows = [["the command's start-up and checks, until the next step", f"{sp['start_s']:.1f}"]]
+    if "precopy_replay_s" in sp:
+        rows += [
+            [
+                "pre-copy: the target replays the source's stream (then its rounds' tails)",
+                f"{sp['precopy_replay_s']:.1f}",
+            ],
+            [
+                "pre-copy: the target imports the range's keys (then those written meanwhile)",
+                f"{sp['precopy_import_s']:.1f}",
+            ],
+            ["pre-copy: the imports made durable", f"{sp['precopy_durable_s']:.1f}"],
+            ["until the source fences (it polls etcd)", f"{sp['until_fence_s']:.1f}"],
+        ]
+    rows += [
+        ["the source's fence and flush", f"{sp['fence_flush_s']:.1f}"],
         [
-            [
-                "the command's start-up and checks, the source's fence and flush",
-                f"{sp['start_fence_flush_s']:.1f}",
-            ],
-            [
-                "until the target starts (it polls etcd for the move record)",
-                f"{sp['target_poll_s']:.1f}",
-            ],
-            ["the target replays the source's stream", f"{sp['replay_s']:.1f}"],
-            ["the target imports the range's keys", f"{sp['import_s']:.1f}"],
-            ["the import made durable", f"{sp['durable_s']:.1f}"],
-            ["the slot map changed (etcd transaction, refresh)", f"{sp['map_s']:.2f}"],
-            [
-                "the source sees the new map, forgets the range (a FORGET record, made"
-                " durable) and deletes the move record",
-                f"{sp['source_forget_s']:.1f}",
-            ],
-            ["the command notices (it polls every 0.1 s) and exits", f"{sp['exit_s']:.1f}"],
+            "until the target goes on (it polls etcd for the move record)",
+            f"{sp['target_poll_s']:.1f}",
         ],
-    )
+        [
+            "the target replays the source's stream (its tail after a pre-copy)",
+            f"{sp['replay_s']:.1f}",
+        ],
+        ["the target imports the keys (those written in the tail)", f"{sp['import_s']:.1f}"],
+        ["the import made durable", f"{sp['durable_s']:.1f}"],
+        ["the slot map changed (etcd transaction, refresh)", f"{sp['map_s']:.2f}"],
+        [
+            "the source sees the new map, forgets the range (a FORGET record, made"
+            " durable) and deletes the move record",
+            f"{sp['source_forget_s']:.1f}",
+        ],
+        ["the command notices (it polls every 0.1 s) and exits", f"{sp['exit_s']:.1f}"],
+    ]
+    L += _table(["step", "seconds"], rows)
     c = mv["commands"]
     L += ["", *_code(c["server"], c["move"]), ""]
     return L

@@ -2,15 +2,20 @@
 slot map (flusher.slotmap), under `/<cluster>/cluster/`:
 
 - `move`: the move in progress, at most one (JSON: first, last, source and target
-  shards, state, and once the source has fenced the range, the LSN it fenced at). A
-  shard is named by its node's id, or a replicated shard by its group (`shard_id`):
-  whichever node leads the group when a step is due does it, so a move goes on
-  across a failover of either shard's primary.
+  shards, state; once the target has pre-copied the range, the source's LSN it copied
+  up to and a token naming that pre-copy; once the source has fenced the range, the
+  LSN it fenced at). A shard is named by its node's id, or a replicated shard by its
+  group (`shard_id`): whichever node leads the group when a step is due does it, so a
+  move goes on across a failover of either shard's primary.
   `temporalstore cluster move` creates it (only where there is none) in state
-  `fence`; the source fences, flushes and sets `import` with its fenced LSN; the
-  target imports and, in one transaction, replaces the slot map (the range now its
-  own, epoch + 1) and sets `done`; the source then forgets the moved keys and deletes
-  the record. Every change compares the record's modification revision with the one
+  `precopy`; the target imports the range as the source's stream holds it so far,
+  the source still taking writes to it, and sets `fence`; the source fences, flushes
+  and sets `import` with its fenced LSN; the target imports again the keys written
+  since its pre-copy (all of them if its pre-copy is not in its memory: a restart, a
+  failover) and, in one transaction, replaces the slot map (the range now its own,
+  epoch + 1) and sets `done`; the source then forgets the moved keys and deletes the
+  record. A record created in `fence` (by an older `cluster move`) skips the
+  pre-copy. Every change compares the record's modification revision with the one
   its writer read (and the target's, the map's too): one writer wins each step, and an
   abort (deleting the record before `done`) and the target's commit of the map cannot
   both happen. A replicated shard's primary fences its writes on its group's leader
@@ -30,7 +35,8 @@ from flusher.coordination import DEFAULT_TIMEOUT_S, CoordinationError, _call, _r
 from flusher.slotmap import map_key
 from store.slots import SlotMap
 
-FENCE = "fence"  # created: the source is to fence the range and flush
+PRECOPY = "precopy"  # created: the target is to import what the source holds so far
+FENCE = "fence"  # pre-copied: the source is to fence the range and flush
 IMPORT = "import"  # fenced and flushed up to fenced_lsn: the target is to take it
 DONE = "done"  # the map gives the range to the target: the source is to forget it
 
@@ -54,8 +60,10 @@ class Move:
     last: int
     source: str  # shard ids (`shard_id`)
     target: str
-    state: str = FENCE
+    state: str = PRECOPY
     fenced_lsn: int = 0
+    copied_lsn: int = 0  # the source's LSN the target's pre-copy read up to
+    copy: str = ""  # names the target's pre-copy (the node that made it knows it)
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()
@@ -86,6 +94,8 @@ async def read_move(
             str(doc["target"]),
             str(doc["state"]),
             int(doc.get("fenced_lsn", 0)),
+            int(doc.get("copied_lsn", 0)),
+            str(doc.get("copy", "")),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"the move record of {cluster} is malformed: {exc}") from exc

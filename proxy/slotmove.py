@@ -4,35 +4,54 @@ node's poller, proxy.cluster_node), and `temporalstore cluster move` and `cluste
 The move is a record in etcd (flusher.slotmove) that the nodes carry forward:
 
 1. `cluster move` checks the request (the target is a registered node, every slot of
-   the range is served, no other move runs) and creates the record, `fence`, once per
-   source shard when the range spans several.
-2. The source fences the range (`ClusterView.fenced`: its writes answer -TRYAGAIN,
+   the range is served, no other move runs) and creates the record, `precopy`, once
+   per source shard when the range spans several.
+2. Pre-copy: the target reads the source's stream (its --storage, registered in
+   etcd) into a scratch store as far as it is durable, forgets whatever an earlier,
+   unfinished try left of the range, takes the range's keys with every version
+   (store.moves: IMPORT records of its own stream, LSNs renumbered into its own),
+   waits until they are durable; then, in rounds (ROUNDS at most), reads on over what
+   the source wrote meanwhile and takes again the range's keys written in it, as
+   step 4 does, until a round has few of them (SETTLED); then sets `fence`, naming
+   this pre-copy (`copy`) and the source's LSN it read up to. The source takes
+   writes to the range all along.
+3. The source fences the range (`ClusterView.fenced`: its writes answer -TRYAGAIN,
    reads are served), waits until everything it committed is durable in its own
    stream, and sets `import` with that LSN (the fenced LSN).
-3. The target reads the source's stream (its --storage, registered in etcd) into a
-   scratch store, up to at least the fenced LSN (nothing after it touches the
-   range), forgets whatever an earlier, unfinished try left of the range, takes the
-   range's keys with every version (store.moves: IMPORT records of its own stream,
-   LSNs renumbered into its own), waits until they are durable, then in one etcd
-   transaction gives itself the range in the slot map (epoch + 1) and sets `done`.
-4. The source sees the new map (its clients now get -MOVED to the target), forgets
+4. The target reads the tail of the source's stream into the same scratch store, up
+   to at least the fenced LSN (nothing after it touches the range), takes again the
+   range's keys written in that tail (by the version indexes, or the scratch store's
+   chains where its index does not reach back so far: on the source, and by its own
+   store, an expiry say), each with its whole chain replacing what the pre-copy took
+   (a key deleted in the tail is deleted here too), waits until they are durable,
+   then in one etcd transaction gives itself the range in the slot map (epoch + 1)
+   and sets `done`. Writes to the range are refused only from step 3 to
+   here: the tail, not the whole stream. A target without the pre-copy in memory (it
+   restarted, or its group failed over, since) takes the whole range again instead,
+   from the start (one whose own index does not reach back to it, from its scratch
+   store).
+5. The source sees the new map (its clients now get -MOVED to the target), forgets
    the range's keys (a FORGET record of its stream), lifts the fence and deletes the
    record. `cluster move` sees it gone and the map changed: done.
+
+Until the map gives the range to the target, the target serves none of the keys it
+took (routing answers -MOVED to the source), though DBSIZE, KEYS and SCAN count them.
 
 A shard is its node, or a replicated shard (a group's nodes, started with --group)
 its group (flusher.slotmove.shard_id): the group's primary of the moment does the
 shard's steps, its etcd writes fenced on the group's leader key; its IMPORT and
 FORGET records reach the group's replicas through replication as any other; its
-storage is the group's shared prefix. Every node of a source group fences the range,
-so a replica promoted during the move refuses writes to it from its first one.
+storage is the group's shared prefix. Every node of a source group fences the range
+from `fence` on, so a replica promoted during the move refuses writes to it from its
+first one.
 
 A move is resumable: the record stays until the nodes finish it, each step is
 repeated by the node whose turn it is until it succeeds (after a restart or a
 failover too), and a target that died half-way imports again from the start.
 `cluster move` aborts the move when it has not reached `done` within its --timeout
 (the record is deleted by a transaction against the revision it read, which the
-target's commit of the map cannot also win): the map is unchanged and the source
-lifts its fence.
+target's commit of the map cannot also win): the map is unchanged, the source lifts
+its fence and the target forgets what it took.
 """
 
 from __future__ import annotations
@@ -44,12 +63,13 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from commands.session import ServerCore
 from flusher.clustersnaps import recorded
 from flusher.coordination import CoordinationError, etcd_client
-from flusher.objectapi import ObjectStoreError
+from flusher.objectapi import ObjectStore, ObjectStoreError
 from flusher.objectstore import open_object_store
 from flusher.slotmap import node_id_for, nodes, read_map
 from flusher.slotmove import (
@@ -57,6 +77,7 @@ from flusher.slotmove import (
     FENCE,
     GROUP_PREFIX,
     IMPORT,
+    PRECOPY,
     Fence,
     Move,
     MoveConflict,
@@ -68,15 +89,19 @@ from flusher.slotmove import (
     read_storage,
     shard_id,
 )
-from replay.replay import recover
+from replay.replay import Recovery, ReplayError, recover
 from store import Store, now_ms
 from store.moves import (
     IMPORT_CMD,
     carried_tables,
+    export_keys,
     export_range,
+    held,
+    in_range,
     longest_chain,
     range_keys,
     renumber,
+    written_since,
 )
 from store.policy import HistoryPolicy
 from store.slots import SLOTS, ClusterView, Shard, SlotMap, owner_runs, reassign
@@ -85,6 +110,11 @@ log = logging.getLogger("temporalstore")
 
 BATCH = 1000
 """Keys per IMPORT record."""
+ROUNDS = 5
+"""Pre-copy rounds at most after the first, each taking the keys written during the
+one before."""
+SETTLED = 2 * BATCH
+"""A round that took fewer keys than this ends the pre-copy."""
 DURABLE_WAIT_S = 30.0
 
 
@@ -111,6 +141,48 @@ class MovingNode(Protocol):
         """Read the slot map; apply it if it changed."""
 
 
+HOLD_ENV = "TEMPORALSTORE_MOVE_HOLD"
+"""Tests only: the name of a file; while it holds a state's name (`precopy`: after
+the pre-copy, `import`: before the import of the tail), the target waits there."""
+
+
+def _held(state: str) -> bool:
+    path = os.environ.get(HOLD_ENV)
+    if not path:
+        return False
+    try:
+        with open(path) as f:
+            return f.read().strip() == state
+    except OSError:
+        return False
+
+
+def _reached(rec: Recovery, lsn: int) -> None:
+    """The replay of the source's stream reached `lsn` (the fenced LSN: it is durable
+    there; a replay that did not was early, or read a stale listing: tried again)."""
+    if rec.lsn < lsn:
+        raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {lsn}")
+
+
+@dataclass
+class PreCopy:
+    """What this node's pre-copy of a range leaves for the import of the tail: the
+    scratch store of the source's stream, which the tail continues."""
+
+    move: tuple[int, int, str]  # the range and the source shard
+    token: str  # names it in the move record (`Move.copy`)
+    scratch: Store
+    recovery: Recovery
+    lsn: int  # the source's LSN the scratch store had reached when last imported
+    at: int  # this store's last LSN of that import
+    keys: int  # about how many keys of the range that left here
+
+    def advanced(self, keys: int, at: int) -> None:
+        """The scratch store's keys written up to its LSN now are imported, the last
+        at this store's LSN `at`."""
+        self.lsn, self.at, self.keys = self.scratch.lsn, at, keys
+
+
 class MoveWorker:
     """This node's part in the move recorded in etcd, one step per poll."""
 
@@ -121,6 +193,10 @@ class MoveWorker:
         # again by the shard's primary if the move is aborted (a replica keeps it in
         # mind in case it is promoted; a restart forgets it at the next try to move it).
         self.imported: tuple[int, int] | None = None
+        # The pre-copy this node made for the move in progress, in memory only: a
+        # restart or a failover loses it, and the import of the tail is then a whole
+        # import again.
+        self.copy: PreCopy | None = None
 
     @property
     def shard(self) -> str:
@@ -144,9 +220,10 @@ class MoveWorker:
 
     async def fence_check(self) -> None:
         """Fence the range of the move this node's shard gives away, if one is recorded
-        (a node about to serve its shard's writes: started, or promoted)."""
+        past its pre-copy (a node about to serve its shard's writes: started, or
+        promoted)."""
         move, _ = await read_move(self.node.client, self.node.cluster)
-        if move is not None and move.source == self.shard:
+        if move is not None and move.source == self.shard and move.state != PRECOPY:
             self.node.view.fenced = (move.first, move.last)
         if self.node.view.group and self._leads():
             # A promoted primary commits after every recorded seal too: its group may
@@ -162,7 +239,14 @@ class MoveWorker:
         move, revision = await read_move(node.client, node.cluster)
         me = self.shard
         leads = self._leads()
-        if self.imported is not None and (move is None or move.state == FENCE) and leads:
+        ours = move is not None and move.target == me
+        if move is None or not ours or not leads or self._copied(move) is None:
+            self.copy = None  # not (or no longer) this move's, or not this node's turn
+        if (
+            self.imported is not None
+            and leads
+            and (move is None or not ours or (move.first, move.last) != self.imported)
+        ):
             await self._drop_aborted(*self.imported)
         if move is None or me not in (move.source, move.target):
             self.active = move is not None
@@ -172,6 +256,11 @@ class MoveWorker:
             return
         self.active = True
         if move.source == me:
+            if move.state == PRECOPY:  # the target copies: writes go on meanwhile
+                if view.fenced is not None:  # of an aborted move
+                    view.fenced = None
+                    log.info("cluster %s: fence lifted", node.cluster)
+                return
             if view.fenced is None:
                 log.info("cluster %s: fencing slots %d-%d", node.cluster, move.first, move.last)
             view.fenced = (move.first, move.last)  # a group's replicas too
@@ -181,10 +270,11 @@ class MoveWorker:
                 await self._fence(move, revision)
             elif move.state == DONE:
                 await self._forget(move, revision)
-        elif move.state == IMPORT:
-            if leads:
-                await self._import(move, revision)
-            elif self.imported is None:  # a replica of the target: its primary imports
+        elif move.state == DONE:
+            if not leads:
+                self.imported = None
+        elif not leads:  # a replica of the target: its primary imports
+            if self.imported is None:
                 log.info(
                     "cluster %s: slots %d-%d being imported by this shard's primary",
                     node.cluster,
@@ -192,12 +282,23 @@ class MoveWorker:
                     move.last,
                 )
                 self.imported = (move.first, move.last)  # in case it fails over
-        elif move.state == DONE and not leads:
-            self.imported = None
+        elif move.state == PRECOPY:
+            await self._precopy(move, revision)
+        elif move.state == IMPORT and not _held(IMPORT):
+            await self._import(move, revision)
+
+    def _copied(self, move: Move) -> PreCopy | None:
+        """This node's pre-copy of `move`'s range, if it made one and the record names
+        no other (its keys are still in this store as it imported them: the tail read
+        from its LSN on brings them to the fence, whichever record asked for it)."""
+        copy = self.copy
+        if copy is None or copy.move != (move.first, move.last, move.source):
+            return None
+        return copy if move.copy in ("", copy.token) else None
 
     def _commit(self, op: tuple[Any, ...], not_before_ms: int = 0) -> int:
         """Commit a database op of the move (at `not_before_ms` or later: see
-        `_import`)."""
+        `_take`)."""
         if not self._leads():  # the lease lapsed during the step: not this node's turn
             raise ValueError(f"this node no longer leads group {self.node.view.group}")
         store = self.node.state.store
@@ -248,32 +349,142 @@ class MoveWorker:
             lsn,
         )
 
-    async def _import(self, move: Move, revision: int) -> None:
-        node = self.node
-        found = await read_storage(node.client, node.cluster, move.source)
+    async def _source_stream(self, move: Move) -> ObjectStore:
+        """The source's storage, opened (the caller closes it)."""
+        found = await read_storage(self.node.client, self.node.cluster, move.source)
         if found is None:
             raise ValueError(f"shard {move.source} registered no storage")
-        view = node.view
+        view = self.node.view
         if view.group and 0 <= view.mine != view.me:
             raise ValueError(f"the slot map names another primary of shard {view.group} yet")
-        store = node.state.store
-        started = time.monotonic()
+        return open_object_store(*found)
+
+    async def _replay(self, move: Move) -> tuple[Store, Recovery]:
+        """The source's stream so far, replayed into a scratch store keeping every
+        version."""
+        store = self.node.state.store
         scratch = Store(databases=max(16, len(store.dbs)), history=HistoryPolicy("all", 0))
-        objects = open_object_store(*found)
+        objects = await self._source_stream(move)
         try:
-            rec = await recover(scratch, objects)
+            return scratch, await recover(scratch, objects)
         finally:
             await objects.close()
-        if rec.lsn < move.fenced_lsn:
-            raise ValueError(f"the source's stream ends at LSN {rec.lsn}, before {move.fenced_lsn}")
-        items = export_range(scratch.dbs[0], move.first, move.last)
-        source_ms = scratch.last_time_ms
+
+    async def _precopy(self, move: Move, revision: int) -> None:
+        """Import the range as the source's stream holds it so far (the source still
+        takes writes to it), take again what was written meanwhile for a few rounds,
+        then hand the move on to the source's fence."""
+        node = self.node
+        copy = self._copied(move)
+        if copy is None:
+            started = time.monotonic()
+            scratch, rec = await self._replay(move)
+            items = export_range(scratch.dbs[0], move.first, move.last)
+            replayed = time.monotonic()
+            left = range_keys(node.state.store.dbs[0], move.first, move.last)
+            lsn = self._take(move, scratch, items, left)
+            imported = time.monotonic()
+            await self._durable(lsn)
+            token = os.urandom(8).hex()
+            copy = PreCopy((move.first, move.last, move.source), token, scratch, rec, 0, 0, 0)
+            copy.advanced(len(items), lsn)
+            self.copy = copy
+            spent = [replayed - started, imported - replayed, time.monotonic() - imported]
+            rounds = await self._rounds(move, copy, spent)
+            log.info(
+                "cluster %s: pre-copied slots %d-%d (%d keys) up to the source's LSN %d, "
+                "%d rounds after the first (replay %.3f s, import %.3f s, durable %.3f s)",
+                node.cluster,
+                move.first,
+                move.last,
+                len(items),
+                copy.lsn,
+                rounds,
+                *spent,
+            )
+        elif _held(PRECOPY):
+            return
+        move.copied_lsn, move.copy = copy.lsn, copy.token
+        move.state = PRECOPY if _held(PRECOPY) else FENCE
+        await put_move(node.client, node.cluster, move, revision, node.leading())
+
+    async def _rounds(self, move: Move, copy: PreCopy, spent: list[float]) -> int:
+        """Take again, round after round, the keys written while the last round ran,
+        until one has few (so the fence's tail is short) or ROUNDS have run; add
+        their seconds to `spent` (replay, import, durable). Returns how many ran."""
+        for done in range(ROUNDS):
+            started = time.monotonic()
+            try:
+                found = await self._advance(move, copy, 0)
+            except ReplayError as exc:  # the fence's step reads the stream again
+                log.warning("cluster %s: pre-copy round: %s", self.node.cluster, exc)
+                return done
+            if found is None:
+                return done
+            items, forget = found
+            replayed = time.monotonic()
+            keys = self._keys_after(copy, items, forget)
+            lsn = self._take(move, copy.scratch, items, forget)
+            copy.advanced(keys, lsn)
+            imported = time.monotonic()
+            await self._durable(lsn)
+            marks = (started, replayed, imported, time.monotonic())
+            for i in range(3):
+                spent[i] += marks[i + 1] - marks[i]
+            log.info(
+                "cluster %s: pre-copy round %d: %d keys written meanwhile taken again",
+                self.node.cluster,
+                done + 1,
+                len(forget),
+            )
+            if len(forget) < SETTLED:
+                return done + 1
+        return ROUNDS
+
+    def _keys_after(self, copy: PreCopy, items: list[Any], forget: list[bytes]) -> int:
+        """How many keys of the range this store will hold once `forget` is forgotten
+        and `items` imported."""
+        db = self.node.state.store.dbs[0]
+        return copy.keys - sum(1 for k in forget if held(db, k)) + len(items)
+
+    async def _advance(
+        self, move: Move, copy: PreCopy, until: int
+    ) -> tuple[list[Any], list[bytes]] | None:
+        """Continue the pre-copy's scratch store over the source's stream (to `until`
+        at least): the IMPORT items of the range's keys written since the pre-copy's
+        last point (on the source, or by this store itself: an expiry, a FLUSHALL) and
+        those keys, to forget first. None when this store's are not known (its version
+        index does not reach back so far): then the whole range is imported again."""
+        objects = await self._source_stream(move)
+        try:
+            copy.recovery = await recover(copy.scratch, objects, None, after=copy.recovery)
+        finally:
+            await objects.close()
+        _reached(copy.recovery, until)
+        scratch, store = copy.scratch, self.node.state.store
+        ours = store.keys_written(0, copy.at, store.lsn)
+        if ours is None:
+            log.info("cluster %s: the keys written here since are not known", self.node.cluster)
+            return None
+        db = scratch.dbs[0]
+        theirs = scratch.keys_written(0, copy.lsn, scratch.lsn)
+        if theirs is None:  # the index does not reach back so far: the chains say
+            theirs = set(written_since(db, range_keys(db, move.first, move.last), copy.lsn))
+        keys = [k for k in theirs | ours if in_range(k, move.first, move.last)]
+        return export_keys(db, keys), keys
+
+    def _take(self, move: Move, scratch: Store, items: list[Any], forget: list[bytes]) -> int:
+        """Forget `forget` (what an earlier try, or the pre-copy, left of the keys),
+        then import `items` (exported from `scratch`, the source's stream replayed)
+        with the tables they need. Returns the last LSN committed. All in one step of
+        the event loop: nothing else commits in between, so this store's writes to the
+        range after that LSN are the ones made since (`_advance` reads them)."""
+        node = self.node
+        store = node.state.store
+        self.imported = (move.first, move.last)
         tables = carried_tables(scratch, store, items, bool(node.state.config.etcd_endpoints))
-        del scratch
-        replayed = time.monotonic()
-        left = range_keys(store.dbs[0], move.first, move.last)
-        if left:
-            self._commit(("forget", tuple(left)))
+        if forget:
+            self._commit(("forget", tuple(forget)))
         for op in tables:  # the moved keys' tables, where this shard has none
             self._commit(op)
             log.info(
@@ -288,13 +499,46 @@ class MoveWorker:
         # is past its seals: store.keyspace), so the moved keys' later versions here
         # are later by time than any seal of the source (a cluster snapshot reads the
         # moved keys by time: proxy.cluster_time).
-        lsn = self._commit(("import", ()), source_ms)
+        lsn = self._commit(("import", ()), scratch.last_time_ms)
         while store.lsn < longest_chain(items):
             lsn = self._commit(("import", ()))
-        self.imported = (move.first, move.last)
         for i in range(0, len(items), BATCH):
             batch = renumber(store, items[i : i + BATCH], store.lsn)
             lsn = self._commit(("import", tuple(batch)))
+        return lsn
+
+    async def _import(self, move: Move, revision: int) -> None:
+        """Take the range up to the fenced LSN: the keys written since this node's
+        pre-copy, or (no pre-copy of this move in memory) the whole range again; then
+        commit the map that gives it to this shard."""
+        node = self.node
+        view = node.view
+        store = node.state.store
+        started = time.monotonic()
+        copy = self._copied(move)
+        tail: tuple[list[Any], list[bytes]] | None = None
+        if copy is not None:
+            try:
+                tail = await self._advance(move, copy, move.fenced_lsn)
+            except ReplayError as exc:  # compacted meanwhile, say: read it all again
+                log.warning("cluster %s: the pre-copy cannot go on (%s)", node.cluster, exc)
+                self.copy = copy = None
+        if tail is not None and copy is not None:
+            scratch = copy.scratch
+            items, forget = tail
+            keys = self._keys_after(copy, items, forget)
+        else:
+            if copy is None:
+                scratch, rec = await self._replay(move)
+                _reached(rec, move.fenced_lsn)
+            else:
+                scratch = copy.scratch
+            items = export_range(scratch.dbs[0], move.first, move.last)
+            forget = range_keys(store.dbs[0], move.first, move.last)
+            keys = len(items)
+        replayed = time.monotonic()
+        lsn = self._take(move, scratch, items, forget)
+        del scratch, copy
         imported = time.monotonic()
         await self._durable(lsn)
         durable = time.monotonic()
@@ -306,22 +550,23 @@ class MoveWorker:
         await commit_move(
             node.client, node.cluster, move, revision, new, map_revision, node.leading()
         )
-        self.imported = None
+        self.imported = self.copy = None
         await self._after_seals(move.source)
         await node.refresh()
         log.info(
             "cluster %s: took slots %d-%d (%d keys) at LSN %d, epoch %d "
-            "(replay %.3f s, import %.3f s, durable %.3f s, map %.3f s)",
+            "(replay %.3f s, import %.3f s, durable %.3f s, map %.3f s, %d keys from the tail)",
             node.cluster,
             move.first,
             move.last,
-            len(items),
+            keys,
             lsn,
             new.epoch,
             replayed - started,
             imported - replayed,
             durable - imported,
             time.monotonic() - durable,
+            len(items),
         )
 
     async def _drop_aborted(self, first: int, last: int) -> None:
@@ -426,7 +671,9 @@ async def _show(endpoints: str, cluster: str) -> int:
     if move is None:
         print("no move in progress")
     else:
-        fenced = f", fenced at LSN {move.fenced_lsn}" if move.state != FENCE else ""
+        fenced = f", fenced at LSN {move.fenced_lsn}" if move.state not in (PRECOPY, FENCE) else ""
+        if move.copied_lsn:
+            fenced += f", pre-copied up to LSN {move.copied_lsn}"
         print(
             f"move in progress: slots {move.first}-{move.last} from "
             f"{names.get(move.source, move.source)} to {names.get(move.target, move.target)}, "

@@ -29,9 +29,11 @@ the taking shard get later LSNs, so each key's chain stays ordered by LSN and by
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from store.accounting import PACKED_BYTES, chain_bytes
+from store.chains import V_LSN
 from store.dataset import weigh
 from store.image import key_item, load_item
 from store.slots import key_slot
@@ -61,7 +63,29 @@ def range_keys(db: Database, first: int, last: int) -> list[bytes]:
 def export_range(db: Database, first: int, last: int) -> list[tuple[Any, ...]]:
     """The IMPORT items of every key of `db` in slots first..last, chains in the
     giving store's LSNs."""
-    return [key_item(db, key, db.data.get(key), None) for key in range_keys(db, first, last)]
+    return export_keys(db, range_keys(db, first, last))
+
+
+def held(db: Database, key: bytes) -> bool:
+    """`db` holds `key`: live, or with history only."""
+    return key in db.data or key in db.chains
+
+
+def export_keys(db: Database, keys: Iterable[bytes]) -> list[tuple[Any, ...]]:
+    """The IMPORT items of those of `keys` that `db` holds, chains in its LSNs."""
+    return [key_item(db, key, db.data.get(key), None) for key in keys if held(db, key)]
+
+
+def written_since(db: Database, keys: Iterable[bytes], lsn: int) -> list[bytes]:
+    """Those of `keys` with a version in `db` after `lsn` (its history keeps every
+    version: a scratch store's)."""
+    chains = db.chains
+    out = []
+    for key in keys:
+        newer = chains.since(key, lsn)
+        if newer and newer[-1][V_LSN] > lsn:
+            out.append(key)
+    return out
 
 
 def carried_tables(

@@ -11,8 +11,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import redis
@@ -20,6 +22,7 @@ from redis.cluster import RedisCluster
 
 from flusher.coordination import etcd_client
 from flusher.slotmap import node_id_for, write_map
+from proxy.slotmove import HOLD_ENV
 from store.slots import Shard, SlotMap, key_slot, spread
 from tests.conftest import ROOT, ServerProcess, start_temporalstore, until
 from tests.etcd import EtcdCluster, unique_group
@@ -60,6 +63,9 @@ class Cluster:
     name: str
     endpoints: str
     nodes: list[ServerProcess]
+    # The nodes' TEMPORALSTORE_MOVE_HOLD file: a move's state written there holds a
+    # target at it (proxy.slotmove); none: no hold.
+    hold: Path | None = None
 
     def create(self) -> subprocess.CompletedProcess[str]:
         addresses = (f"127.0.0.1:{n.port}" for n in self.nodes)
@@ -71,13 +77,14 @@ def cluster(etcd: EtcdCluster) -> Iterator[Cluster]:
     name = unique_group("cluster")
     endpoints = ",".join(etcd.endpoints)
     args = ["--cluster-enabled", "yes", "--etcd-endpoints", endpoints, "--cluster-name", name]
+    hold = Path(tempfile.mkdtemp(prefix="ts-hold-")) / "hold"
     nodes: list[ServerProcess] = []
     try:
         for _ in range(3):
-            nodes.append(start_temporalstore(args))
+            nodes.append(start_temporalstore(args, env={HOLD_ENV: str(hold)}))
         for n in nodes:
             until(lambda n=n: any("registered" in line for line in n.log_lines), 20)
-        yield Cluster(name, endpoints, nodes)
+        yield Cluster(name, endpoints, nodes, hold)
     finally:
         for n in nodes:
             n.stop()

@@ -11,7 +11,6 @@ that a bad request changes nothing.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import threading
@@ -296,42 +295,48 @@ def test_move_to_a_node_without_slots(etcd: EtcdCluster, created: Cluster) -> No
     assert len(_keys_on(extra.port)) == 200
 
 
+def _held_move(c: Cluster, state: str, slots: str, port: int, *extra: str) -> subprocess.Popen[str]:
+    """`cluster move` started in the background, the target to be held at `state`
+    (the nodes' TEMPORALSTORE_MOVE_HOLD file, proxy.slotmove)."""
+    assert c.hold is not None
+    c.hold.write_text(state)
+    where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
+    to = ["--to", f"127.0.0.1:{port}", *extra, *where]
+    return subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", slots, *to],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
-    """The target stops (SIGSTOP) before it can import: past --timeout the move is
-    aborted, the map is unchanged and the source takes writes to the range again."""
+    """The target pre-copies the range, then is held before it imports the tail: past
+    --timeout the move is aborted, the map is unchanged, the source takes writes to the
+    range again and the target drops what it imported."""
     c = created
     src, dst = c.nodes[0], c.nodes[1]
     key = "b"  # slot 3300, the first shard's
     redis.Redis(port=src.port).set(key, "before")
     assert key_slot(key.encode()) == 3300
-    dst.proc.send_signal(signal.SIGSTOP)
-    try:
-        where = ["--etcd-endpoints", c.endpoints, "--cluster-name", c.name]
-        to = ["--to", f"127.0.0.1:{dst.port}", "--timeout", "3", *where]
-        cli = subprocess.Popen(
-            [sys.executable, "-m", "proxy.cli", "cluster", "move", "--slots", "3000-3999", *to],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        # Meanwhile the source is fenced: a write to the range is answered -TRYAGAIN.
-        until(lambda: _wire(src.port, b"SET", b"b", b"during").startswith(b"-TRYAGAIN"), 20)
-        assert _wire(src.port, b"SET", b"b", b"during") == (
-            b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
-        )
-        read = _wire(src.port, b"GET", b"b")  # reads are served: the last accepted write
-        assert read in (b"$6\r\nbefore\r\n", b"$6\r\nduring\r\n")
-        show = _cli(c, "show").stdout
-        assert (
-            f"move in progress: slots 3000-3999 from 127.0.0.1:{src.port} to "
-            f"127.0.0.1:{dst.port}, state import, fenced at LSN "
-        ) in show
-        _, err = cli.communicate(timeout=60)
-    finally:
-        dst.proc.send_signal(signal.SIGCONT)
+    cli = _held_move(c, "import", "3000-3999", dst.port, "--timeout", "5")
+    # Meanwhile the source is fenced: a write to the range is answered -TRYAGAIN.
+    until(lambda: _wire(src.port, b"SET", b"b", b"during").startswith(b"-TRYAGAIN"), 20)
+    assert _wire(src.port, b"SET", b"b", b"during") == (
+        b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+    )
+    read = _wire(src.port, b"GET", b"b")  # reads are served: the last accepted write
+    assert read in (b"$6\r\nbefore\r\n", b"$6\r\nduring\r\n")
+    show = _cli(c, "show").stdout
+    assert (
+        f"move in progress: slots 3000-3999 from 127.0.0.1:{src.port} to "
+        f"127.0.0.1:{dst.port}, state import, fenced at LSN "
+    ) in show
+    assert key.encode() in _keys_on(dst.port)  # pre-copied, not served: the map is the same
+    _, err = cli.communicate(timeout=60)
     assert cli.returncode == 1
-    assert "slots 3000-3999 not moved within 3 s (state import): aborted" in err
+    assert "slots 3000-3999 not moved within 5 s (state import): aborted" in err
     plain = redis.Redis(port=src.port)
     # The fence is lifted at the source's next look at the move (every 0.1 s): until
     # then a write is answered -TRYAGAIN.
@@ -340,6 +345,134 @@ def test_move_that_cannot_finish_is_aborted(created: Cluster) -> None:
     for n in c.nodes:
         assert _info(n.port)["cluster_current_epoch"] == "1"
     assert "no move in progress" in _cli(c, "show").stdout
+    until(lambda: key.encode() not in _keys_on(dst.port), 20)  # the import dropped
+
+
+def test_move_aborted_in_its_precopy(created: Cluster) -> None:
+    """The target pre-copies, then is held in state precopy: the source is never
+    fenced (it takes writes to the range throughout), and past --timeout the move is
+    aborted, the map unchanged, and the target drops what it pre-copied."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    on_src = redis.Redis(port=src.port)
+    on_src.set("b", "before")  # slot 3300
+    cli = _held_move(c, "precopy", "3000-3999", dst.port, "--timeout", "5")
+    until(lambda: "state precopy, pre-copied up to LSN " in _cli(c, "show").stdout, 30)
+    assert b"b" in _keys_on(dst.port)
+    while cli.poll() is None:
+        assert on_src.set("b", "during") is True  # never -TRYAGAIN
+        time.sleep(0.05)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1
+    assert "slots 3000-3999 not moved within 5 s (state precopy): aborted" in err
+    assert on_src.set("b", "after") is True and on_src.get("b") == b"after"
+    for n in c.nodes:
+        assert _info(n.port)["cluster_current_epoch"] == "1"
+    until(lambda: b"b" not in _keys_on(dst.port), 20)  # the pre-copy dropped
+    assert "no move in progress" in _cli(c, "show").stdout
+
+
+def test_writes_go_on_during_the_precopy(created: Cluster) -> None:
+    """While the target pre-copies (held in state precopy once it has, by the test
+    hook), the source acknowledges writes and deletions in the range; after the fence
+    the target takes those keys again from the stream's tail: each is there with its
+    whole history, the deleted one deleted, the others as pre-copied."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    first, last = 3000, 3999  # the first shard's
+    # One slot (3300, hash tag b): MGET and DEL take them together.
+    kept, changed, deleted, fresh = ([f"{{b}}:{p}{i}" for i in range(5)] for p in "kcdn")
+    on_src = redis.Redis(port=src.port)
+    for v in range(2):
+        for k in kept + changed + deleted:
+            on_src.set(k, f"{k}:v{v}")
+    cli = _held_move(c, "precopy", f"{first}-{last}", dst.port)
+    try:
+        state = "state precopy, pre-copied up to LSN "
+        until(lambda: state in _cli(c, "show").stdout, 30)
+        # Pre-copied: the target holds the keys, and serves none of them yet.
+        assert set(kept + changed) <= {k.decode() for k in _keys_on(dst.port)}
+        with pytest.raises(redis.exceptions.MovedError):
+            redis.Redis(port=dst.port).get(kept[0])
+        # The source takes writes to the range meanwhile.
+        for k in changed:
+            assert on_src.set(k, f"{k}:v2") is True
+            assert on_src.append(k, "+") > 0
+        assert on_src.delete(*deleted) == len(deleted)
+        for k in fresh:
+            assert on_src.set(k, f"{k}:new") is True
+        assert state in _cli(c, "show").stdout  # all of them during the pre-copy
+        assert on_src.execute_command("TS.WAITDURABLE", 10_000) >= 1
+        rc = _rc(c)
+        try:
+            before = {k: _history(rc, k) for k in kept + changed + deleted + fresh}
+        finally:
+            rc.close()
+    finally:
+        assert c.hold is not None
+        c.hold.write_text("")  # the target goes on
+        out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert f"moved slots {first}-{last} from 127.0.0.1:{src.port}" in out
+    took = next(line for line in dst.log_lines if "took slots" in line)
+    tail = len(changed) + len(deleted) + len(fresh)
+    assert f", {tail} keys from the tail)" in took  # the others as pre-copied
+    until(lambda: _info(src.port)["cluster_current_epoch"] == "2", 20)
+    on_dst = redis.Redis(port=dst.port)
+    assert on_dst.mget(kept) == [f"{k}:v1".encode() for k in kept]
+    assert on_dst.mget(changed) == [f"{k}:v2+".encode() for k in changed]
+    assert on_dst.mget(fresh) == [f"{k}:new".encode() for k in fresh]
+    assert on_dst.exists(*deleted) == 0
+    assert not {k.decode() for k in _keys_on(dst.port)} & set(deleted)
+    rc = _rc(c)
+    try:
+        rc.nodes_manager.initialize()
+        for k, rows in before.items():
+            assert _history(rc, k) == rows, k
+    finally:
+        rc.close()
+    assert not {k for k in _keys_on(src.port) if first <= key_slot(k) <= last}
+
+
+def test_target_restarted_after_its_precopy_takes_the_whole_range(created: Cluster) -> None:
+    """The target is killed (kill -9) once fenced, its pre-copy only in its memory;
+    restarted, it takes the whole range again from the source's stream and finishes
+    the move: every key with its history, none twice."""
+    c = created
+    src, dst = c.nodes[0], c.nodes[1]
+    first, last = 3000, 3999  # the first shard's
+    keys = [f"{{b}}:r{i}" for i in range(20)]  # slot 3300
+    on_src = redis.Redis(port=src.port)
+    for v in range(3):
+        for k in keys:
+            on_src.set(k, f"{k}:v{v}")
+    on_src.delete(keys[0])
+    rc = _rc(c)
+    try:
+        before = {k: _history(rc, k) for k in keys}
+    finally:
+        rc.close()
+    cli = _held_move(c, "import", f"{first}-{last}", dst.port)
+    until(lambda: ", state import, fenced at LSN " in _cli(c, "show").stdout, 30)
+    kill9(dst)
+    c.nodes[1] = dst = _restart(dst, c)  # without the hold
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert f"moved slots {first}-{last} from 127.0.0.1:{src.port}" in out
+    took = next(line for line in dst.log_lines if "took slots" in line)
+    assert f"({len(keys)} keys)" in took and f", {len(keys)} keys from the tail)" in took
+    rc = _rc(c)
+    try:
+        rc.nodes_manager.initialize()
+        assert [_history(rc, k) for k in keys] == [before[k] for k in keys]
+    finally:
+        rc.close()
+    on_dst = redis.Redis(port=dst.port)
+    assert on_dst.exists(keys[0]) == 0
+    assert on_dst.mget(keys[1:]) == [f"{k}:v2".encode() for k in keys[1:]]
+    assert sorted(k for k in _keys_on(dst.port) if first <= key_slot(k) <= last) == sorted(
+        k.encode() for k in keys[1:]
+    )
 
 
 def test_range_over_two_shards_moves_from_each(created: Cluster) -> None:

@@ -20,7 +20,9 @@ from store.moves import (
     longest_chain,
     range_keys,
     renumber,
+    written_since,
 )
+from store.policy import HistoryPolicy
 from store.records import UpdateRecord
 from store.slots import SLOTS, Shard, SlotMap, key_slot, owner_runs, reassign, spread
 from tests.helpers import make_session, run
@@ -208,3 +210,23 @@ def test_keys_with_history_out_of_memory_move(tmp_path: Path) -> None:
     assert spill.dead > 0  # their runs freed
     assert b"k" not in db.chains and not db.chains.cold and b"h" not in db.data
     _counted_right(giver)
+
+
+def test_written_since_finds_the_keys_a_tail_wrote() -> None:
+    """The chains of a store keeping every version say which keys were written after
+    an LSN (a pre-copy's tail, where the version index does not reach back so far):
+    rewritten, deleted and new keys, packed creations too; not the untouched ones."""
+    store = Store(databases=1, history=HistoryPolicy("all", 0))
+    for key in (b"kept", b"changed", b"gone"):
+        _set(store, key, b"1")
+    at = store.lsn
+    _set(store, b"changed", b"2")
+    _set(store, b"new", b"1")
+    store.begin("del")
+    store.apply(store.dbs[0], b"gone", ("del",))
+    store.commit()
+    db = store.dbs[0]
+    keys = range_keys(db, 0, SLOTS - 1)
+    assert sorted(written_since(db, keys, at)) == [b"changed", b"gone", b"new"]
+    assert written_since(db, keys, store.lsn) == []
+    assert store.keys_written(0, at, store.lsn) == {b"changed", b"gone", b"new"}
