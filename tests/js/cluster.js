@@ -6,7 +6,7 @@
 
 const Redis = require("ioredis");
 const keySlot = require("cluster-key-slot"); // ioredis' own dependency
-const { steps, settled } = require("./common");
+const { steps, settled, clusterReady } = require("./common");
 
 const [port, count] = [Number(process.argv[2]), Number(process.argv[3])];
 
@@ -47,10 +47,7 @@ async function run() {
   });
   cluster.on("error", () => {}); // surfaced through the commands' own rejections
   try {
-    await new Promise((resolve, reject) => {
-      cluster.once("ready", resolve);
-      cluster.once("end", () => reject(new Error("the cluster client ended")));
-    });
+    await clusterReady(cluster);
     const out = await steps([
       ["masters", async () => cluster.nodes("master").map((n) => n.options.port).sort()],
       ["roundtrip", () => roundTrip(cluster)],

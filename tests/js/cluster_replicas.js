@@ -5,6 +5,7 @@
 "use strict";
 
 const Redis = require("ioredis");
+const { clusterReady } = require("./common");
 
 const [port, count] = [Number(process.argv[2]), Number(process.argv[3])];
 
@@ -15,10 +16,7 @@ async function run() {
   });
   cluster.on("error", () => {}); // surfaced through the commands' own rejections
   try {
-    await new Promise((resolve, reject) => {
-      cluster.once("ready", resolve);
-      cluster.once("end", () => reject(new Error("the cluster client ended")));
-    });
+    await clusterReady(cluster);
     const keys = Array.from({ length: count }, (_, i) => `ro:key:${i}`);
     await Promise.all(keys.map((k, i) => cluster.set(k, `value:${i}`)));
     const deadline = Date.now() + 30000;

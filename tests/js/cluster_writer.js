@@ -10,6 +10,7 @@
 
 const readline = require("readline");
 const Redis = require("ioredis");
+const { clusterReady } = require("./common");
 
 const port = Number(process.argv[2]);
 const WRITERS = 4;
@@ -80,10 +81,7 @@ async function writer() {
 }
 
 async function run() {
-  await new Promise((resolve, reject) => {
-    cluster.once("ready", resolve);
-    cluster.once("end", () => reject(new Error("the cluster client ended")));
-  });
+  await clusterReady(cluster);
   readline.createInterface({ input: process.stdin }).on("line", (line) => {
     const [word, name] = line.split(" ");
     if (word === "mark") marks[name] = next;

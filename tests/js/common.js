@@ -1,5 +1,6 @@
-// Shared by the scripts that tests/test_ioredis.py runs: each prints one JSON object
-// on stdout (what ioredis returned, step by step) and exits; the Python side compares.
+// Shared by the scripts that tests/test_ioredis.py and the cluster tests run: each
+// prints one JSON object on stdout (what ioredis returned, step by step) and exits;
+// the Python side compares.
 "use strict";
 
 const Redis = require("ioredis");
@@ -43,6 +44,14 @@ function waitFor(check, timeoutMs, what) {
   });
 }
 
+// Resolves once a Cluster client has learned the slot map; rejects if it ends first.
+function clusterReady(cluster) {
+  return new Promise((resolve, reject) => {
+    cluster.once("ready", resolve);
+    cluster.once("end", () => reject(new Error("the cluster client ended")));
+  });
+}
+
 // Prints the result, closes every client, and exits non-zero on an unexpected error.
 function main(run) {
   const clients = [];
@@ -64,4 +73,4 @@ function main(run) {
     });
 }
 
-module.exports = { steps, settled, failure, waitFor, main };
+module.exports = { steps, settled, failure, waitFor, main, clusterReady };
